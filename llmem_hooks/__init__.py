@@ -1,0 +1,48 @@
+"""llmem-hooks: a local memory layer for coding agents.
+
+The public surface is re-exported here; everything else is private to its module.
+"""
+
+from __future__ import annotations
+
+from .config import load_config, write_config_yaml
+from .errors import (
+    ConfigError,
+    ImportFormatError,
+    LLMemError,
+    NotFoundError,
+    SearchError,
+    ValidationError,
+)
+from .paths import get_config_path, get_context_dir, get_db_path, get_llmem_home, validate_session_id
+from .registry import DEFAULT_MEMORY_TYPES, get_registered_types, register_memory_type
+from .retrieve import DEFAULT_ALPHA, DEFAULT_BLEND, DEFAULT_RRF_K, Retriever
+from .store import MemoryFilter, MemoryStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_BLEND",
+    "DEFAULT_MEMORY_TYPES",
+    "DEFAULT_RRF_K",
+    "ConfigError",
+    "ImportFormatError",
+    "LLMemError",
+    "MemoryFilter",
+    "MemoryStore",
+    "NotFoundError",
+    "Retriever",
+    "SearchError",
+    "ValidationError",
+    "__version__",
+    "get_config_path",
+    "get_context_dir",
+    "get_db_path",
+    "get_llmem_home",
+    "get_registered_types",
+    "load_config",
+    "register_memory_type",
+    "validate_session_id",
+    "write_config_yaml",
+]

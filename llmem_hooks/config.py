@@ -1,0 +1,145 @@
+"""config.yaml: defaults, loading, validation.
+
+The file is written with the defaults on first use (mode 0600) so a person can see every
+setting. Unknown keys produce a warning (a typo should not silently do nothing); a value
+of the wrong kind is a `ConfigError` that names the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+from .paths import ensure_private_dir, get_config_path, write_private_file
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
+    "memory": {
+        "db_path": None,  # None -> <LLMEM_HOME>/memory.db
+        "default_confidence": 0.8,
+        "inbox_capacity": 100,
+    },
+    "retrieval": {
+        "alpha": 0.7,
+        "blend": 0.3,
+        "fuzzy_threshold": 0.7,
+        "limit": 10,
+    },
+    "context": {
+        "dir": None,  # None -> <LLMEM_HOME>/context
+        "budget_tokens": 1500,
+    },
+    "session": {
+        "idle_debounce_seconds": 30,
+        "end_after_minutes": 30,
+        "context_retention_days": 7,
+    },
+}
+
+
+def _number(lo: float | None = None, hi: float | None = None) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"expected a number, got {value!r}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise ValueError(f"must be between {lo} and {hi}, got {value!r}")
+        return value
+
+    return check
+
+
+def _int(lo: int = 0) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {value!r}")
+        if value < lo:
+            raise ValueError(f"must be >= {lo}, got {value!r}")
+        return value
+
+    return check
+
+
+def _optional_path(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a path or null, got {value!r}")
+    return value
+
+
+VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "memory": {
+        "db_path": _optional_path,
+        "default_confidence": _number(0.0, 1.0),
+        "inbox_capacity": _int(1),
+    },
+    "retrieval": {
+        "alpha": _number(0.0, 1.0),
+        "blend": _number(0.0, 1.0),
+        "fuzzy_threshold": _number(0.0, 1.0),
+        "limit": _int(1),
+    },
+    "context": {"dir": _optional_path, "budget_tokens": _int(50)},
+    "session": {
+        "idle_debounce_seconds": _number(0.0),
+        "end_after_minutes": _number(0.0),
+        "context_retention_days": _number(0.0),
+    },
+}
+
+
+def validate_config(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Merge ``raw`` over the defaults, warning on unknown keys and raising on bad values."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError("config.yaml must hold a mapping of sections")
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    for section, values in raw.items():
+        if section not in VALIDATORS:
+            log.warning("config.yaml: unknown section %r ignored", section)
+            continue
+        if values is None:
+            continue
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"config.yaml: {section} must be a mapping")
+        for key, value in values.items():
+            check = VALIDATORS[section].get(key)
+            if check is None:
+                log.warning("config.yaml: unknown key %s.%s ignored", section, key)
+                continue
+            try:
+                config[section][key] = check(value)
+            except ValueError as exc:
+                raise ConfigError(f"config.yaml: invalid value for {section}.{key}: {exc}") from None
+    return config
+
+
+def write_config_yaml(path: Path, config: Mapping[str, Any], force: bool = False) -> bool:
+    """Write ``config`` as YAML (mode 0600). Returns False if the file exists and not ``force``."""
+    if path.exists() and not force:
+        return False
+    text = "# llmem-hooks configuration (see docs/configuration.md)\n"
+    text += yaml.safe_dump(dict(config), sort_keys=False)
+    write_private_file(path, text)
+    return True
+
+
+def load_config(path: Path | None = None, create: bool = True) -> dict[str, dict[str, Any]]:
+    """Read config.yaml (writing the defaults first if it does not exist and ``create``)."""
+    path = path or get_config_path()
+    if not path.exists():
+        if create:
+            ensure_private_dir(path.parent)
+            write_config_yaml(path, DEFAULT_CONFIG)
+        return copy.deepcopy(DEFAULT_CONFIG)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"config.yaml: cannot read {path}: {exc}") from None
+    return validate_config(raw or {})

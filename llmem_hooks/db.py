@@ -1,0 +1,83 @@
+"""Opening the memory database: driver choice, pragmas and transactions.
+
+The stdlib ``sqlite3`` of many Python builds (pyenv among them) cannot load extensions,
+so sqlite-vec would never load. We use sqlean-py (a DB-API twin of ``sqlite3`` with a
+recent SQLite and extension loading) when it is installed and fall back to the stdlib.
+
+Every connection runs in WAL mode with a non-zero ``busy_timeout`` (a writer waits for a
+lock instead of dropping data with "database is locked") and foreign keys on. Writes use
+``BEGIN IMMEDIATE`` so two writers queue on the lock up front rather than deadlocking
+when a read transaction tries to upgrade.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _driver() -> ModuleType:
+    try:
+        import sqlean  # type: ignore[import-untyped]
+
+        return sqlean
+    except ImportError:  # pragma: no cover - depends on the install
+        return sqlite3
+
+
+def connect(path: Path | str, *, load_vec: bool = True) -> Any:
+    """Open ``path`` with our pragmas; returns a DB-API connection in autocommit mode."""
+    driver = _driver()
+    conn = driver.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                          check_same_thread=False)
+    conn.row_factory = driver.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if str(path) != ":memory:":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if load_vec:
+        _load_vec(conn)
+    return conn
+
+
+def _load_vec(conn: Any) -> bool:
+    """Load sqlite-vec if the driver allows it; search falls back to Python otherwise."""
+    try:
+        import sqlite_vec  # type: ignore[import-untyped]
+
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        return True
+    except Exception as exc:  # AttributeError on builds without extension loading
+        log.debug("sqlite-vec not loaded: %s", exc)
+        return False
+
+
+def has_function(conn: Any, name: str) -> bool:
+    """True if SQL function ``name`` exists on ``conn`` (e.g. ``vec_distance_cosine``)."""
+    row = conn.execute("SELECT 1 FROM pragma_function_list WHERE name = ?", (name,)).fetchone()
+    return row is not None
+
+
+@contextlib.contextmanager
+def transaction(conn: Any) -> Iterator[Any]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolls back on any exception (nothing half-written)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")

@@ -1,0 +1,117 @@
+"""Typo tolerance: a trigram index over the vocabulary of stored memories.
+
+Rather than indexing the trigrams of every memory (3-5x the size of the text, and slow to
+write), we index the trigrams of each distinct *word* once. A misspelled query word
+(``dokcer``) is matched to vocabulary words sharing a padded trigram, then scored by
+optimal-string-alignment edit distance (so a swap of two letters costs 1). The caller
+rewrites the query with the corrections and runs the normal FTS5 search.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+DEFAULT_THRESHOLD = 0.7
+_WORD = re.compile(r"[a-z][a-z0-9_]{2,31}")
+MIN_FUZZY_LEN = 4
+
+
+def fold(text: str) -> str:
+    """Lower-case and strip diacritics, as the FTS5 tokenizer does."""
+    text = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in text if not unicodedata.combining(ch))
+
+
+def extract_terms(text: str) -> set[str]:
+    """Distinct words of ``text`` worth indexing for fuzzy lookup (3..32 chars, not numbers)."""
+    return set(_WORD.findall(fold(text)))
+
+
+def trigrams(word: str) -> set[str]:
+    """Trigrams of ``word`` padded with spaces, so short words still share their ends."""
+    padded = f"  {word} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def osa_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance (Levenshtein plus adjacent transpositions)."""
+    if a == b:
+        return 0
+    la, lb = len(a), len(b)
+    if not la or not lb:
+        return la or lb
+    prev2: list[int] = []
+    prev = list(range(lb + 1))
+    for i in range(1, la + 1):
+        cur = [i] + [0] * lb
+        ca = a[i - 1]
+        for j in range(1, lb + 1):
+            cb = b[j - 1]
+            cost = 0 if ca == cb else 1
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                v = min(v, prev2[j - 2] + 1)
+            cur[j] = v
+        prev2, prev = prev, cur
+    return prev[lb]
+
+
+def similarity(a: str, b: str) -> float:
+    """1 - edit distance / longer length: 1.0 for equal words, 0.0 for unrelated ones."""
+    longest = max(len(a), len(b))
+    return 1.0 - osa_distance(a, b) / longest if longest else 1.0
+
+
+def index_terms(conn: Any, terms: Iterable[str]) -> None:
+    """Add words to the vocabulary and their trigrams to the index (idempotent)."""
+    new = [t for t in set(terms)]
+    if not new:
+        return
+    known = set()
+    for i in range(0, len(new), 500):
+        chunk = new[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        known.update(r[0] for r in conn.execute(
+            f"SELECT term FROM fuzzy_terms WHERE term IN ({marks})", chunk))
+    fresh = [t for t in new if t not in known]
+    if not fresh:
+        return
+    conn.executemany("INSERT OR IGNORE INTO fuzzy_terms(term) VALUES (?)", [(t,) for t in fresh])
+    conn.executemany(
+        "INSERT OR IGNORE INTO fuzzy_trigrams(trigram, term) VALUES (?, ?)",
+        [(g, t) for t in fresh for g in trigrams(t)],
+    )
+
+
+def is_known(conn: Any, term: str) -> bool:
+    return conn.execute("SELECT 1 FROM fuzzy_terms WHERE term = ?", (term,)).fetchone() is not None
+
+
+def suggest(conn: Any, word: str, threshold: float = DEFAULT_THRESHOLD,
+            limit: int = 3) -> list[tuple[str, float]]:
+    """Vocabulary words similar to ``word`` (similarity >= threshold), best first."""
+    word = fold(word)
+    if len(word) < MIN_FUZZY_LEN:
+        return []
+    grams = sorted(trigrams(word))
+    marks = ",".join("?" * len(grams))
+    # A word within edit distance d of `word` shares most trigrams; require at least a
+    # quarter of them so the candidate list stays small on a large vocabulary.
+    need = max(1, len(grams) // 4)
+    rows = conn.execute(
+        f"SELECT term FROM fuzzy_trigrams WHERE trigram IN ({marks}) "
+        f"GROUP BY term HAVING COUNT(*) >= ?",
+        [*grams, need],
+    ).fetchall()
+    scored = []
+    for (term,) in rows:
+        if term == word or abs(len(term) - len(word)) > len(word) * (1 - threshold) + 1:
+            continue
+        sim = similarity(word, term)
+        if sim >= threshold:
+            scored.append((term, sim))
+    scored.sort(key=lambda ts: (-ts[1], ts[0]))
+    return scored[:limit]

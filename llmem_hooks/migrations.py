@@ -1,0 +1,220 @@
+"""Schema migrations: small named functions, each applied once and recorded.
+
+``_schema_migrations`` holds one row per applied migration. A migration that adds an
+index or a derived table also backfills it from existing rows, so a database upgraded
+step by step ends identical to a fresh one (tests check this).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from . import fuzzy
+from .db import transaction
+
+Migration = Callable[[Any], None]
+
+
+def run_script(conn: Any, sql: str) -> None:
+    """Run several statements one by one.
+
+    ``executescript`` would COMMIT the surrounding transaction first, so a failed migration
+    could leave half a schema behind; executing statement by statement keeps it atomic.
+    """
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                conn.execute(buf)
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buf.strip()[:80]}")
+
+
+def m001_core(conn: Any) -> None:
+    """memories, tags, relations and the extraction log."""
+    run_script(conn, 
+        """
+        CREATE TABLE memories (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            type TEXT NOT NULL,
+            content TEXT NOT NULL CHECK (length(content) BETWEEN 1 AND 10000),
+            summary TEXT,
+            source TEXT NOT NULL DEFAULT 'manual',
+            confidence REAL NOT NULL DEFAULT 0.8 CHECK (confidence BETWEEN 0.0 AND 1.0),
+            metadata TEXT NOT NULL DEFAULT '{}',
+            hints TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            accessed_at TEXT,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            valid_until TEXT,
+            invalidation_reason TEXT,
+            expires_at TEXT,
+            entered_by TEXT,
+            project TEXT,
+            session_id TEXT,
+            source_message_ids TEXT NOT NULL DEFAULT '[]',
+            content_hash TEXT NOT NULL,
+            tag_text TEXT NOT NULL DEFAULT '',
+            embedding BLOB
+        );
+        CREATE INDEX idx_memories_type ON memories(type);
+        CREATE INDEX idx_memories_created ON memories(created_at);
+        CREATE INDEX idx_memories_project ON memories(project);
+        CREATE INDEX idx_memories_entered_by ON memories(entered_by);
+        CREATE INDEX idx_memories_session ON memories(session_id);
+        CREATE INDEX idx_memories_expires ON memories(expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX idx_memories_hash ON memories(content_hash);
+
+        CREATE TABLE tags (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE
+        );
+        CREATE TABLE memory_tags (
+            memory_seq INTEGER NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+            tag_id INTEGER NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+            PRIMARY KEY (memory_seq, tag_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_memory_tags_tag ON memory_tags(tag_id, memory_seq);
+
+        CREATE TABLE relations (
+            id INTEGER PRIMARY KEY,
+            source_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            target_id TEXT NOT NULL,
+            target_type TEXT NOT NULL DEFAULT 'memory' CHECK (target_type IN ('memory', 'code')),
+            relation_type TEXT NOT NULL
+                CHECK (relation_type IN ('supersedes', 'related_to', 'derived_from', 'references')),
+            created_at TEXT NOT NULL,
+            UNIQUE (source_id, target_id, relation_type)
+        );
+        CREATE INDEX idx_relations_target ON relations(target_id);
+        -- A deleted memory takes the edges pointing at it with it.
+        CREATE TRIGGER relations_target_gone AFTER DELETE ON memories BEGIN
+            DELETE FROM relations WHERE target_type = 'memory' AND target_id = old.id;
+        END;
+
+        CREATE TABLE extraction_log (
+            source_type TEXT NOT NULL,
+            source_id TEXT NOT NULL,
+            cursor TEXT,
+            memory_count INTEGER NOT NULL DEFAULT 0,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            runs INTEGER NOT NULL DEFAULT 0,
+            extracted_at TEXT NOT NULL,
+            PRIMARY KEY (source_type, source_id)
+        );
+        """
+    )
+
+
+def m002_fts(conn: Any) -> None:
+    """FTS5 index over content, summary and tags, kept in sync by triggers."""
+    run_script(conn, 
+        """
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, summary, tag_text,
+            content='memories', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content, summary, tag_text)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, summary, tag_text ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text);
+            INSERT INTO memories_fts(rowid, content, summary, tag_text)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text);
+        END;
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.75)');
+        INSERT INTO memories_fts(rowid, content, summary, tag_text)
+            SELECT seq, content, coalesce(summary, ''), tag_text FROM memories;
+        """
+    )
+
+
+def m003_fuzzy(conn: Any) -> None:
+    """Vocabulary and its trigram index for typo-tolerant search."""
+    run_script(conn, 
+        """
+        CREATE TABLE fuzzy_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
+        CREATE TABLE fuzzy_trigrams (
+            trigram TEXT NOT NULL,
+            term TEXT NOT NULL,
+            PRIMARY KEY (trigram, term)
+        ) WITHOUT ROWID;
+        """
+    )
+    terms: set[str] = set()
+    for (content, summary, tag_text) in conn.execute(
+        "SELECT content, coalesce(summary, ''), tag_text FROM memories"
+    ):
+        terms |= fuzzy.extract_terms(f"{content} {summary} {tag_text}")
+    fuzzy.index_terms(conn, terms)
+
+
+def m004_inbox(conn: Any) -> None:
+    """Working-memory inbox, promoted to long-term memory by consolidate()."""
+    run_script(conn, 
+        """
+        CREATE TABLE inbox (
+            id TEXT PRIMARY KEY,
+            content TEXT NOT NULL CHECK (length(content) BETWEEN 1 AND 10000),
+            source TEXT NOT NULL DEFAULT 'note'
+                CHECK (source IN ('note', 'learn', 'extract', 'consolidation')),
+            attention_score REAL NOT NULL DEFAULT 0.5
+                CHECK (attention_score BETWEEN 0.0 AND 1.0),
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX idx_inbox_attention ON inbox(attention_score DESC, created_at ASC);
+        """
+    )
+
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "core", m001_core),
+    (2, "fts", m002_fts),
+    (3, "fuzzy", m003_fuzzy),
+    (4, "inbox", m004_inbox),
+]
+
+
+def applied_versions(conn: Any) -> set[int]:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _schema_migrations ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    return {row[0] for row in conn.execute("SELECT version FROM _schema_migrations")}
+
+
+def migrate(conn: Any, upto: int | None = None) -> list[int]:
+    """Apply pending migrations in order (each in its own transaction); returns those applied."""
+    done = applied_versions(conn)
+    applied = []
+    for version, name, fn in MIGRATIONS:
+        if version in done or (upto is not None and version > upto):
+            continue
+        with transaction(conn):
+            # Re-check under the write lock: another process may have migrated meanwhile.
+            if conn.execute("SELECT 1 FROM _schema_migrations WHERE version = ?",
+                            (version,)).fetchone():
+                continue
+            fn(conn)
+            conn.execute(
+                "INSERT INTO _schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                (version, name, datetime.now(UTC).isoformat()),
+            )
+        applied.append(version)
+    return applied

@@ -1,0 +1,161 @@
+"""The search language: grep-like syntax and natural-language questions, to FTS5.
+
+Syntax (as in the LLMemory spec): words are ANDed (``docker compose``); ``AND``, ``OR``,
+``NOT`` (upper case) combine them; ``"exact phrase"``; ``prefix*``; parentheses group.
+Everything else is quoted before it reaches FTS5, so no input can produce an FTS5
+syntax error except an operator in a place where it makes no sense (``NOT`` first).
+
+A question such as "how do we deploy the staging server?" is the common case: its stop
+words are dropped (FTS5 has no stop-word list, and ANDing "how" and "we" would find
+nothing), leaving the content words for an AND query and, when that finds too little,
+an OR query ranked by BM25.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import ValidationError
+
+OPERATORS = frozenset({"AND", "OR", "NOT"})
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have
+    haven't having he her here hers herself him himself his how i i'm if in into is isn't it
+    it's its itself just let's me more most my myself no nor not of off on once only or other
+    ought our ours ourselves out over own same she should shouldn't so some such than that
+    that's the their theirs them themselves then there there's these they they're this those
+    through to too under until up very was wasn't we we're were weren't what what's when
+    where which while who whom why will with won't would wouldn't you you're your yours
+    yourself yourselves
+    again also anything anyone something someone thing things way ways get got go going
+    know please tell remind recall remember say said us hey hi ok okay like really
+    """.split()
+)
+
+_TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
+_WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
+
+
+def quote(term: str) -> str:
+    """Quote ``term`` as an FTS5 string (a phrase if it has several tokens)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+@dataclass
+class ParsedQuery:
+    """A query analysed once, for the several strategies of the retriever.
+
+    ``strict_match``: the FTS5 expression with grep semantics (implicit AND);
+    ``terms``: the content words (stop words removed) for OR relaxation and fuzzy matching;
+    ``explicit``: the user wrote operators, quotes or prefixes, so we do not relax it.
+    """
+
+    raw: str
+    strict_match: str = ""
+    terms: list[str] = field(default_factory=list)
+    explicit: bool = False
+
+    @property
+    def relaxed_match(self) -> str:
+        """OR of the content words: every memory sharing a word, ranked by BM25."""
+        return " OR ".join(quote(t) for t in self.terms)
+
+    def match_with(self, replacements: dict[str, list[str]]) -> str:
+        """OR query with each term widened to itself OR its fuzzy corrections."""
+        parts = []
+        for term in self.terms:
+            alts = [term, *replacements.get(term, [])]
+            parts.append(" OR ".join(quote(a) for a in alts))
+        return " OR ".join(parts)
+
+
+def words(text: str) -> list[str]:
+    """Words of free text, lower-cased, punctuation around them removed."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    """Words minus stop words; all words if nothing else is left (e.g. "what is it")."""
+    ws = list(dict.fromkeys(words(text)))
+    kept = [w for w in ws if w not in STOP_WORDS]
+    return kept or ws
+
+
+def parse_query(query: str) -> ParsedQuery:
+    """Turn user input into FTS5 expressions (see the module docstring)."""
+    parsed = ParsedQuery(raw=query)
+    tokens: list[str] = []  # FTS5 pieces
+    plain: list[str] = []  # free text, for the content words
+    depth = 0
+    for m in _TOKEN.finditer(query or ""):
+        phrase, lpar, rpar, bare = m.groups()
+        if phrase is not None:
+            if phrase.strip():
+                tokens.append(quote(phrase.strip()))
+                plain.append(phrase)
+                parsed.explicit = True
+        elif lpar:
+            tokens.append("(")
+            depth += 1
+            parsed.explicit = True
+        elif rpar:
+            if depth > 0:
+                tokens.append(")")
+                depth -= 1
+        elif bare in OPERATORS:
+            tokens.append(bare)
+            parsed.explicit = True
+        elif bare.endswith("*") and len(bare.rstrip("*")) > 0:
+            stem = " ".join(words(bare.rstrip("*")))
+            if stem:
+                tokens.append(quote(stem) + "*")
+                plain.append(stem)
+                parsed.explicit = True
+        else:
+            ws = words(bare)
+            if ws:
+                tokens.append(("__WORD__", " ".join(ws)))  # type: ignore[arg-type]
+                plain.append(" ".join(ws))
+    tokens.extend(")" * depth)
+    parsed.terms = content_words(" ".join(plain))
+    # Implicit-AND words: drop stop words unless the user wrote operators around them.
+    keep_stop = parsed.explicit and any(t in OPERATORS for t in tokens if isinstance(t, str))
+    out: list[str] = []
+    for tok in tokens:
+        if isinstance(tok, tuple):
+            text = tok[1]
+            if not keep_stop and all(w in STOP_WORDS for w in text.split()) and parsed.terms \
+                    and text not in parsed.terms:
+                continue
+            out.append(quote(text))
+        else:
+            out.append(tok)
+    parsed.strict_match = _tidy(out)
+    return parsed
+
+
+def _tidy(tokens: list[str]) -> str:
+    """Drop dangling AND/OR (``docker AND``) so FTS5 accepts the query; a NOT with nothing
+    before it cannot be expressed in FTS5 and is an error rather than silently dropped."""
+    cleaned: list[str] = []
+    for tok in tokens:
+        if tok in OPERATORS and (not cleaned or cleaned[-1] in OPERATORS or cleaned[-1] == "("):
+            if tok == "NOT":
+                raise ValidationError(
+                    "invalid search query: NOT needs a term before it (e.g. 'docker NOT swarm')")
+            continue
+        if tok == ")":
+            while cleaned and cleaned[-1] in OPERATORS:
+                cleaned.pop()
+            if cleaned and cleaned[-1] == "(":
+                cleaned.pop()
+                continue
+        cleaned.append(tok)
+    while cleaned and cleaned[-1] in OPERATORS:
+        cleaned.pop()
+    return " ".join(cleaned)

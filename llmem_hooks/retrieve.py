@@ -1,0 +1,299 @@
+"""Retriever: finding the memories that answer a query.
+
+Pipeline (FTS mode): parse the query (`llmem_hooks.query`) -> strict AND match ranked by
+BM25 -> if that finds fewer than wanted, the OR of the content words, ranked by BM25 ->
+if still fewer than 5, fuzzy corrections of unknown words (`llmem_hooks.fuzzy`) ->
+reciprocal-rank fusion with semantic results when an embedder is given -> rerank by
+confidence, recency, access frequency and type priority.
+
+Rerank (LLMem reference): ``final = rrf * (1 - blend) + signals * blend`` with signals
+``0.4 confidence + 0.3 recency + 0.2 access + 0.1 type priority``. Raw RRF scores are
+tiny (1/61 at best) while signals are near 1, so both are scaled to [0, 1] first (RRF
+divided by its best possible value, type priority by the highest priority); otherwise
+the signals alone would decide the order and relevance would be lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from . import fuzzy
+from .errors import SearchError, ValidationError
+from .query import ParsedQuery, parse_query
+from .store import MemoryFilter, MemoryStore, pack_embedding
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ALPHA = 0.7
+DEFAULT_BLEND = 0.3
+DEFAULT_RRF_K = 60
+FUZZY_MIN_RESULTS = 5
+SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
+DEFAULT_TYPE_PRIORITY: dict[str, float] = {
+    "decision": 1.2,
+    "preference": 1.1,
+    "procedure": 1.1,
+    "fact": 1.0,
+    "project_state": 1.0,
+    "self_assessment": 1.0,
+    "event": 0.9,
+    "conversation": 0.8,
+}
+SEARCH_MODES = ("hybrid", "fts", "semantic")
+
+
+class Embedder(Protocol):
+    """Anything that turns text into a vector (the EmbeddingEngine, a test double...)."""
+
+    def embed(self, text: str) -> Sequence[float]: ...
+
+
+def _rrf_score(rank: int, k: int = DEFAULT_RRF_K) -> float:
+    """Reciprocal-rank-fusion contribution of a 1-based rank."""
+    return 1.0 / (k + rank)
+
+
+def _days_since(ts: str | None, now: datetime) -> float | None:
+    if not ts:
+        return None
+    try:
+        then = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return max(0.0, (now - then).total_seconds() / 86400.0)
+
+
+def rerank_signals(mem: Mapping[str, Any], type_priority: Mapping[str, float],
+                   now: datetime) -> dict[str, float]:
+    """The four reference signals, each in [0, 1]."""
+    since_access = _days_since(mem.get("accessed_at"), now)
+    age = _days_since(mem.get("created_at"), now) or 0.0
+    count = mem.get("access_count") or 0
+    top = max(type_priority.values()) if type_priority else 1.0
+    return {
+        "confidence": float(mem.get("confidence") or 0.0),
+        "recency": math.exp(-0.01 * since_access) if since_access is not None else 0.0,
+        "access": min(1.0, math.log1p(count / max(age, 1.0))) if count else 0.0,
+        "type": type_priority.get(mem.get("type", ""), 1.0) / top,
+    }
+
+
+class Retriever:
+    """Search over a `MemoryStore`: FTS5 (+ fuzzy), optional semantic, fused and reranked."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder | None = None,
+        alpha: float = DEFAULT_ALPHA,
+        blend: float = DEFAULT_BLEND,
+        *,
+        rrf_k: int = DEFAULT_RRF_K,
+        fuzzy_threshold: float = fuzzy.DEFAULT_THRESHOLD,
+        type_priority: Mapping[str, float] | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        for name, value in (("alpha", alpha), ("blend", blend), ("fuzzy_threshold", fuzzy_threshold)):
+            if not 0.0 <= value <= 1.0:
+                raise ValidationError(f"{name} must be between 0 and 1, got {value!r}")
+        self.store = store
+        self.embedder = embedder
+        self.alpha = alpha
+        self.blend = blend
+        self.rrf_k = rrf_k
+        self.fuzzy_threshold = fuzzy_threshold
+        self.type_priority = dict(type_priority or DEFAULT_TYPE_PRIORITY)
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    # -- public API --------------------------------------------------------------------------
+    def search(self, query: str, limit: int = 10, offset: int = 0, type: str | None = None,
+               track_access: bool = True, *, fuzzy: bool | None = None,
+               threshold: float | None = None, **filters: Any) -> list[dict[str, Any]]:
+        """Keyword search (FTS5 + relaxation + fuzzy), reranked. See `hybrid_search` for
+        the filters (tags, any_tags, after, before, entered_by, project, ...)."""
+        return self.hybrid_search(query, limit=limit, offset=offset, type=type,
+                                  search_mode="fts", track_access=track_access, fuzzy=fuzzy,
+                                  threshold=threshold, **filters)
+
+    def hybrid_search(
+        self,
+        query: str,
+        limit: int = 10,
+        type: str | None = None,
+        alpha: float | None = None,
+        search_mode: str = "hybrid",
+        track_access: bool = True,
+        *,
+        offset: int = 0,
+        fuzzy: bool | None = None,
+        threshold: float | None = None,
+        tags: Sequence[str] | str | None = None,
+        any_tags: Sequence[str] | str | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        entered_by: str | None = None,
+        project: str | None = None,
+        project_only: bool = False,
+        session_id: str | None = None,
+        valid_only: bool = True,
+        include_expired: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Search and return up to ``limit`` memory dicts, best first.
+
+        ``search_mode``: "hybrid" (FTS + semantic fused by RRF; FTS only, with a warning,
+        when there is no embedder), "fts", or "semantic" (needs an embedder).
+        ``fuzzy``: None = only when exact matching finds fewer than 5; True/False = always/never.
+        Each result has ``_rrf_score``, ``_rerank_score`` and ``_match`` (fts, fuzzy, semantic).
+        """
+        if search_mode not in SEARCH_MODES:
+            raise ValidationError(f"invalid search mode {search_mode!r} (use {', '.join(SEARCH_MODES)})")
+        if limit < 1 or offset < 0:
+            raise ValidationError("limit must be >= 1 and offset >= 0")
+        if not query or not query.strip():
+            return []
+        alpha = self.alpha if alpha is None else alpha
+        if search_mode == "semantic" and self.embedder is None:
+            raise SearchError("semantic search needs an embedder; none is configured")
+        if search_mode == "hybrid" and self.embedder is None:
+            log.warning("hybrid search without an embedder: using FTS only")
+            search_mode = "fts"
+        flt = MemoryFilter(type=type, tags_all=_split(tags), tags_any=_split(any_tags),
+                           after=after, before=before, entered_by=entered_by, project=project,
+                           project_only=project_only, session_id=session_id,
+                           valid_only=valid_only, include_expired=include_expired)
+        want = limit + offset
+        pool = max(2 * want, 20)
+        fts_hits: list[dict[str, Any]] = []
+        sem_hits: list[dict[str, Any]] = []
+        if search_mode in ("fts", "hybrid"):
+            fts_hits = self._fts(parse_query(query), flt, pool, fuzzy,
+                                 self.fuzzy_threshold if threshold is None else threshold)
+        if search_mode in ("semantic", "hybrid"):
+            sem_hits = self._semantic(query, flt, pool)
+        if search_mode == "fts":
+            alpha = 0.0
+        elif search_mode == "semantic":
+            alpha = 1.0
+        results = self._fuse(fts_hits, sem_hits, alpha)[offset:want]
+        if track_access and results:
+            self.store.touch_batch([r["id"] for r in results])
+        return results
+
+    def format_context(self, query: str, budget_chars: int = 4000, **kwargs: Any) -> str:
+        """Search results as a markdown list an LLM reads well, cut at ``budget_chars``
+        on a whole entry. Empty string when nothing matches."""
+        kwargs.setdefault("limit", 20)
+        kwargs.setdefault("track_access", False)
+        kwargs.setdefault("search_mode", "hybrid" if self.embedder else "fts")
+        results = self.hybrid_search(query, **kwargs)
+        return format_memories(results, budget_chars)
+
+    # -- strategies --------------------------------------------------------------------------
+    def _fts(self, parsed: ParsedQuery, flt: MemoryFilter, pool: int, use_fuzzy: bool | None,
+             threshold: float) -> list[dict[str, Any]]:
+        if not parsed.strict_match:
+            return []
+        try:
+            hits = self.store.fts_search(parsed.strict_match, flt, pool)
+        except Exception as exc:  # an FTS5 syntax error from an odd operator combination
+            if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                raise ValidationError(f"invalid search query {parsed.raw!r}: {exc}") from None
+            raise
+        for h in hits:
+            h["_match"] = "fts"
+        seen = {h["id"] for h in hits}
+        if not parsed.explicit and len(hits) < pool and len(parsed.terms) > 1:
+            flt_more = _excluding(flt, seen)
+            for h in self.store.fts_search(parsed.relaxed_match, flt_more, pool - len(hits)):
+                h["_match"] = "fts"
+                hits.append(h)
+                seen.add(h["id"])
+        if use_fuzzy is False or parsed.explicit:
+            return hits
+        if use_fuzzy is None and len(hits) >= FUZZY_MIN_RESULTS:
+            return hits
+        corrections = self._corrections(parsed.terms, threshold)
+        if corrections:
+            for h in self.store.fts_search(parsed.match_with(corrections), _excluding(flt, seen),
+                                           pool):
+                h["_match"] = "fuzzy"
+                h["_fuzzy"] = corrections
+                hits.append(h)
+        return hits
+
+    def _corrections(self, terms: Sequence[str], threshold: float) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        conn = self.store.conn
+        for term in terms:
+            if not fuzzy.extract_terms(term) == {term} or fuzzy.is_known(conn, term):
+                continue
+            alts = [t for t, _ in fuzzy.suggest(conn, term, threshold)]
+            if alts:
+                out[term] = alts
+        return out
+
+    def _semantic(self, query: str, flt: MemoryFilter, pool: int) -> list[dict[str, Any]]:
+        assert self.embedder is not None
+        qblob = pack_embedding(list(self.embedder.embed(query)))
+        assert qblob is not None
+        hits = self.store.nearest(qblob, flt, pool)
+        for h in hits:
+            h["_match"] = "semantic"
+        return hits
+
+    def _fuse(self, fts_hits: list[dict[str, Any]], sem_hits: list[dict[str, Any]],
+              alpha: float) -> list[dict[str, Any]]:
+        k = self.rrf_k
+        merged: dict[str, dict[str, Any]] = {}
+        rrf: dict[str, float] = {}
+        for weight, hits in ((1.0 - alpha, fts_hits), (alpha, sem_hits)):
+            for rank, hit in enumerate(hits, start=1):
+                merged.setdefault(hit["id"], hit)
+                rrf[hit["id"]] = rrf.get(hit["id"], 0.0) + weight * _rrf_score(rank, k)
+        best = max((1.0 - alpha) if fts_hits else 0.0, alpha if sem_hits else 0.0) / (k + 1)
+        now = self._clock()
+        out = []
+        for mid, mem in merged.items():
+            signals = rerank_signals(mem, self.type_priority, now)
+            weighted = sum(SIGNAL_WEIGHTS[s] * v for s, v in signals.items())
+            norm = rrf[mid] / best if best else 0.0
+            mem["_rrf_score"] = rrf[mid]
+            mem["_rerank_score"] = norm * (1.0 - self.blend) + weighted * self.blend
+            out.append(mem)
+        out.sort(key=lambda m: m["_rerank_score"], reverse=True)
+        return out
+
+
+def _split(tags: Sequence[str] | str | None) -> list[str]:
+    if not tags:
+        return []
+    if isinstance(tags, str):
+        return [t for t in (p.strip() for p in tags.split(",")) if t]
+    return list(tags)
+
+
+def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:
+    from dataclasses import replace
+
+    return replace(flt, exclude_ids=tuple(ids))
+
+
+def format_memories(memories: Sequence[Mapping[str, Any]], budget_chars: int = 4000) -> str:
+    """Markdown bullet list of memories, whole entries only, within ``budget_chars``."""
+    lines: list[str] = []
+    used = 0
+    for mem in memories:
+        tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
+        content = " ".join(str(mem["content"]).split())
+        line = f"- **{mem['type']}**: {content}{tags}"
+        if used + len(line) + 1 > budget_chars:
+            if not lines and budget_chars > 20:  # never return nothing when something matched
+                lines.append(line[: budget_chars - 2].rstrip() + "…")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)

@@ -1,0 +1,960 @@
+"""MemoryStore: the SQLite database of memories, tags, relations, the inbox and cursors.
+
+The store knows nothing of agents or sessions beyond the provenance columns it keeps;
+adapters and hooks write through its methods. Every write runs in one ``BEGIN IMMEDIATE``
+transaction, so a failure leaves nothing half-written and concurrent writers queue on
+the lock (busy_timeout) instead of losing data.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+import struct
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import fuzzy
+from .db import connect, has_function, transaction
+from .errors import NotFoundError, ValidationError
+from .migrations import migrate
+from .paths import ensure_private_dir, get_db_path
+from .registry import check_memory_type, register_memory_type
+from .timestamps import now_iso, parse_iso
+
+MAX_CONTENT_CHARS = 10_000
+MAX_ID_LENGTH = 256
+MAX_EMBEDDING_BYTES = 1_048_576
+MAX_TRAVERSAL_DEPTH = 5
+DEFAULT_CONFIDENCE = 0.8
+DEFAULT_EXPORT_LIMIT = 10_000
+BRUTE_FORCE_MAX_ROWS = 10_000
+RELATION_TYPES = ("supersedes", "related_to", "derived_from", "references")
+TARGET_TYPES = ("memory", "code")
+INBOX_SOURCES = ("note", "learn", "extract", "consolidation")
+_TAG = re.compile(r"^[a-z0-9][a-z0-9_.:/+#-]{0,63}$")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+_SORT_COLUMNS = {
+    "created": "m.created_at",
+    "updated": "m.updated_at",
+    "accessed": "m.accessed_at",
+    "expires": "m.expires_at",
+    "confidence": "m.confidence",
+    "content": "m.content",
+    "type": "m.type",
+}
+_MEMORY_COLUMNS = (
+    "id, type, content, summary, source, confidence, metadata, hints, created_at, updated_at, "
+    "accessed_at, access_count, valid_until, invalidation_reason, expires_at, entered_by, "
+    "project, session_id, source_message_ids, tag_text"
+)
+
+
+@dataclass
+class MemoryFilter:
+    """Which memories a search or listing may return.
+
+    ``project`` selects that project's memories plus global ones (project NULL);
+    ``project_only`` drops the global ones.
+    """
+
+    type: str | Sequence[str] | None = None
+    tags_all: Sequence[str] = ()
+    tags_any: Sequence[str] = ()
+    after: str | None = None
+    before: str | None = None
+    entered_by: str | None = None
+    project: str | None = None
+    project_only: bool = False
+    session_id: str | None = None
+    valid_only: bool = True
+    include_expired: bool = False
+    exclude_ids: Sequence[str] = field(default_factory=tuple)
+
+    def to_sql(self, now: str) -> tuple[str, list[Any]]:
+        """SQL condition over alias ``m`` and its parameters."""
+        where: list[str] = []
+        params: list[Any] = []
+        if self.valid_only:
+            where.append("(m.valid_until IS NULL OR m.valid_until > ?)")
+            params.append(now)
+        if not self.include_expired:
+            where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
+            params.append(now)
+        if self.type:
+            types = [self.type] if isinstance(self.type, str) else list(self.type)
+            where.append(f"m.type IN ({','.join('?' * len(types))})")
+            params.extend(types)
+        if self.entered_by:
+            where.append("m.entered_by = ?")
+            params.append(self.entered_by)
+        if self.project:
+            where.append("m.project = ?" if self.project_only else
+                         "(m.project = ? OR m.project IS NULL)")
+            params.append(self.project)
+        if self.session_id:
+            where.append("m.session_id = ?")
+            params.append(self.session_id)
+        if self.after:
+            where.append("m.created_at >= ?")
+            params.append(parse_iso(self.after, field="--after date"))
+        if self.before:
+            where.append("m.created_at < ?")
+            params.append(parse_iso(self.before, field="--before date"))
+        tags_all = normalize_tags(self.tags_all)
+        if tags_all:
+            where.append(
+                "m.seq IN (SELECT mt.memory_seq FROM memory_tags mt JOIN tags t ON t.id = mt.tag_id"
+                f" WHERE t.name IN ({','.join('?' * len(tags_all))})"
+                " GROUP BY mt.memory_seq HAVING COUNT(*) = ?)"
+            )
+            params.extend([*tags_all, len(tags_all)])
+        tags_any = normalize_tags(self.tags_any)
+        if tags_any:
+            where.append(
+                "EXISTS (SELECT 1 FROM memory_tags mt JOIN tags t ON t.id = mt.tag_id"
+                f" WHERE mt.memory_seq = m.seq AND t.name IN ({','.join('?' * len(tags_any))}))"
+            )
+            params.extend(tags_any)
+        if self.exclude_ids:
+            where.append(f"m.id NOT IN ({','.join('?' * len(self.exclude_ids))})")
+            params.extend(self.exclude_ids)
+        return (" AND ".join(where) or "1"), params
+
+
+def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
+    """Lower-case, de-duplicated tags; a comma-separated string is split."""
+    if not tags:
+        return []
+    if isinstance(tags, str):
+        tags = tags.split(",")
+    out: list[str] = []
+    for raw in tags:
+        if not isinstance(raw, str):
+            raise ValidationError(f"invalid tag {raw!r}: tags are strings")
+        tag = raw.strip().lower()
+        if not tag:
+            continue
+        if not _TAG.match(tag):
+            raise ValidationError(
+                f"invalid tag {raw!r}: use letters, digits and _.:/+#- (no spaces), at most 64"
+            )
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+def content_hash(content: str) -> str:
+    """Hash of the content with case and whitespace folded, for exact-duplicate detection."""
+    norm = " ".join(fuzzy.fold(content).split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+def pack_embedding(vec: Sequence[float] | bytes | None) -> bytes | None:
+    """Float vector -> little-endian float32 bytes (bytes pass through)."""
+    if vec is None:
+        return None
+    blob = bytes(vec) if isinstance(vec, bytes | bytearray | memoryview) else struct.pack(
+        f"<{len(vec)}f", *vec)
+    if len(blob) > MAX_EMBEDDING_BYTES or len(blob) % 4:
+        raise ValidationError("embedding must be packed float32 and at most 1 MB")
+    return blob
+
+
+def unpack_embedding(blob: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+
+
+def _cosine_distance(a: bytes, b: bytes) -> float:
+    va, vb = unpack_embedding(a), unpack_embedding(b)
+    dot = sum(x * y for x, y in zip(va, vb, strict=True))
+    na = math.sqrt(sum(x * x for x in va))
+    nb = math.sqrt(sum(y * y for y in vb))
+    return 1.0 - dot / (na * nb) if na and nb else 1.0
+
+
+def _check_content(content: Any, what: str = "content") -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise ValidationError(f"{what} must be a non-empty string")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise ValidationError(
+            f"{what} is {len(content):,} characters; the limit is {MAX_CONTENT_CHARS:,}")
+    return content
+
+
+def _check_confidence(value: Any, what: str = "confidence") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise ValidationError(f"{what} must be a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _check_id(value: Any, what: str = "id") -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH or not _ID.match(value):
+        raise ValidationError(f"invalid {what} {value!r}")
+    return value
+
+
+def _json_list(value: Any, what: str) -> str:
+    if value is None:
+        return "[]"
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{what} must be a list of strings")
+    return json.dumps(list(value))
+
+
+def _json_dict(value: Any, what: str = "metadata") -> str:
+    if value is None:
+        return "{}"
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{what} must be a JSON object")
+    try:
+        return json.dumps(dict(value), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{what} is not JSON-serializable: {exc}") from None
+
+
+def row_to_memory(row: Any) -> dict[str, Any]:
+    """A memories row (selected with _MEMORY_COLUMNS) as the public dict."""
+    mem = {k: row[k] for k in row.keys() if k not in ("tag_text", "embedding", "seq")}
+    mem["metadata"] = json.loads(row["metadata"] or "{}")
+    mem["hints"] = json.loads(row["hints"] or "[]")
+    mem["source_message_ids"] = json.loads(row["source_message_ids"] or "[]")
+    mem["tags"] = row["tag_text"].split() if row["tag_text"] else []
+    return mem
+
+
+class MemoryStore:
+    """Memories in one SQLite file (default ``<LLMEM_HOME>/memory.db``).
+
+    Usable as a context manager; thread-safe (one connection guarded by a lock).
+    """
+
+    def __init__(self, db_path: Path | str | None = None, *, inbox_capacity: int = 100,
+                 default_confidence: float = DEFAULT_CONFIDENCE) -> None:
+        path = Path(db_path) if db_path is not None else get_db_path()
+        if str(path) != ":memory:":
+            ensure_private_dir(path.parent)
+            new = not path.exists()
+        else:
+            new = False
+        self.db_path = path
+        self.inbox_capacity = inbox_capacity
+        self.default_confidence = _check_confidence(default_confidence, "default confidence")
+        self._lock = threading.RLock()
+        self._has_vec: bool | None = None
+        self._conn = connect(path)
+        if new:
+            path.chmod(0o600)
+        migrate(self._conn)
+        for (name,) in self._conn.execute("SELECT DISTINCT type FROM memories"):
+            register_memory_type(name)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def conn(self) -> Any:
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- memories ------------------------------------------------------------------------
+    def add(
+        self,
+        type: str,
+        content: str,
+        *,
+        summary: str | None = None,
+        source: str = "manual",
+        confidence: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        hints: Sequence[str] | None = None,
+        tags: Iterable[str] | str | None = None,
+        expires_at: str | None = None,
+        valid_until: str | None = None,
+        entered_by: str | None = None,
+        project: str | None = None,
+        session_id: str | None = None,
+        source_message_ids: Sequence[str] | None = None,
+        embedding: Sequence[float] | bytes | None = None,
+        id: str | None = None,
+        created_at: str | None = None,
+        dedupe: bool = True,
+    ) -> str:
+        """Store a memory and return its id.
+
+        With ``dedupe`` (the default) an exact duplicate (same text up to case and spacing,
+        same type and project) of a valid memory is not stored twice: the existing id is
+        returned and the new tags are added to it.
+        """
+        record = self._prepare(
+            {
+                "id": id, "type": type, "content": content, "summary": summary,
+                "source": source, "confidence": confidence, "metadata": metadata,
+                "hints": hints, "tags": tags, "expires_at": expires_at,
+                "valid_until": valid_until, "entered_by": entered_by, "project": project,
+                "session_id": session_id, "source_message_ids": source_message_ids,
+                "embedding": embedding, "created_at": created_at,
+            }
+        )
+        with self._lock, transaction(self._conn):
+            if dedupe:
+                existing = self._find_duplicate(record)
+                if existing is not None:
+                    seq, mid, tag_text = existing
+                    if record["tags"]:
+                        merged = normalize_tags(tag_text.split() + record["tags"])
+                        self._set_tags(seq, merged)
+                    return mid
+            self._insert([record])
+        return record["id"]
+
+    def _find_duplicate(self, record: dict[str, Any]) -> tuple[int, str, str] | None:
+        now = now_iso()
+        row = self._conn.execute(
+            "SELECT seq, id, tag_text FROM memories WHERE content_hash = ? AND type = ? "
+            "AND project IS ? AND (valid_until IS NULL OR valid_until > ?) "
+            "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
+            (record["content_hash"], record["type"], record["project"], now, now),
+        ).fetchone()
+        return (row[0], row[1], row[2]) if row else None
+
+    def _prepare(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate one memory's fields and return the row to insert (raises ValidationError)."""
+        content = _check_content(data.get("content"))
+        mtype = data.get("type")
+        if not isinstance(mtype, str):
+            raise ValidationError("type must be a string")
+        check_memory_type(mtype)
+        mid = data.get("id") or str(uuid.uuid4())
+        _check_id(mid)
+        confidence = data.get("confidence")
+        confidence = self.default_confidence if confidence is None else _check_confidence(confidence)
+        created = parse_iso(data["created_at"], field="created_at") if data.get(
+            "created_at") else now_iso()
+        tags = normalize_tags(data.get("tags"))
+        embedding = data.get("embedding")
+        if isinstance(embedding, str):
+            try:
+                embedding = base64.b64decode(embedding, validate=True)
+            except ValueError:
+                raise ValidationError("embedding must be base64 of packed float32") from None
+        def opt_text(key: str) -> str | None:
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ValidationError(f"{key} must be a string")
+            return value or None
+        summary = opt_text("summary")
+        if summary is not None:
+            _check_content(summary, "summary")
+        access_count = data.get("access_count") or 0
+        if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
+            raise ValidationError("access_count must be a non-negative integer")
+        opt_time = {
+            key: parse_iso(data[key], field=key) if data.get(key) else None
+            for key in ("expires_at", "valid_until", "accessed_at", "updated_at")
+        }
+        return {
+            "id": mid,
+            "type": mtype,
+            "content": content,
+            "summary": summary,
+            "source": opt_text("source") or "manual",
+            "confidence": confidence,
+            "metadata": _json_dict(data.get("metadata")),
+            "hints": _json_list(data.get("hints"), "hints"),
+            "created_at": created,
+            "updated_at": opt_time["updated_at"] or created,
+            "accessed_at": opt_time["accessed_at"],
+            "access_count": access_count,
+            "valid_until": opt_time["valid_until"],
+            "invalidation_reason": opt_text("invalidation_reason"),
+            "expires_at": opt_time["expires_at"],
+            "entered_by": opt_text("entered_by"),
+            "project": opt_text("project"),
+            "session_id": opt_text("session_id"),
+            "source_message_ids": _json_list(data.get("source_message_ids"), "source_message_ids"),
+            "content_hash": content_hash(content),
+            "tags": tags,
+            "tag_text": " ".join(tags),
+            "embedding": pack_embedding(embedding),
+        }
+
+    _INSERT_COLUMNS = (
+        "seq", "id", "type", "content", "summary", "source", "confidence", "metadata", "hints",
+        "created_at", "updated_at", "accessed_at", "access_count", "valid_until",
+        "invalidation_reason", "expires_at", "entered_by", "project", "session_id",
+        "source_message_ids", "content_hash", "tag_text", "embedding",
+    )
+
+    def _insert(self, records: list[dict[str, Any]]) -> None:
+        """Insert validated records (inside the caller's transaction)."""
+        start = self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+        for offset, rec in enumerate(records, start=1):
+            rec["seq"] = start + offset
+        cols = self._INSERT_COLUMNS
+        self._conn.executemany(
+            f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [tuple(rec[c] for c in cols) for rec in records],
+        )
+        tag_ids = self._tag_ids({t for rec in records for t in rec["tags"]})
+        self._conn.executemany(
+            "INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
+            [(rec["seq"], tag_ids[t]) for rec in records for t in rec["tags"]],
+        )
+        terms: set[str] = set()
+        for rec in records:
+            terms |= fuzzy.extract_terms(f"{rec['content']} {rec['summary'] or ''} {rec['tag_text']}")
+        fuzzy.index_terms(self._conn, terms)
+
+    def _tag_ids(self, names: Iterable[str]) -> dict[str, int]:
+        names = sorted(set(names))
+        if not names:
+            return {}
+        self._conn.executemany("INSERT OR IGNORE INTO tags(name) VALUES (?)", [(n,) for n in names])
+        ids: dict[str, int] = {}
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            for tid, name in self._conn.execute(
+                f"SELECT id, name FROM tags WHERE name IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                ids[name.lower()] = tid
+        return ids
+
+    def _set_tags(self, seq: int, tags: list[str]) -> None:
+        self._conn.execute("DELETE FROM memory_tags WHERE memory_seq = ?", (seq,))
+        ids = self._tag_ids(tags)
+        self._conn.executemany("INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
+                               [(seq, ids[t]) for t in tags])
+        self._conn.execute("UPDATE memories SET tag_text = ? WHERE seq = ?", (" ".join(tags), seq))
+        fuzzy.index_terms(self._conn, tags)
+
+    def get(self, memory_id: str, track_access: bool = False) -> dict[str, Any] | None:
+        """The memory with this id (valid or not), or None."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            if track_access:
+                self.touch_batch([memory_id])
+            return row_to_memory(row)
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Memories by id (missing ids are absent from the result)."""
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                chunk = list(ids[i : i + 500])
+                for row in self._conn.execute(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN "
+                    f"({','.join('?' * len(chunk))})", chunk
+                ):
+                    out[row["id"]] = row_to_memory(row)
+        return out
+
+    def get_embedding(self, memory_id: str) -> list[float] | None:
+        row = self._conn.execute("SELECT embedding FROM memories WHERE id = ?",
+                                 (memory_id,)).fetchone()
+        return unpack_embedding(row[0]) if row and row[0] is not None else None
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        summary: str | None = None,
+        type: str | None = None,
+        confidence: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        hints: Sequence[str] | None = None,
+        tags: Iterable[str] | str | None = None,
+        expires_at: str | None = None,
+        embedding: Sequence[float] | bytes | None = None,
+        clear_embedding: bool = False,
+    ) -> bool:
+        """Change fields of a memory; returns False if the id does not exist."""
+        sets: dict[str, Any] = {}
+        if content is not None:
+            sets["content"] = _check_content(content)
+            sets["content_hash"] = content_hash(content)
+        if summary is not None:
+            sets["summary"] = _check_content(summary, "summary")
+        if type is not None:
+            sets["type"] = check_memory_type(type)
+        if confidence is not None:
+            sets["confidence"] = _check_confidence(confidence)
+        if metadata is not None:
+            sets["metadata"] = _json_dict(metadata)
+        if hints is not None:
+            sets["hints"] = _json_list(hints, "hints")
+        if expires_at is not None:
+            sets["expires_at"] = parse_iso(expires_at, field="expires_at")
+        if embedding is not None:
+            sets["embedding"] = pack_embedding(embedding)
+        elif clear_embedding:
+            sets["embedding"] = None
+        new_tags = normalize_tags(tags) if tags is not None else None
+        with self._lock, transaction(self._conn):
+            row = self._conn.execute("SELECT seq FROM memories WHERE id = ?",
+                                     (memory_id,)).fetchone()
+            if row is None:
+                return False
+            sets["updated_at"] = now_iso()
+            assignments = ", ".join(f"{col} = ?" for col in sets)
+            self._conn.execute(f"UPDATE memories SET {assignments} WHERE seq = ?",
+                               [*sets.values(), row[0]])
+            if new_tags is not None:
+                self._set_tags(row[0], new_tags)
+            fuzzy.index_terms(self._conn, fuzzy.extract_terms(f"{content or ''} {summary or ''}"))
+        return True
+
+    def invalidate(self, memory_id: str, reason: str | None = None) -> bool:
+        """Soft-delete: the memory stays for history but is no longer returned by default."""
+        now = now_iso()
+        with self._lock, transaction(self._conn):
+            cur = self._conn.execute(
+                "UPDATE memories SET valid_until = ?, invalidation_reason = ?, updated_at = ?, "
+                "embedding = NULL WHERE id = ? AND (valid_until IS NULL OR valid_until > ?)",
+                (now, reason, now, memory_id, now),
+            )
+            return cur.rowcount > 0
+
+    def delete(self, memory_id: str) -> bool:
+        """Remove a memory for good (its tags links and relations go with it)."""
+        with self._lock, transaction(self._conn):
+            cur = self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            return cur.rowcount > 0
+
+    def touch_batch(self, ids: Sequence[str]) -> int:
+        """Count one access for each id in one UPDATE; returns the rows updated."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return 0
+        with self._lock, transaction(self._conn):
+            cur = self._conn.execute(
+                "UPDATE memories SET access_count = access_count + 1, accessed_at = ? "
+                f"WHERE id IN ({','.join('?' * len(ids))})",
+                [now_iso(), *ids],
+            )
+            return cur.rowcount
+
+    # -- search and listing --------------------------------------------------------------
+    def fts_search(self, match: str, flt: MemoryFilter | None = None, limit: int = 10,
+                   offset: int = 0) -> list[dict[str, Any]]:
+        """Memories matching the FTS5 expression ``match``, best BM25 first.
+
+        Each result carries ``_bm25`` (lower is better, as FTS5 reports it).
+        """
+        flt = flt or MemoryFilter()
+        cond, params = flt.to_sql(now_iso())
+        sql = (
+            f"SELECT {', '.join('m.' + c.strip() for c in _MEMORY_COLUMNS.split(','))}, "
+            "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
+            "ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, [match, *params, limit, offset]).fetchall()
+        out = []
+        for row in rows:
+            mem = row_to_memory(row)
+            mem["_bm25"] = mem.pop("_bm25")
+            out.append(mem)
+        return out
+
+    def nearest(self, query_vec: bytes, flt: MemoryFilter | None = None,
+                limit: int = 10) -> list[dict[str, Any]]:
+        """Memories with an embedding of the same size, nearest (cosine) first.
+
+        Uses sqlite-vec's ``vec_distance_cosine`` when loaded, else a Python scan capped
+        at BRUTE_FORCE_MAX_ROWS rows. Each result carries ``_distance``.
+        """
+        flt = flt or MemoryFilter()
+        cond, params = flt.to_sql(now_iso())
+        cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
+        base = f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
+        with self._lock:
+            if self._vec_loaded():
+                rows = self._conn.execute(
+                    f"SELECT {cols}, vec_distance_cosine(m.embedding, ?) AS _distance {base} "
+                    "ORDER BY _distance LIMIT ?", [query_vec, len(query_vec), *params, limit]
+                ).fetchall()
+                scored = [(r["_distance"], r) for r in rows]
+            else:
+                rows = self._conn.execute(
+                    f"SELECT {cols}, m.embedding AS _emb {base} LIMIT ?",
+                    [len(query_vec), *params, BRUTE_FORCE_MAX_ROWS]).fetchall()
+                scored = sorted(((_cosine_distance(query_vec, r["_emb"]), r) for r in rows),
+                                key=lambda dr: dr[0])[:limit]
+        out = []
+        for dist, row in scored:
+            mem = row_to_memory(row)
+            mem.pop("_emb", None)
+            mem["_distance"] = dist
+            out.append(mem)
+        return out
+
+    def _vec_loaded(self) -> bool:
+        if self._has_vec is None:
+            self._has_vec = has_function(self._conn, "vec_distance_cosine")
+        return self._has_vec
+
+    def search(self, query: str, limit: int = 20, offset: int = 0, type: str | None = None,
+               valid_only: bool = True, **filters: Any) -> list[dict[str, Any]]:
+        """Classic FTS5 search with the grep-like syntax (see `llmem_hooks.query`)."""
+        from .query import parse_query
+
+        parsed = parse_query(query)
+        if not parsed.strict_match:
+            return []
+        flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
+        return self.fts_search(parsed.strict_match, flt, limit, offset)
+
+    def list_all(self, type: str | None = None, valid_only: bool = True, limit: int = 100,
+                 offset: int = 0, sort: str = "created", order: str = "desc",
+                 **filters: Any) -> list[dict[str, Any]]:
+        """Memories matching the filters, sorted by ``sort`` (created, updated, accessed,
+        expires, confidence, content, type)."""
+        if sort not in _SORT_COLUMNS:
+            raise ValidationError(f"invalid sort {sort!r} (use {', '.join(_SORT_COLUMNS)})")
+        if order.lower() not in ("asc", "desc"):
+            raise ValidationError(f"invalid order {order!r} (use asc or desc)")
+        flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
+        cond, params = flt.to_sql(now_iso())
+        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {cond} "
+               f"ORDER BY {_SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
+               "LIMIT ? OFFSET ?")
+        with self._lock:
+            rows = self._conn.execute(sql, [*params, limit, offset]).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    def count(self, valid_only: bool = True) -> int:
+        cond, params = MemoryFilter(valid_only=valid_only, include_expired=True).to_sql(now_iso())
+        return self._conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params).fetchone()[0]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by type, tag and agent, plus the database size."""
+        now = now_iso()
+        live = ("(m.valid_until IS NULL OR m.valid_until > ?) AND "
+                "(m.expires_at IS NULL OR m.expires_at > ?)")
+        q = self._conn.execute
+
+        def counts(col: str, frm: str = "memories m", limit: int = 1000) -> list[Any]:
+            return q(f"SELECT {col}, COUNT(*) FROM {frm} WHERE {live} GROUP BY {col} "
+                     f"ORDER BY COUNT(*) DESC, {col} LIMIT {limit}", (now, now)).fetchall()
+
+        by_type = dict(counts("m.type"))
+        by_agent = {k or "(unknown)": v for k, v in counts("m.entered_by")}
+        by_project = {k or "(global)": v for k, v in counts("m.project", limit=50)}
+        by_tag = dict(counts("t.name", "memory_tags mt JOIN tags t ON t.id = mt.tag_id "
+                                       "JOIN memories m ON m.seq = mt.memory_seq", limit=50))
+        total = q("SELECT COUNT(*) FROM memories").fetchone()[0]
+        invalid = q("SELECT COUNT(*) FROM memories WHERE valid_until IS NOT NULL AND "
+                    "valid_until <= ?", (now,)).fetchone()[0]
+        expired = q("SELECT COUNT(*) FROM memories WHERE expires_at IS NOT NULL AND "
+                    "expires_at <= ?", (now,)).fetchone()[0]
+        size = 0
+        if str(self.db_path) != ":memory:":
+            for suffix in ("", "-wal", "-shm"):
+                p = Path(f"{self.db_path}{suffix}")
+                size += p.stat().st_size if p.exists() else 0
+        return {
+            "total": total,
+            "active": sum(by_type.values()),
+            "invalidated": invalid,
+            "expired": expired,
+            "by_type": by_type,
+            "by_tag": by_tag,
+            "by_agent": by_agent,
+            "by_project": by_project,
+            "inbox": self.inbox_count(),
+            "db_path": str(self.db_path),
+            "db_size_bytes": size,
+        }
+
+    def prune(self, before: str | None = None, dry_run: bool = False) -> list[dict[str, Any]]:
+        """Delete expired memories (and, with ``before``, all created before that date).
+
+        Returns the memories that were (or, with ``dry_run``, would be) deleted.
+        """
+        now = now_iso()
+        cond = "(expires_at IS NOT NULL AND expires_at <= ?)"
+        params: list[Any] = [now]
+        if before:
+            cond += " OR created_at < ?"
+            params.append(parse_iso(before, field="--before date"))
+        with self._lock, transaction(self._conn):
+            rows = self._conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {cond} ORDER BY seq", params
+            ).fetchall()
+            if not dry_run and rows:
+                self._conn.execute(f"DELETE FROM memories WHERE {cond}", params)
+        return [row_to_memory(r) for r in rows]
+
+    # -- export / import -----------------------------------------------------------------
+    def export_all(self, limit: int | None = DEFAULT_EXPORT_LIMIT) -> list[dict[str, Any]]:
+        """All memories (valid or not) with tags, outgoing relations and embeddings (base64).
+
+        ``limit`` defaults to 10,000; pass None for no limit.
+        """
+        sql = f"SELECT {_MEMORY_COLUMNS}, embedding, seq FROM memories ORDER BY seq"
+        params: list[Any] = []
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._lock:
+            rows = self._conn.execute(sql, params).fetchall()
+            rels: dict[str, list[dict[str, Any]]] = {}
+            for r in self._conn.execute(
+                "SELECT source_id, target_id, target_type, relation_type, created_at "
+                "FROM relations ORDER BY id"
+            ):
+                rels.setdefault(r[0], []).append({
+                    "target_id": r[1], "target_type": r[2], "relation_type": r[3],
+                    "created_at": r[4]})
+        out = []
+        for row in rows:
+            mem = row_to_memory(row)
+            mem["embedding"] = (base64.b64encode(row["embedding"]).decode("ascii")
+                                if row["embedding"] is not None else None)
+            mem["relations"] = rels.get(mem["id"], [])
+            out.append(mem)
+        return out
+
+    def import_memories(self, data: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> int:
+        """Import memories (as produced by `export_all`) all-or-nothing, in one transaction.
+
+        Every record is validated before anything is written; ids already present are
+        skipped (so importing the same file twice is harmless). Returns how many were added.
+        """
+        if isinstance(data, Mapping):
+            from .archive import unwrap
+
+            data = unwrap(data)
+        if not isinstance(data, Sequence) or isinstance(data, str | bytes):
+            raise ValidationError("import data must be a list of memories")
+        records: list[dict[str, Any]] = []
+        relations: list[tuple[str, str, str, str, str]] = []
+        seen: set[str] = set()
+        for i, item in enumerate(data):
+            if not isinstance(item, Mapping):
+                raise ValidationError(f"memory #{i + 1}: expected an object")
+            try:
+                rec = self._prepare(item)
+                for rel in item.get("relations") or []:
+                    relations.append(self._check_relation(
+                        rec["id"], rel.get("target_id"), rel.get("relation_type"),
+                        rel.get("target_type", "memory"), rel.get("created_at")))
+            except ValidationError as exc:
+                ident = item.get("id") if isinstance(item.get("id"), str) else f"#{i + 1}"
+                raise ValidationError(f"memory {ident}: {exc}") from None
+            if rec["id"] in seen:
+                raise ValidationError(f"memory {rec['id']}: duplicate id in import data")
+            seen.add(rec["id"])
+            records.append(rec)
+        with self._lock, transaction(self._conn):
+            existing: set[str] = set()
+            ids = [r["id"] for r in records]
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                existing.update(r[0] for r in self._conn.execute(
+                    f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+            fresh = [r for r in records if r["id"] not in existing]
+            if fresh:
+                self._insert(fresh)
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
+                " created_at) VALUES (?, ?, ?, ?, ?)", relations)
+        return len(fresh)
+
+    # -- relations -----------------------------------------------------------------------
+    def _check_relation(self, source_id: Any, target_id: Any, relation_type: Any,
+                        target_type: Any, created_at: Any = None) -> tuple[str, str, str, str, str]:
+        _check_id(source_id, "source id")
+        if relation_type not in RELATION_TYPES:
+            raise ValidationError(
+                f"invalid relation type {relation_type!r} (use {', '.join(RELATION_TYPES)})")
+        if target_type not in TARGET_TYPES:
+            raise ValidationError(f"invalid target type {target_type!r} (use memory or code)")
+        if not isinstance(target_id, str) or not target_id or len(target_id) > 1024:
+            raise ValidationError(f"invalid relation target {target_id!r}")
+        if target_type == "code" and (target_id.startswith("/") or ".." in target_id):
+            raise ValidationError("code references must be relative paths without '..'")
+        when = parse_iso(created_at, field="created_at") if created_at else now_iso()
+        return (source_id, target_id, target_type, relation_type, when)
+
+    def add_relation(self, source_id: str, target_id: str, relation_type: str,
+                     target_type: str = "memory") -> int:
+        """Link two memories (or a memory to ``path:start:end`` code); returns the relation id."""
+        rel = self._check_relation(source_id, target_id, relation_type, target_type)
+        with self._lock, transaction(self._conn):
+            for mid in ((source_id, target_id) if target_type == "memory" else (source_id,)):
+                if not self._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone():
+                    raise NotFoundError(f"no memory with id {mid}")
+            self._conn.execute(
+                "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
+                " created_at) VALUES (?, ?, ?, ?, ?)", rel)
+            return self._conn.execute(
+                "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND "
+                "relation_type = ?", (source_id, target_id, relation_type)).fetchone()[0]
+
+    def get_relations(self, memory_id: str) -> list[dict[str, Any]]:
+        """Relations from or to this memory."""
+        rows = self._conn.execute(
+            "SELECT id, source_id, target_id, target_type, relation_type, created_at FROM relations"
+            " WHERE source_id = ? OR (target_type = 'memory' AND target_id = ?) ORDER BY id",
+            (memory_id, memory_id)).fetchall()
+        return [dict(r) for r in rows]
+
+    def traverse_relations(self, memory_id: str, relation_type: str | None = None,
+                           max_depth: int = 3, target_type: str | None = None
+                           ) -> list[dict[str, Any]]:
+        """Memories and code reachable from ``memory_id`` (both directions), nearest first.
+
+        Depth is capped at 5. Each result: target_id, target_type, relation_type, distance.
+        """
+        depth = max(1, min(int(max_depth), MAX_TRAVERSAL_DEPTH))
+        type_cond = "AND r.relation_type = ?" if relation_type else ""
+        tparams = [relation_type] if relation_type else []
+        sql = f"""
+            WITH RECURSIVE walk(node, node_type, relation_type, distance, path) AS (
+                SELECT ?, 'memory', NULL, 0, '|' || ? || '|'
+                UNION ALL
+                SELECT nxt.node, nxt.node_type, nxt.relation_type, w.distance + 1,
+                       w.path || nxt.node || '|'
+                FROM walk w
+                JOIN (
+                    SELECT r.source_id AS src, r.target_id AS node, r.target_type AS node_type,
+                           r.relation_type FROM relations r WHERE 1 {type_cond}
+                    UNION ALL
+                    SELECT r.target_id, r.source_id, 'memory', r.relation_type
+                    FROM relations r WHERE r.target_type = 'memory' {type_cond}
+                ) nxt ON nxt.src = w.node AND w.node_type = 'memory'
+                WHERE w.distance < ? AND instr(w.path, '|' || nxt.node || '|') = 0
+            )
+            SELECT node, node_type, relation_type, MIN(distance) AS distance
+            FROM walk WHERE distance > 0 GROUP BY node, node_type ORDER BY distance, node
+        """
+        rows = self._conn.execute(sql, [memory_id, memory_id, *tparams, *tparams, depth]).fetchall()
+        out = [{"target_id": r[0], "target_type": r[1], "relation_type": r[2], "distance": r[3]}
+               for r in rows]
+        if target_type:
+            out = [r for r in out if r["target_type"] == target_type]
+        return out
+
+    # -- inbox (working memory) ----------------------------------------------------------
+    def add_to_inbox(self, content: str, source: str = "note", attention_score: float = 0.5,
+                     metadata: Mapping[str, Any] | None = None) -> str:
+        """Stage a note in the capacity-limited inbox; the lowest-scored items are evicted."""
+        _check_content(content)
+        if source not in INBOX_SOURCES:
+            raise ValidationError(f"invalid inbox source {source!r} (use {', '.join(INBOX_SOURCES)})")
+        score = _check_confidence(attention_score, "attention score")
+        item_id = str(uuid.uuid4())
+        now = now_iso()
+        with self._lock, transaction(self._conn):
+            self._conn.execute(
+                "INSERT INTO inbox(id, content, source, attention_score, metadata, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, content, source, score, _json_dict(metadata), now, now))
+            self._conn.execute(
+                "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox ORDER BY attention_score DESC,"
+                " created_at ASC LIMIT -1 OFFSET ?)", (self.inbox_capacity,))
+        return item_id
+
+    @staticmethod
+    def _inbox_row(row: Any) -> dict[str, Any]:
+        item = dict(row)
+        item["metadata"] = json.loads(item["metadata"] or "{}")
+        return item
+
+    def get_from_inbox(self, item_id: str) -> dict[str, Any] | None:
+        row = self._conn.execute("SELECT * FROM inbox WHERE id = ?", (item_id,)).fetchone()
+        return self._inbox_row(row) if row else None
+
+    def list_inbox(self, limit: int = 20) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC LIMIT ?", (limit,))
+        return [self._inbox_row(r) for r in rows]
+
+    def inbox_count(self) -> int:
+        return self._conn.execute("SELECT COUNT(*) FROM inbox").fetchone()[0]
+
+    def update_inbox_attention_score(self, item_id: str, score: float) -> bool:
+        score = _check_confidence(score, "attention score")
+        with self._lock, transaction(self._conn):
+            cur = self._conn.execute(
+                "UPDATE inbox SET attention_score = ?, updated_at = ? WHERE id = ?",
+                (score, now_iso(), item_id))
+            return cur.rowcount > 0
+
+    def remove_from_inbox(self, item_id: str) -> bool:
+        with self._lock, transaction(self._conn):
+            return self._conn.execute("DELETE FROM inbox WHERE id = ?", (item_id,)).rowcount > 0
+
+    def consolidate(self, min_score: float = 0.5, dry_run: bool = False,
+                    type: str = "fact") -> dict[str, list[dict[str, Any]]]:
+        """Promote inbox items scoring >= ``min_score`` to memories; evict the rest.
+
+        Promoted memories get source ``consolidation`` and confidence = attention score.
+        The inbox is empty afterwards (unless ``dry_run``). Returns ``{"promoted", "evicted"}``
+        (promoted items carry ``memory_id`` unless dry-run).
+        """
+        _check_confidence(min_score, "min_score")
+        with self._lock, transaction(self._conn):
+            items = [self._inbox_row(r) for r in self._conn.execute(
+                "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC")]
+            promoted = [i for i in items if i["attention_score"] >= min_score]
+            evicted = [i for i in items if i["attention_score"] < min_score]
+            if dry_run:
+                return {"promoted": promoted, "evicted": evicted}
+            records = []
+            for item in promoted:
+                rec = self._prepare({
+                    "type": type, "content": item["content"], "source": "consolidation",
+                    "confidence": item["attention_score"], "metadata": item["metadata"]})
+                if self._find_duplicate(rec) is None:
+                    records.append(rec)
+                item["memory_id"] = rec["id"]
+            if records:
+                self._insert(records)
+            self._conn.execute("DELETE FROM inbox")
+        return {"promoted": promoted, "evicted": evicted}
+
+    # -- extraction cursors ----------------------------------------------------------------
+    def log_extraction(self, source_type: str, source_id: str, cursor: str | None = None,
+                       memory_count: int = 0, message_count: int = 0) -> None:
+        """Record how far a source has been extracted (call inside the same transaction as the
+        memories it produced, via `transaction(store.conn)`, to keep the two consistent)."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO extraction_log(source_type, source_id, cursor, memory_count,"
+                " message_count, runs, extracted_at) VALUES (?, ?, ?, ?, ?, 1, ?)"
+                " ON CONFLICT(source_type, source_id) DO UPDATE SET cursor = excluded.cursor,"
+                " memory_count = memory_count + excluded.memory_count,"
+                " message_count = message_count + excluded.message_count, runs = runs + 1,"
+                " extracted_at = excluded.extracted_at",
+                (source_type, source_id, cursor, memory_count, message_count, now_iso()))
+
+    def get_extraction(self, source_type: str, source_id: str) -> dict[str, Any] | None:
+        row = self._conn.execute(
+            "SELECT * FROM extraction_log WHERE source_type = ? AND source_id = ?",
+            (source_type, source_id)).fetchone()
+        return dict(row) if row else None

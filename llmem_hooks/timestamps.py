@@ -1,0 +1,46 @@
+"""Timestamps: one canonical text form so that SQL string comparison is time comparison.
+
+Every timestamp stored is ISO 8601 in UTC with microseconds and an explicit offset
+(``2026-11-22T13:15:00.000000+00:00``). User input (``2026-11-22``,
+``2026-11-22T10:00``, ``...Z``, ``...+02:00``) is normalized to that form.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from .errors import ValidationError
+
+
+def now_iso() -> str:
+    return to_iso(datetime.now(UTC))
+
+
+def to_iso(dt: datetime) -> str:
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_iso(value: str, *, field: str = "date") -> str:
+    """Normalize a user-given ISO 8601 date or date-time; naive values are taken as UTC."""
+    if isinstance(value, datetime):
+        return to_iso(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"invalid {field}: expected an ISO 8601 date, got {value!r}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            f"invalid {field} {value!r}: expected an ISO 8601 date such as 2026-12-31 "
+            "or 2026-12-31T18:00:00Z"
+        ) from None
+    return to_iso(dt)
+
+
+def parse_stored(value: str) -> datetime:
+    """Parse a timestamp written by `to_iso`."""
+    return datetime.fromisoformat(value)
