@@ -456,6 +456,23 @@ class MemoryStore:
                 self.touch_batch([memory_id])
             return row_to_memory(row)
 
+    def resolve_id(self, id_or_prefix: str) -> str:
+        """The full id of the memory whose id is, or starts with, ``id_or_prefix`` (>= 4 chars)."""
+        if not id_or_prefix or len(id_or_prefix) > MAX_ID_LENGTH:
+            raise NotFoundError(f"no memory with id {id_or_prefix!r}")
+        row = self._conn.execute("SELECT id FROM memories WHERE id = ?", (id_or_prefix,)).fetchone()
+        if row:
+            return row[0]
+        if len(id_or_prefix) >= 4 and _ID.match(id_or_prefix):
+            rows = self._conn.execute(
+                "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
+                (id_or_prefix, id_or_prefix + "\uffff")).fetchall()
+            if len(rows) == 1:
+                return rows[0][0]
+            if len(rows) > 1:
+                raise ValidationError(f"id prefix {id_or_prefix!r} is ambiguous; give more characters")
+        raise NotFoundError(f"no memory with id {id_or_prefix!r}")
+
     def get_many(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Memories by id (missing ids are absent from the result)."""
         out: dict[str, dict[str, Any]] = {}
