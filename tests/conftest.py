@@ -1,0 +1,25 @@
+"""Shared fixtures: every test gets its own LLMEM_HOME and a real SQLite file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from llmem_hooks import MemoryStore
+
+
+@pytest.fixture(autouse=True)
+def llmem_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep every test away from the real ~/.config/llmem."""
+    home = tmp_path / "llmem-home"
+    monkeypatch.setenv("LLMEM_HOME", str(home))
+    monkeypatch.delenv("LLMEM_DB", raising=False)
+    return home
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
+    with MemoryStore(tmp_path / "memory.db") as st:
+        yield st

@@ -1,0 +1,66 @@
+"""Migrations: applied once each, recorded, and an upgraded DB ends identical to a fresh one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks.db import connect
+from llmem_hooks.migrations import MIGRATIONS, migrate
+
+
+def schema(conn: Any) -> list[tuple[str, str, str]]:
+    return sorted(
+        (r[0], r[1], r[2] or "")
+        for r in conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+    )
+
+
+def test_fresh_db_records_every_migration_once(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "m.db")
+    assert migrate(conn) == [v for v, _, _ in MIGRATIONS]
+    assert migrate(conn) == []  # second run applies nothing
+    rows = conn.execute("SELECT version, name FROM _schema_migrations ORDER BY version").fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(v, n) for v, n, _ in MIGRATIONS]
+    conn.close()
+
+
+def test_upgraded_db_matches_fresh_db(tmp_path: Path) -> None:
+    fresh = connect(tmp_path / "fresh.db")
+    migrate(fresh)
+
+    old = connect(tmp_path / "old.db")
+    migrate(old, upto=1)  # a database from the first release: no FTS, no fuzzy, no inbox
+    assert not old.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories_fts'").fetchone()
+    old.execute(
+        "INSERT INTO memories(id, type, content, created_at, updated_at, content_hash, tag_text)"
+        " VALUES ('m-1', 'fact', 'Kubernetes manifests live in deploy/k8s', "
+        "'2026-01-01T00:00:00.000000+00:00', '2026-01-01T00:00:00.000000+00:00', 'h', 'infra')"
+    )
+    old.close()
+
+    with MemoryStore(tmp_path / "old.db") as upgraded:  # opening applies 2..N
+        assert schema(upgraded.conn) == schema(fresh)
+        versions = [r[0] for r in upgraded.conn.execute("SELECT version FROM _schema_migrations")]
+        assert versions == [v for v, _, _ in MIGRATIONS]
+        # Backfilled indexes work on the old row: FTS (stemmed, tags) and fuzzy vocabulary.
+        r = Retriever(upgraded)
+        assert [m["id"] for m in r.search("manifest", track_access=False)] == ["m-1"]
+        assert [m["id"] for m in r.search("infra", track_access=False)] == ["m-1"]
+        assert [m["id"] for m in r.search("kuberntes", track_access=False)] == ["m-1"]
+    fresh.close()
+
+
+def test_failed_migration_rolls_back(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "m.db")
+    migrate(conn, upto=1)
+    conn.execute("CREATE TABLE fuzzy_terms (x)")  # makes migration 3 fail half-way
+    try:
+        migrate(conn)
+    except Exception:
+        pass
+    applied = {r[0] for r in conn.execute("SELECT version FROM _schema_migrations")}
+    assert applied == {1, 2}
+    assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fuzzy_trigrams'").fetchone()
+    conn.close()

@@ -1,0 +1,218 @@
+"""Retriever: query syntax, natural-language questions, fuzzy matching, filters, rerank."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+
+from llmem_hooks import MemoryStore, Retriever, SearchError, ValidationError
+from llmem_hooks.retrieve import DEFAULT_RRF_K, _rrf_score, rerank_signals
+
+CORPUS = {
+    "deploy": ("procedure", "Staging deploys run `make deploy-staging` from the ops box; "
+               "production needs a tagged release."),
+    "pg": ("fact", "Integration tests need the local Postgres on port 5433, started with "
+           "docker compose up db."),
+    "pnpm": ("preference", "The user prefers pnpm over npm for JavaScript projects."),
+    "redis": ("fact", "ECONNREFUSED 127.0.0.1:6379 in the worker tests means Redis is not "
+              "running; start it with docker compose up redis."),
+    "k8s": ("decision", "We decided to run the API on Kubernetes instead of Nomad because the "
+            "platform team supports it."),
+    "tabs": ("preference", "Always indent Go files with tabs, never spaces."),
+}
+
+
+@pytest.fixture
+def seeded(store: MemoryStore) -> tuple[MemoryStore, dict[str, str]]:
+    ids = {key: store.add(t, text) for key, (t, text) in CORPUS.items()}
+    return store, ids
+
+
+def top(r: Retriever, query: str, n: int = 3, **kw: object) -> list[str]:
+    return [m["id"] for m in r.search(query, limit=n, track_access=False, **kw)]
+
+
+@pytest.mark.parametrize(
+    ("question", "key"),
+    [
+        ("how do we deploy the staging server?", "deploy"),
+        ("what port does the local postgres use for integration tests?", "pg"),
+        ("which package manager does the user like?", "pnpm"),
+        ("why am I getting ECONNREFUSED on 6379 in the worker tests", "redis"),
+        ("why did we choose kubernetes?", "k8s"),
+        ("should I use tabs or spaces in go code", "tabs"),
+    ],
+)
+def test_natural_language_questions(seeded: tuple[MemoryStore, dict[str, str]], question: str,
+                                    key: str) -> None:
+    store, ids = seeded
+    assert top(Retriever(store), question, 1) == [ids[key]]
+
+
+def test_grep_syntax(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
+    store, ids = seeded
+    r = Retriever(store)
+    assert set(top(r, "docker compose", 10)) == {ids["pg"], ids["redis"]}  # implicit AND
+    assert set(top(r, "docker AND redis", 10)) == {ids["redis"]}
+    assert set(top(r, "nomad OR pnpm", 10)) == {ids["k8s"], ids["pnpm"]}
+    assert set(top(r, "docker NOT redis", 10)) == {ids["pg"]}
+    assert set(top(r, '"tagged release"', 10)) == {ids["deploy"]}
+    assert top(r, '"release tagged"', 10) == []  # a phrase keeps word order
+    assert set(top(r, "kube*", 10)) == {ids["k8s"]}
+    assert set(top(r, "(nomad OR pnpm) AND platform", 10)) == {ids["k8s"]}
+    with pytest.raises(ValidationError):
+        r.search("NOT redis")
+
+
+def test_and_relaxes_to_or_for_questions_but_not_for_syntax(
+        seeded: tuple[MemoryStore, dict[str, str]]) -> None:
+    store, ids = seeded
+    r = Retriever(store)
+    # No memory has both words: a question still finds both, explicit AND finds none.
+    assert set(top(r, "redis nomad", 10)) == {ids["redis"], ids["k8s"]}
+    assert top(r, "redis AND nomad", 10) == []
+
+
+@pytest.mark.parametrize(("typo", "key"), [("dokcer", "pg"), ("kuberntes", "k8s"),
+                                           ("postgress", "pg"), ("staigng deploys", "deploy")])
+def test_fuzzy_finds_typos(seeded: tuple[MemoryStore, dict[str, str]], typo: str, key: str) -> None:
+    store, ids = seeded
+    hits = Retriever(store).search(typo, limit=5, track_access=False)
+    assert ids[key] in [h["id"] for h in hits]
+    assert any(h["_match"] == "fuzzy" for h in hits)
+    assert ids[key] not in top(Retriever(store), typo, 5, fuzzy=False)
+
+
+def test_fuzzy_threshold_and_cascade(store: MemoryStore) -> None:
+    docker = [store.add("fact", f"docker tip number {i}") for i in range(6)]
+    store.add("fact", "dockerfile linting uses hadolint")
+    r = Retriever(store)
+    # 6 exact hits >= 5: the fuzzy stage does not run, nothing is marked fuzzy.
+    assert all(h["_match"] == "fts" for h in r.search("docker", limit=10, track_access=False))
+    assert set(top(r, "dokcer", 10)) == set(docker)
+    assert top(r, "dokcer", 10, threshold=0.95) == []  # 1 - 1/6 = 0.83 < 0.95
+    assert top(r, "xyzzy", 10) == []
+
+
+def test_filters_and_project_scope(store: MemoryStore) -> None:
+    a = store.add("fact", "deploy with make", project="github.com/acme/api", tags=["ci"],
+                  entered_by="opencode")
+    b = store.add("fact", "deploy with helm", project="github.com/acme/web", tags=["k8s"],
+                  entered_by="copilot")
+    g = store.add("preference", "deploy only on weekdays")
+    r = Retriever(store)
+    assert set(top(r, "deploy", 10, project="github.com/acme/api")) == {a, g}
+    assert set(top(r, "deploy", 10, tags="ci")) == {a}
+    assert set(top(r, "deploy", 10, any_tags=["ci", "k8s"])) == {a, b}
+    assert set(top(r, "deploy", 10, entered_by="copilot")) == {b}
+    assert set(top(r, "deploy", 10, type="preference")) == {g}
+    store.invalidate(g)
+    assert set(top(r, "deploy", 10)) == {a, b}
+
+
+def test_result_shape_and_scores(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
+    store, _ = seeded
+    hits = Retriever(store).hybrid_search("docker compose", search_mode="fts", track_access=False)
+    for h in hits:
+        assert {"id", "type", "content", "tags", "metadata", "created_at", "_rrf_score",
+                "_rerank_score"} <= h.keys()
+        assert isinstance(h["metadata"], dict)
+    assert hits[0]["_rrf_score"] == pytest.approx(_rrf_score(1, DEFAULT_RRF_K))
+    assert [h["_rerank_score"] for h in hits] == sorted((h["_rerank_score"] for h in hits),
+                                                        reverse=True)
+
+
+def test_rerank_formula(store: MemoryStore) -> None:
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    mem = {"confidence": 0.9, "type": "decision", "access_count": 10,
+           "created_at": "2026-05-22T00:00:00+00:00", "accessed_at": "2026-05-31T00:00:00+00:00"}
+    s = rerank_signals(mem, {"decision": 1.2, "fact": 1.0}, now)
+    assert s["confidence"] == 0.9
+    assert s["recency"] == pytest.approx(math.exp(-0.01 * 1))
+    assert s["access"] == pytest.approx(min(1.0, math.log1p(10 / 10)))
+    assert s["type"] == 1.0
+    never = rerank_signals({"confidence": 0.5, "type": "fact", "created_at": mem["created_at"]},
+                           {"decision": 1.2, "fact": 1.0}, now)
+    assert never["recency"] == 0.0 and never["access"] == 0.0
+    # With blend=0 the order is pure BM25; with blend=1 pure signals.
+    lo = store.add("fact", "alpha alpha alpha beta", confidence=0.1)
+    hi = store.add("decision", "alpha gamma delta epsilon zeta eta theta", confidence=1.0)
+    assert top(Retriever(store, blend=0.0), "alpha", 2) == [lo, hi]
+    assert top(Retriever(store, blend=1.0), "alpha", 2) == [hi, lo]
+    with pytest.raises(ValidationError):
+        Retriever(store, blend=1.5)
+
+
+def test_track_access(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
+    store, ids = seeded
+    r = Retriever(store)
+    r.search("pnpm", limit=1)
+    assert store.get(ids["pnpm"])["access_count"] == 1
+    r.search("pnpm", limit=1, track_access=False)
+    assert store.get(ids["pnpm"])["access_count"] == 1
+
+
+def test_offset_pages_do_not_overlap(store: MemoryStore) -> None:
+    for i in range(12):
+        store.add("fact", f"release checklist item {i}")
+    r = Retriever(store)
+    first = top(r, "release checklist", 5)
+    second = [m["id"] for m in r.search("release checklist", limit=5, offset=5,
+                                        track_access=False)]
+    assert len(first) == len(second) == 5 and not set(first) & set(second)
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder: real vectors, no model needed."""
+
+    dim = 64
+
+    def embed(self, text: str) -> Sequence[float]:
+        vec = [0.0] * self.dim
+        for word in text.lower().split():
+            h = int(hashlib.md5(word.strip(".,?!").encode()).hexdigest(), 16)
+            vec[h % self.dim] += 1.0
+        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+        return [v / norm for v in vec]
+
+
+def test_modes_without_embedder(seeded: tuple[MemoryStore, dict[str, str]],
+                                caplog: pytest.LogCaptureFixture) -> None:
+    store, ids = seeded
+    r = Retriever(store)
+    with caplog.at_level(logging.WARNING):
+        hits = r.hybrid_search("pnpm", track_access=False)
+    assert hits[0]["id"] == ids["pnpm"]
+    assert "without an embedder" in caplog.text
+    with pytest.raises(SearchError):
+        r.hybrid_search("pnpm", search_mode="semantic")
+    with pytest.raises(ValidationError):
+        r.hybrid_search("pnpm", search_mode="psychic")
+
+
+def test_semantic_and_hybrid_with_embedder(store: MemoryStore) -> None:
+    emb = HashEmbedder()
+    texts = ["the user prefers pnpm", "redis runs on 6379", "deploy with make deploy-staging"]
+    ids = [store.add("fact", t, embedding=emb.embed(t)) for t in texts]
+    r = Retriever(store, embedder=emb)
+    sem = r.hybrid_search("redis runs where", search_mode="semantic", track_access=False)
+    assert sem[0]["id"] == ids[1] and sem[0]["_match"] == "semantic"
+    hyb = r.hybrid_search("pnpm", search_mode="hybrid", track_access=False)
+    assert hyb[0]["id"] == ids[0]
+    # Found by both FTS and semantic: its RRF score sums both contributions.
+    assert hyb[0]["_rrf_score"] > _rrf_score(1) * 0.7
+
+
+def test_format_context_budget(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
+    store, _ = seeded
+    r = Retriever(store)
+    full = r.format_context("docker compose", budget_chars=4000)
+    assert full.count("\n- ") == 1 and full.startswith("- **")
+    short = r.format_context("docker compose", budget_chars=150)
+    assert 0 < len(short) <= 150
+    assert r.format_context("nothing-matches-this", budget_chars=4000) == ""
