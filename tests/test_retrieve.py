@@ -79,7 +79,7 @@ def test_and_relaxes_to_or_for_questions_but_not_for_syntax(
 
 
 @pytest.mark.parametrize(("typo", "key"), [("dokcer", "pg"), ("kuberntes", "k8s"),
-                                           ("postgress", "pg"), ("staigng deploys", "deploy")])
+                                           ("postgress", "pg"), ("staigng enviroment", "deploy")])
 def test_fuzzy_finds_typos(seeded: tuple[MemoryStore, dict[str, str]], typo: str, key: str) -> None:
     store, ids = seeded
     hits = Retriever(store).search(typo, limit=5, track_access=False)
