@@ -13,6 +13,7 @@ an OR query ranked by BM25.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -59,6 +60,15 @@ class ParsedQuery:
     strict_match: str = ""
     terms: list[str] = field(default_factory=list)
     explicit: bool = False
+
+    def at_least(self, m: int) -> str:
+        """Memories containing at least ``m`` of the content words ("minimum should match").
+
+        An OR of the AND of every m-subset: far fewer rows than a plain OR, so BM25 ranks
+        a small set, and the rows it finds share more of the question's words.
+        """
+        subsets = itertools.combinations(self.terms, m)
+        return " OR ".join("(" + " AND ".join(quote(t) for t in sub) + ")" for sub in subsets)
 
     @property
     def relaxed_match(self) -> str:

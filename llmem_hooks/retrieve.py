@@ -206,9 +206,10 @@ class Retriever:
         for h in hits:
             h["_match"] = "fts"
         seen = {h["id"] for h in hits}
-        if not parsed.explicit and len(hits) < pool and len(parsed.terms) > 1:
-            flt_more = _excluding(flt, seen)
-            for h in self.store.fts_search(parsed.relaxed_match, flt_more, pool - len(hits)):
+        for match in self._relaxations(parsed):
+            if len(hits) >= pool:
+                break
+            for h in self.store.fts_search(match, _excluding(flt, seen), pool - len(hits)):
                 h["_match"] = "fts"
                 hits.append(h)
                 seen.add(h["id"])
@@ -224,6 +225,16 @@ class Retriever:
                 h["_fuzzy"] = corrections
                 hits.append(h)
         return hits
+
+    @staticmethod
+    def _relaxations(parsed: ParsedQuery) -> list[str]:
+        """Looser matches tried in turn while the strict AND finds too little: all words
+        but one (for 3..7 words), then any word. Explicit syntax is never relaxed."""
+        k = len(parsed.terms)
+        if parsed.explicit or k < 2:
+            return []
+        stages = [parsed.at_least(k - 1)] if 3 <= k <= 7 else []
+        return [*stages, parsed.relaxed_match]
 
     def _corrections(self, terms: Sequence[str], threshold: float) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
