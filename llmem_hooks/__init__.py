@@ -14,7 +14,13 @@ from .errors import (
     SearchError,
     ValidationError,
 )
-from .paths import get_config_path, get_context_dir, get_db_path, get_llmem_home, validate_session_id
+from .paths import (
+    get_config_path,
+    get_context_dir,
+    get_db_path,
+    get_llmem_home,
+    validate_session_id,
+)
 from .registry import DEFAULT_MEMORY_TYPES, get_registered_types, register_memory_type
 from .retrieve import DEFAULT_ALPHA, DEFAULT_BLEND, DEFAULT_RRF_K, Retriever
 from .store import MemoryFilter, MemoryStore

@@ -23,8 +23,13 @@ VERSION = 1
 
 
 def wrap(memories: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION, "exported_at": now_iso(),
-            "count": len(memories), "memories": list(memories)}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": now_iso(),
+        "count": len(memories),
+        "memories": list(memories),
+    }
 
 
 def unwrap(data: Any) -> list[Any]:
@@ -37,7 +42,8 @@ def unwrap(data: Any) -> list[Any]:
         raise ImportFormatError(f"not an llmem-hooks export (format {data.get('format')!r})")
     if data.get("version") != VERSION:
         raise ImportFormatError(
-            f"unsupported export version {data.get('version')!r} (this llmem-hooks reads {VERSION})")
+            f"unsupported export version {data.get('version')!r} (this llmem-hooks reads {VERSION})"
+        )
     memories = data.get("memories")
     if not isinstance(memories, list):
         raise ImportFormatError("export file has no 'memories' list")
@@ -57,5 +63,7 @@ def read_export(path: Path) -> list[Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportFormatError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+        raise ImportFormatError(
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}"
+        ) from None
     return unwrap(data)

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from enum import Enum
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -47,7 +47,7 @@ app = typer.Typer(
 )
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     plain = "plain"
     json = "json"
     markdown = "markdown"
@@ -91,10 +91,14 @@ def _config() -> dict[str, Any]:
 def open_store() -> Iterator[MemoryStore]:
     """The store named by --db / config / default, closed afterwards."""
     cfg = _config()
-    path = state.db or (Path(cfg["memory"]["db_path"]).expanduser() if cfg["memory"]["db_path"]
-                        else get_db_path())
-    store = MemoryStore(path, inbox_capacity=cfg["memory"]["inbox_capacity"],
-                        default_confidence=cfg["memory"]["default_confidence"])
+    path = state.db or (
+        Path(cfg["memory"]["db_path"]).expanduser() if cfg["memory"]["db_path"] else get_db_path()
+    )
+    store = MemoryStore(
+        path,
+        inbox_capacity=cfg["memory"]["inbox_capacity"],
+        default_confidence=cfg["memory"]["default_confidence"],
+    )
     try:
         yield store
     finally:
@@ -103,7 +107,9 @@ def open_store() -> Iterator[MemoryStore]:
 
 def _retriever(store: MemoryStore) -> Retriever:
     r = _config()["retrieval"]
-    return Retriever(store, alpha=r["alpha"], blend=r["blend"], fuzzy_threshold=r["fuzzy_threshold"])
+    return Retriever(
+        store, alpha=r["alpha"], blend=r["blend"], fuzzy_threshold=r["fuzzy_threshold"]
+    )
 
 
 def _agent_guide() -> str:
@@ -113,12 +119,16 @@ def _agent_guide() -> str:
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
-    db: Annotated[Path | None, typer.Option("--db", envvar="LLMEM_DB", help="Database file.",
-                                             dir_okay=False)] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", envvar="LLMEM_DB", help="Database file.", dir_okay=False)
+    ] = None,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
-    agent_context: Annotated[bool, typer.Option(
-        "--agent-context", help="Print the guide for agents (how to write and find memories).")
+    agent_context: Annotated[
+        bool,
+        typer.Option(
+            "--agent-context", help="Print the guide for agents (how to write and find memories)."
+        ),
     ] = False,
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
 ) -> None:
@@ -164,18 +174,36 @@ def print_memories(memories: Sequence[dict[str, Any]], fmt: Format, empty: str) 
     for mem in memories:
         if fmt is Format.markdown:
             tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
-            typer.echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}")
+            typer.echo(
+                f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}"
+            )
         else:
             typer.echo(_one_line(mem))
 
 
 def print_memory(mem: dict[str, Any], relations: list[dict[str, Any]], fmt: Format) -> None:
     if fmt is Format.json:
-        typer.echo(json.dumps({**_public(mem), "relations": relations}, ensure_ascii=False, indent=1))
+        typer.echo(
+            json.dumps({**_public(mem), "relations": relations}, ensure_ascii=False, indent=1)
+        )
         return
-    fields = ["id", "type", "confidence", "tags", "project", "entered_by", "source",
-              "session_id", "created_at", "updated_at", "accessed_at", "access_count",
-              "expires_at", "valid_until", "invalidation_reason"]
+    fields = [
+        "id",
+        "type",
+        "confidence",
+        "tags",
+        "project",
+        "entered_by",
+        "source",
+        "session_id",
+        "created_at",
+        "updated_at",
+        "accessed_at",
+        "access_count",
+        "expires_at",
+        "valid_until",
+        "invalidation_reason",
+    ]
     if fmt is Format.markdown:
         typer.echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
         for f in fields[2:]:
@@ -198,17 +226,26 @@ def print_memory(mem: dict[str, Any], relations: list[dict[str, Any]], fmt: Form
 @app.command()
 def store(
     content: Annotated[str | None, typer.Argument(help="The memory text (or use --file).")] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the content from a file "
-                                              "('-' for stdin).", dir_okay=False)] = None,
-    type: Annotated[str, typer.Option("--type", "-t", help="Memory type: "
-                                      f"{', '.join(DEFAULT_MEMORY_TYPES)}.")] = "fact",
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file", "-f", help="Read the content from a file ('-' for stdin).", dir_okay=False
+        ),
+    ] = None,
+    type: Annotated[
+        str, typer.Option("--type", "-t", help=f"Memory type: {', '.join(DEFAULT_MEMORY_TYPES)}.")
+    ] = "fact",
     tags: Annotated[str | None, typer.Option("--tags", help="Comma-separated tags.")] = None,
-    expires: Annotated[str | None, typer.Option("--expires", help="Expiry date (ISO 8601).")] = None,
+    expires: Annotated[
+        str | None, typer.Option("--expires", help="Expiry date (ISO 8601).")
+    ] = None,
     entered_by: Annotated[str, typer.Option("--entered-by", help="Who stores it.")] = "user",
-    project: Annotated[str | None, typer.Option("--project", help="Project key (default: global).")
-                       ] = None,
-    confidence: Annotated[float | None, typer.Option("--confidence", help="0..1 (default 0.8).")
-                          ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Project key (default: global).")
+    ] = None,
+    confidence: Annotated[
+        float | None, typer.Option("--confidence", help="0..1 (default 0.8).")
+    ] = None,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
@@ -228,35 +265,61 @@ def store(
         expires = parse_iso(expires, field="--expires date")
     secrets = find_secrets(content)
     with open_store() as st:
-        mid = st.add(type, content, tags=tags, expires_at=expires, entered_by=entered_by,
-                     project=project, confidence=confidence, source="cli")
+        mid = st.add(
+            type,
+            content,
+            tags=tags,
+            expires_at=expires,
+            entered_by=entered_by,
+            project=project,
+            confidence=confidence,
+            source="cli",
+        )
     if secrets:
-        typer.echo(f"warning: the content looks like it holds a credential ({', '.join(secrets)});"
-                   " store a pointer to where the secret lives instead", err=True)
+        typer.echo(
+            f"warning: the content looks like it holds a credential ({', '.join(secrets)});"
+            " store a pointer to where the secret lives instead",
+            err=True,
+        )
     typer.echo(json.dumps({"id": mid}) if fmt is Format.json else mid)
 
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help='Words (ANDed), AND/OR/NOT, "phrase", prefix*, '
-                                         "or a plain question.")],
-    tags: Annotated[str | None, typer.Option("--tags", help="Only memories with all these tags.")
-                    ] = None,
-    any_tag: Annotated[str | None, typer.Option("--any-tag", help="Only memories with any of "
-                                                "these tags.")] = None,
-    after: Annotated[str | None, typer.Option("--after", help="Created on/after (ISO date).")] = None,
-    before: Annotated[str | None, typer.Option("--before", help="Created before (ISO date).")] = None,
+    query: Annotated[
+        str,
+        typer.Argument(help='Words (ANDed), AND/OR/NOT, "phrase", prefix*, or a plain question.'),
+    ],
+    tags: Annotated[
+        str | None, typer.Option("--tags", help="Only memories with all these tags.")
+    ] = None,
+    any_tag: Annotated[
+        str | None, typer.Option("--any-tag", help="Only memories with any of these tags.")
+    ] = None,
+    after: Annotated[
+        str | None, typer.Option("--after", help="Created on/after (ISO date).")
+    ] = None,
+    before: Annotated[
+        str | None, typer.Option("--before", help="Created before (ISO date).")
+    ] = None,
     entered_by: Annotated[str | None, typer.Option("--entered-by")] = None,
     type: Annotated[str | None, typer.Option("--type", "-t")] = None,
-    project: Annotated[str | None, typer.Option("--project", help="This project's memories plus "
-                                                "global ones.")] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="This project's memories plus global ones.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
-    fuzzy: Annotated[bool | None, typer.Option("--fuzzy/--no-fuzzy", help="Typo-tolerant matching "
-                                               "(default: when fewer than 5 exact hits).")] = None,
-    threshold: Annotated[float | None, typer.Option("--threshold", min=0.0, max=1.0,
-                                                    help="Fuzzy similarity threshold (0.7).")
-                         ] = None,
+    fuzzy: Annotated[
+        bool | None,
+        typer.Option(
+            "--fuzzy/--no-fuzzy",
+            help="Typo-tolerant matching (default: when fewer than 5 exact hits).",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option("--threshold", min=0.0, max=1.0, help="Fuzzy similarity threshold (0.7)."),
+    ] = None,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
@@ -264,13 +327,23 @@ def search(
     fmt = _fmt(as_json, as_markdown)
     with open_store() as st:
         results = _retriever(st).search(
-            query, limit=limit, offset=offset, type=type, fuzzy=fuzzy, threshold=threshold,
-            tags=tags, any_tags=any_tag, after=after, before=before, entered_by=entered_by,
-            project=project)
+            query,
+            limit=limit,
+            offset=offset,
+            type=type,
+            fuzzy=fuzzy,
+            threshold=threshold,
+            tags=tags,
+            any_tags=any_tag,
+            after=after,
+            before=before,
+            entered_by=entered_by,
+            project=project,
+        )
     print_memories(results, fmt, "No memories found.")
 
 
-class SortField(str, Enum):
+class SortField(StrEnum):
     created = "created"
     updated = "updated"
     accessed = "accessed"
@@ -280,7 +353,7 @@ class SortField(str, Enum):
     type = "type"
 
 
-class Order(str, Enum):
+class Order(StrEnum):
     asc = "asc"
     desc = "desc"
 
@@ -295,18 +368,27 @@ def list_(
     tags: Annotated[str | None, typer.Option("--tags")] = None,
     project: Annotated[str | None, typer.Option("--project")] = None,
     entered_by: Annotated[str | None, typer.Option("--entered-by")] = None,
-    include_invalid: Annotated[bool, typer.Option("--all", help="Include forgotten and expired "
-                                                  "memories.")] = False,
+    include_invalid: Annotated[
+        bool, typer.Option("--all", help="Include forgotten and expired memories.")
+    ] = False,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """List memories (newest first by default)."""
     fmt = _fmt(as_json, as_markdown)
     with open_store() as st:
-        rows = st.list_all(type=type, valid_only=not include_invalid, limit=limit, offset=offset,
-                           sort=sort.value, order=order.value, tags_all=(tags or "").split(",")
-                           if tags else (), project=project, entered_by=entered_by,
-                           include_expired=include_invalid)
+        rows = st.list_all(
+            type=type,
+            valid_only=not include_invalid,
+            limit=limit,
+            offset=offset,
+            sort=sort.value,
+            order=order.value,
+            tags_all=(tags or "").split(",") if tags else (),
+            project=project,
+            entered_by=entered_by,
+            include_expired=include_invalid,
+        )
     print_memories(rows, fmt, "No memories.")
 
 
@@ -339,8 +421,10 @@ def forget(
 
 @app.command()
 def prune(
-    before: Annotated[str | None, typer.Option("--before", help="Also delete memories created "
-                                               "before this date (ISO 8601).")] = None,
+    before: Annotated[
+        str | None,
+        typer.Option("--before", help="Also delete memories created before this date (ISO 8601)."),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would go.")] = False,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
@@ -352,8 +436,9 @@ def prune(
     with open_store() as st:
         gone = st.prune(before=before, dry_run=dry_run)
     if fmt is Format.json:
-        typer.echo(json.dumps({"dry_run": dry_run, "count": len(gone),
-                               "ids": [m["id"] for m in gone]}))
+        typer.echo(
+            json.dumps({"dry_run": dry_run, "count": len(gone), "ids": [m["id"] for m in gone]})
+        )
         return
     for mem in gone:
         typer.echo(_one_line(mem))
@@ -372,10 +457,16 @@ def stats(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
         return
     bullet = "- " if fmt is Format.markdown else "  "
     typer.echo(f"database: {s['db_path']} ({s['db_size_bytes'] / 1024:.0f} KiB)")
-    typer.echo(f"memories: {s['active']} active, {s['invalidated']} forgotten, "
-               f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}")
-    for title, key in (("by type", "by_type"), ("by agent", "by_agent"),
-                       ("by project", "by_project"), ("top tags", "by_tag")):
+    typer.echo(
+        f"memories: {s['active']} active, {s['invalidated']} forgotten, "
+        f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}"
+    )
+    for title, key in (
+        ("by type", "by_type"),
+        ("by agent", "by_agent"),
+        ("by project", "by_project"),
+        ("top tags", "by_tag"),
+    ):
         if s[key]:
             typer.echo(f"{title}:")
             for name, n in s[key].items():
@@ -384,10 +475,12 @@ def stats(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
 
 @app.command(name="export")
 def export_(
-    file: Annotated[Path, typer.Argument(help="JSON file to write ('-' for stdout).",
-                                         dir_okay=False)],
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many "
-                                              "(default: all).")] = None,
+    file: Annotated[
+        Path, typer.Argument(help="JSON file to write ('-' for stdout).", dir_okay=False)
+    ],
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many (default: all).")
+    ] = None,
 ) -> None:
     """Export all memories (with tags, relations and embeddings) to a JSON file."""
     with open_store() as st:
@@ -417,8 +510,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     state.reset()
     command = typer.main.get_command(app)
     try:
-        command.main(args=list(argv) if argv is not None else None, prog_name="llmem-hooks",
-                     standalone_mode=False)
+        command.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="llmem-hooks",
+            standalone_mode=False,
+        )
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:

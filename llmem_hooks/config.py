@@ -116,7 +116,9 @@ def validate_config(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             try:
                 config[section][key] = check(value)
             except ValueError as exc:
-                raise ConfigError(f"config.yaml: invalid value for {section}.{key}: {exc}") from None
+                raise ConfigError(
+                    f"config.yaml: invalid value for {section}.{key}: {exc}"
+                ) from None
     return config
 
 

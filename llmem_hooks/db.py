@@ -37,8 +37,9 @@ def _driver() -> ModuleType:
 def connect(path: Path | str, *, load_vec: bool = True) -> Any:
     """Open ``path`` with our pragmas; returns a DB-API connection in autocommit mode."""
     driver = _driver()
-    conn = driver.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                          check_same_thread=False)
+    conn = driver.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
     conn.row_factory = driver.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if str(path) != ":memory:":

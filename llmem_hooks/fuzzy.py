@@ -74,8 +74,10 @@ def index_terms(conn: Any, terms: Iterable[str]) -> None:
     for i in range(0, len(new), 500):
         chunk = new[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        known.update(r[0] for r in conn.execute(
-            f"SELECT term FROM fuzzy_terms WHERE term IN ({marks})", chunk))
+        known.update(
+            r[0]
+            for r in conn.execute(f"SELECT term FROM fuzzy_terms WHERE term IN ({marks})", chunk)
+        )
     fresh = [t for t in new if t not in known]
     if not fresh:
         return
@@ -90,8 +92,9 @@ def is_known(conn: Any, term: str) -> bool:
     return conn.execute("SELECT 1 FROM fuzzy_terms WHERE term = ?", (term,)).fetchone() is not None
 
 
-def suggest(conn: Any, word: str, threshold: float = DEFAULT_THRESHOLD,
-            limit: int = 3) -> list[tuple[str, float]]:
+def suggest(
+    conn: Any, word: str, threshold: float = DEFAULT_THRESHOLD, limit: int = 3
+) -> list[tuple[str, float]]:
     """Vocabulary words similar to ``word`` (similarity >= threshold), best first."""
     word = fold(word)
     if len(word) < MIN_FUZZY_LEN:

@@ -37,7 +37,8 @@ def run_script(conn: Any, sql: str) -> None:
 
 def m001_core(conn: Any) -> None:
     """memories, tags, relations and the extraction log."""
-    run_script(conn, 
+    run_script(
+        conn,
         """
         CREATE TABLE memories (
             seq INTEGER PRIMARY KEY,
@@ -109,13 +110,14 @@ def m001_core(conn: Any) -> None:
             extracted_at TEXT NOT NULL,
             PRIMARY KEY (source_type, source_id)
         );
-        """
+        """,
     )
 
 
 def m002_fts(conn: Any) -> None:
     """FTS5 index over content, summary and tags, kept in sync by triggers."""
-    run_script(conn, 
+    run_script(
+        conn,
         """
         CREATE VIRTUAL TABLE memories_fts USING fts5(
             content, summary, tag_text,
@@ -139,13 +141,14 @@ def m002_fts(conn: Any) -> None:
         INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.75)');
         INSERT INTO memories_fts(rowid, content, summary, tag_text)
             SELECT seq, content, coalesce(summary, ''), tag_text FROM memories;
-        """
+        """,
     )
 
 
 def m003_fuzzy(conn: Any) -> None:
     """Vocabulary and its trigram index for typo-tolerant search."""
-    run_script(conn, 
+    run_script(
+        conn,
         """
         CREATE TABLE fuzzy_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
         CREATE TABLE fuzzy_trigrams (
@@ -153,10 +156,10 @@ def m003_fuzzy(conn: Any) -> None:
             term TEXT NOT NULL,
             PRIMARY KEY (trigram, term)
         ) WITHOUT ROWID;
-        """
+        """,
     )
     terms: set[str] = set()
-    for (content, summary, tag_text) in conn.execute(
+    for content, summary, tag_text in conn.execute(
         "SELECT content, coalesce(summary, ''), tag_text FROM memories"
     ):
         terms |= fuzzy.extract_terms(f"{content} {summary} {tag_text}")
@@ -165,7 +168,8 @@ def m003_fuzzy(conn: Any) -> None:
 
 def m004_inbox(conn: Any) -> None:
     """Working-memory inbox, promoted to long-term memory by consolidate()."""
-    run_script(conn, 
+    run_script(
+        conn,
         """
         CREATE TABLE inbox (
             id TEXT PRIMARY KEY,
@@ -179,7 +183,7 @@ def m004_inbox(conn: Any) -> None:
             updated_at TEXT NOT NULL
         );
         CREATE INDEX idx_inbox_attention ON inbox(attention_score DESC, created_at ASC);
-        """
+        """,
     )
 
 
@@ -208,8 +212,9 @@ def migrate(conn: Any, upto: int | None = None) -> list[int]:
             continue
         with transaction(conn):
             # Re-check under the write lock: another process may have migrated meanwhile.
-            if conn.execute("SELECT 1 FROM _schema_migrations WHERE version = ?",
-                            (version,)).fetchone():
+            if conn.execute(
+                "SELECT 1 FROM _schema_migrations WHERE version = ?", (version,)
+            ).fetchone():
                 continue
             fn(conn)
             conn.execute(

@@ -7,6 +7,7 @@ because memories are private to the user.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -39,10 +40,8 @@ def get_context_dir() -> Path:
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) if missing and make it 0700."""
     path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    try:
+    with contextlib.suppress(OSError):  # a directory we do not own: leave it alone
         os.chmod(path, DIR_MODE)
-    except OSError:  # a directory we do not own (e.g. /tmp): leave it alone
-        pass
     return path
 
 
@@ -77,7 +76,9 @@ def validate_session_id(session_id: str) -> str:
     if not isinstance(session_id, str) or not session_id.strip():
         raise ValidationError("session id must be a non-empty string")
     if "/" in session_id or "\\" in session_id or ".." in session_id or "\x00" in session_id:
-        raise ValidationError(f"invalid session id {session_id!r}: must not contain '/', '\\' or '..'")
+        raise ValidationError(
+            f"invalid session id {session_id!r}: must not contain '/', '\\' or '..'"
+        )
     if len(session_id) > 256:
         raise ValidationError("session id is longer than 256 characters")
     return session_id

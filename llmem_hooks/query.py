@@ -24,18 +24,18 @@ OPERATORS = frozenset({"AND", "OR", "NOT"})
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are aren't as at be because been
-    before being below between both but by can can't cannot could couldn't did didn't do does
-    doesn't doing don't down during each few for from further had hadn't has hasn't have
-    haven't having he her here hers herself him himself his how i i'm if in into is isn't it
-    it's its itself just let's me more most my myself no nor not of off on once only or other
-    ought our ours ourselves out over own same she should shouldn't so some such than that
-    that's the their theirs them themselves then there there's these they they're this those
-    through to too under until up very was wasn't we we're were weren't what what's when
-    where which while who whom why will with won't would wouldn't you you're your yours
-    yourself yourselves
-    again also anything anyone something someone thing things way ways get got go going
-    know please tell remind recall remember say said us hey hi ok okay like really
-    """.split()
+    before being below between both but by can can't cannot could couldn't did didn't do
+    does doesn't doing don't down during each few for from further had hadn't has hasn't
+    have haven't having he her here hers herself him himself his how i i'm if in into is
+    isn't it it's its itself just let's me more most my myself no nor not of off on once
+    only or other ought our ours ourselves out over own same she should shouldn't so
+    some such than that that's the their theirs them themselves then there there's these
+    they they're this those through to too under until up very was wasn't we we're were
+    weren't what what's when where which while who whom why will with won't would
+    wouldn't you you're your yours yourself yourselves again also anything anyone
+    something someone thing things way ways get got go going know please tell remind
+    recall remember say said us hey hi ok okay like really
+    """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
 _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
@@ -139,8 +139,12 @@ def parse_query(query: str) -> ParsedQuery:
     for tok in tokens:
         if isinstance(tok, tuple):
             text = tok[1]
-            if not keep_stop and all(w in STOP_WORDS for w in text.split()) and parsed.terms \
-                    and text not in parsed.terms:
+            if (
+                not keep_stop
+                and all(w in STOP_WORDS for w in text.split())
+                and parsed.terms
+                and text not in parsed.terms
+            ):
                 continue
             out.append(quote(text))
         else:
@@ -157,7 +161,8 @@ def _tidy(tokens: list[str]) -> str:
         if tok in OPERATORS and (not cleaned or cleaned[-1] in OPERATORS or cleaned[-1] == "("):
             if tok == "NOT":
                 raise ValidationError(
-                    "invalid search query: NOT needs a term before it (e.g. 'docker NOT swarm')")
+                    "invalid search query: NOT needs a term before it (e.g. 'docker NOT swarm')"
+                )
             continue
         if tok == ")":
             while cleaned and cleaned[-1] in OPERATORS:

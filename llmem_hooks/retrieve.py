@@ -67,8 +67,9 @@ def _days_since(ts: str | None, now: datetime) -> float | None:
     return max(0.0, (now - then).total_seconds() / 86400.0)
 
 
-def rerank_signals(mem: Mapping[str, Any], type_priority: Mapping[str, float],
-                   now: datetime) -> dict[str, float]:
+def rerank_signals(
+    mem: Mapping[str, Any], type_priority: Mapping[str, float], now: datetime
+) -> dict[str, float]:
     """The four reference signals, each in [0, 1]."""
     since_access = _days_since(mem.get("accessed_at"), now)
     age = _days_since(mem.get("created_at"), now) or 0.0
@@ -97,7 +98,11 @@ class Retriever:
         type_priority: Mapping[str, float] | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        for name, value in (("alpha", alpha), ("blend", blend), ("fuzzy_threshold", fuzzy_threshold)):
+        for name, value in (
+            ("alpha", alpha),
+            ("blend", blend),
+            ("fuzzy_threshold", fuzzy_threshold),
+        ):
             if not 0.0 <= value <= 1.0:
                 raise ValidationError(f"{name} must be between 0 and 1, got {value!r}")
         self.store = store
@@ -110,14 +115,31 @@ class Retriever:
         self._clock = clock or (lambda: datetime.now(UTC))
 
     # -- public API --------------------------------------------------------------------------
-    def search(self, query: str, limit: int = 10, offset: int = 0, type: str | None = None,
-               track_access: bool = True, *, fuzzy: bool | None = None,
-               threshold: float | None = None, **filters: Any) -> list[dict[str, Any]]:
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        offset: int = 0,
+        type: str | None = None,
+        track_access: bool = True,
+        *,
+        fuzzy: bool | None = None,
+        threshold: float | None = None,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
         """Keyword search (FTS5 + relaxation + fuzzy), reranked. See `hybrid_search` for
         the filters (tags, any_tags, after, before, entered_by, project, ...)."""
-        return self.hybrid_search(query, limit=limit, offset=offset, type=type,
-                                  search_mode="fts", track_access=track_access, fuzzy=fuzzy,
-                                  threshold=threshold, **filters)
+        return self.hybrid_search(
+            query,
+            limit=limit,
+            offset=offset,
+            type=type,
+            search_mode="fts",
+            track_access=track_access,
+            fuzzy=fuzzy,
+            threshold=threshold,
+            **filters,
+        )
 
     def hybrid_search(
         self,
@@ -150,7 +172,9 @@ class Retriever:
         Each result has ``_rrf_score``, ``_rerank_score`` and ``_match`` (fts, fuzzy, semantic).
         """
         if search_mode not in SEARCH_MODES:
-            raise ValidationError(f"invalid search mode {search_mode!r} (use {', '.join(SEARCH_MODES)})")
+            raise ValidationError(
+                f"invalid search mode {search_mode!r} (use {', '.join(SEARCH_MODES)})"
+            )
         if limit < 1 or offset < 0:
             raise ValidationError("limit must be >= 1 and offset >= 0")
         if not query or not query.strip():
@@ -161,17 +185,31 @@ class Retriever:
         if search_mode == "hybrid" and self.embedder is None:
             log.warning("hybrid search without an embedder: using FTS only")
             search_mode = "fts"
-        flt = MemoryFilter(type=type, tags_all=_split(tags), tags_any=_split(any_tags),
-                           after=after, before=before, entered_by=entered_by, project=project,
-                           project_only=project_only, session_id=session_id,
-                           valid_only=valid_only, include_expired=include_expired)
+        flt = MemoryFilter(
+            type=type,
+            tags_all=_split(tags),
+            tags_any=_split(any_tags),
+            after=after,
+            before=before,
+            entered_by=entered_by,
+            project=project,
+            project_only=project_only,
+            session_id=session_id,
+            valid_only=valid_only,
+            include_expired=include_expired,
+        )
         want = limit + offset
         pool = max(2 * want, 20)
         fts_hits: list[dict[str, Any]] = []
         sem_hits: list[dict[str, Any]] = []
         if search_mode in ("fts", "hybrid"):
-            fts_hits = self._fts(parse_query(query), flt, pool, fuzzy,
-                                 self.fuzzy_threshold if threshold is None else threshold)
+            fts_hits = self._fts(
+                parse_query(query),
+                flt,
+                pool,
+                fuzzy,
+                self.fuzzy_threshold if threshold is None else threshold,
+            )
         if search_mode in ("semantic", "hybrid"):
             sem_hits = self._semantic(query, flt, pool)
         if search_mode == "fts":
@@ -193,8 +231,14 @@ class Retriever:
         return format_memories(results, budget_chars)
 
     # -- strategies --------------------------------------------------------------------------
-    def _fts(self, parsed: ParsedQuery, flt: MemoryFilter, pool: int, use_fuzzy: bool | None,
-             threshold: float) -> list[dict[str, Any]]:
+    def _fts(
+        self,
+        parsed: ParsedQuery,
+        flt: MemoryFilter,
+        pool: int,
+        use_fuzzy: bool | None,
+        threshold: float,
+    ) -> list[dict[str, Any]]:
         if not parsed.strict_match:
             return []
         try:
@@ -219,8 +263,9 @@ class Retriever:
             return hits
         corrections = self._corrections(parsed.terms, threshold)
         if corrections:
-            for h in self.store.fts_search(parsed.match_with(corrections), _excluding(flt, seen),
-                                           pool):
+            for h in self.store.fts_search(
+                parsed.match_with(corrections), _excluding(flt, seen), pool
+            ):
                 h["_match"] = "fuzzy"
                 h["_fuzzy"] = corrections
                 hits.append(h)
@@ -240,7 +285,7 @@ class Retriever:
         out: dict[str, list[str]] = {}
         conn = self.store.conn
         for term in terms:
-            if not fuzzy.extract_terms(term) == {term} or fuzzy.is_known(conn, term):
+            if fuzzy.extract_terms(term) != {term} or fuzzy.is_known(conn, term):
                 continue
             alts = [t for t, _ in fuzzy.suggest(conn, term, threshold)]
             if alts:
@@ -256,8 +301,9 @@ class Retriever:
             h["_match"] = "semantic"
         return hits
 
-    def _fuse(self, fts_hits: list[dict[str, Any]], sem_hits: list[dict[str, Any]],
-              alpha: float) -> list[dict[str, Any]]:
+    def _fuse(
+        self, fts_hits: list[dict[str, Any]], sem_hits: list[dict[str, Any]], alpha: float
+    ) -> list[dict[str, Any]]:
         k = self.rrf_k
         merged: dict[str, dict[str, Any]] = {}
         rrf: dict[str, float] = {}

@@ -96,8 +96,9 @@ class MemoryFilter:
             where.append("m.entered_by = ?")
             params.append(self.entered_by)
         if self.project:
-            where.append("m.project = ?" if self.project_only else
-                         "(m.project = ? OR m.project IS NULL)")
+            where.append(
+                "m.project = ?" if self.project_only else "(m.project = ? OR m.project IS NULL)"
+            )
             params.append(self.project)
         if self.session_id:
             where.append("m.session_id = ?")
@@ -161,8 +162,11 @@ def pack_embedding(vec: Sequence[float] | bytes | None) -> bytes | None:
     """Float vector -> little-endian float32 bytes (bytes pass through)."""
     if vec is None:
         return None
-    blob = bytes(vec) if isinstance(vec, bytes | bytearray | memoryview) else struct.pack(
-        f"<{len(vec)}f", *vec)
+    blob = (
+        bytes(vec)
+        if isinstance(vec, bytes | bytearray | memoryview)
+        else struct.pack(f"<{len(vec)}f", *vec)
+    )
     if len(blob) > MAX_EMBEDDING_BYTES or len(blob) % 4:
         raise ValidationError("embedding must be packed float32 and at most 1 MB")
     return blob
@@ -185,7 +189,8 @@ def _check_content(content: Any, what: str = "content") -> str:
         raise ValidationError(f"{what} must be a non-empty string")
     if len(content) > MAX_CONTENT_CHARS:
         raise ValidationError(
-            f"{what} is {len(content):,} characters; the limit is {MAX_CONTENT_CHARS:,}")
+            f"{what} is {len(content):,} characters; the limit is {MAX_CONTENT_CHARS:,}"
+        )
     return content
 
 
@@ -196,7 +201,12 @@ def _check_confidence(value: Any, what: str = "confidence") -> float:
 
 
 def _check_id(value: Any, what: str = "id") -> str:
-    if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH or not _ID.match(value):
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > MAX_ID_LENGTH
+        or not _ID.match(value)
+    ):
         raise ValidationError(f"invalid {what} {value!r}")
     return value
 
@@ -222,7 +232,7 @@ def _json_dict(value: Any, what: str = "metadata") -> str:
 
 def row_to_memory(row: Any) -> dict[str, Any]:
     """A memories row (selected with _MEMORY_COLUMNS) as the public dict."""
-    mem = {k: row[k] for k in row.keys() if k not in ("tag_text", "embedding", "seq")}
+    mem = {k: row[k] for k in row.keys() if k not in ("tag_text", "embedding", "seq")}  # noqa: SIM118 - a Row iterates values
     mem["metadata"] = json.loads(row["metadata"] or "{}")
     mem["hints"] = json.loads(row["hints"] or "[]")
     mem["source_message_ids"] = json.loads(row["source_message_ids"] or "[]")
@@ -236,8 +246,13 @@ class MemoryStore:
     Usable as a context manager; thread-safe (one connection guarded by a lock).
     """
 
-    def __init__(self, db_path: Path | str | None = None, *, inbox_capacity: int = 100,
-                 default_confidence: float = DEFAULT_CONFIDENCE) -> None:
+    def __init__(
+        self,
+        db_path: Path | str | None = None,
+        *,
+        inbox_capacity: int = 100,
+        default_confidence: float = DEFAULT_CONFIDENCE,
+    ) -> None:
         path = Path(db_path) if db_path is not None else get_db_path()
         if str(path) != ":memory:":
             ensure_private_dir(path.parent)
@@ -304,12 +319,23 @@ class MemoryStore:
         """
         record = self._prepare(
             {
-                "id": id, "type": type, "content": content, "summary": summary,
-                "source": source, "confidence": confidence, "metadata": metadata,
-                "hints": hints, "tags": tags, "expires_at": expires_at,
-                "valid_until": valid_until, "entered_by": entered_by, "project": project,
-                "session_id": session_id, "source_message_ids": source_message_ids,
-                "embedding": embedding, "created_at": created_at,
+                "id": id,
+                "type": type,
+                "content": content,
+                "summary": summary,
+                "source": source,
+                "confidence": confidence,
+                "metadata": metadata,
+                "hints": hints,
+                "tags": tags,
+                "expires_at": expires_at,
+                "valid_until": valid_until,
+                "entered_by": entered_by,
+                "project": project,
+                "session_id": session_id,
+                "source_message_ids": source_message_ids,
+                "embedding": embedding,
+                "created_at": created_at,
             }
         )
         with self._lock, transaction(self._conn):
@@ -344,9 +370,14 @@ class MemoryStore:
         mid = data.get("id") or str(uuid.uuid4())
         _check_id(mid)
         confidence = data.get("confidence")
-        confidence = self.default_confidence if confidence is None else _check_confidence(confidence)
-        created = parse_iso(data["created_at"], field="created_at") if data.get(
-            "created_at") else now_iso()
+        confidence = (
+            self.default_confidence if confidence is None else _check_confidence(confidence)
+        )
+        created = (
+            parse_iso(data["created_at"], field="created_at")
+            if data.get("created_at")
+            else now_iso()
+        )
         tags = normalize_tags(data.get("tags"))
         embedding = data.get("embedding")
         if isinstance(embedding, str):
@@ -354,11 +385,13 @@ class MemoryStore:
                 embedding = base64.b64decode(embedding, validate=True)
             except ValueError:
                 raise ValidationError("embedding must be base64 of packed float32") from None
+
         def opt_text(key: str) -> str | None:
             value = data.get(key)
             if value is not None and not isinstance(value, str):
                 raise ValidationError(f"{key} must be a string")
             return value or None
+
         summary = opt_text("summary")
         if summary is not None:
             _check_content(summary, "summary")
@@ -396,10 +429,29 @@ class MemoryStore:
         }
 
     _INSERT_COLUMNS = (
-        "seq", "id", "type", "content", "summary", "source", "confidence", "metadata", "hints",
-        "created_at", "updated_at", "accessed_at", "access_count", "valid_until",
-        "invalidation_reason", "expires_at", "entered_by", "project", "session_id",
-        "source_message_ids", "content_hash", "tag_text", "embedding",
+        "seq",
+        "id",
+        "type",
+        "content",
+        "summary",
+        "source",
+        "confidence",
+        "metadata",
+        "hints",
+        "created_at",
+        "updated_at",
+        "accessed_at",
+        "access_count",
+        "valid_until",
+        "invalidation_reason",
+        "expires_at",
+        "entered_by",
+        "project",
+        "session_id",
+        "source_message_ids",
+        "content_hash",
+        "tag_text",
+        "embedding",
     )
 
     def _insert(self, records: list[dict[str, Any]]) -> None:
@@ -419,7 +471,9 @@ class MemoryStore:
         )
         terms: set[str] = set()
         for rec in records:
-            terms |= fuzzy.extract_terms(f"{rec['content']} {rec['summary'] or ''} {rec['tag_text']}")
+            terms |= fuzzy.extract_terms(
+                f"{rec['content']} {rec['summary'] or ''} {rec['tag_text']}"
+            )
         fuzzy.index_terms(self._conn, terms)
 
     def _tag_ids(self, names: Iterable[str]) -> dict[str, int]:
@@ -439,8 +493,10 @@ class MemoryStore:
     def _set_tags(self, seq: int, tags: list[str]) -> None:
         self._conn.execute("DELETE FROM memory_tags WHERE memory_seq = ?", (seq,))
         ids = self._tag_ids(tags)
-        self._conn.executemany("INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
-                               [(seq, ids[t]) for t in tags])
+        self._conn.executemany(
+            "INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
+            [(seq, ids[t]) for t in tags],
+        )
         self._conn.execute("UPDATE memories SET tag_text = ? WHERE seq = ?", (" ".join(tags), seq))
         fuzzy.index_terms(self._conn, tags)
 
@@ -466,11 +522,14 @@ class MemoryStore:
         if len(id_or_prefix) >= 4 and _ID.match(id_or_prefix):
             rows = self._conn.execute(
                 "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
-                (id_or_prefix, id_or_prefix + "\uffff")).fetchall()
+                (id_or_prefix, id_or_prefix + "\uffff"),
+            ).fetchall()
             if len(rows) == 1:
                 return rows[0][0]
             if len(rows) > 1:
-                raise ValidationError(f"id prefix {id_or_prefix!r} is ambiguous; give more characters")
+                raise ValidationError(
+                    f"id prefix {id_or_prefix!r} is ambiguous; give more characters"
+                )
         raise NotFoundError(f"no memory with id {id_or_prefix!r}")
 
     def get_many(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -481,14 +540,16 @@ class MemoryStore:
                 chunk = list(ids[i : i + 500])
                 for row in self._conn.execute(
                     f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN "
-                    f"({','.join('?' * len(chunk))})", chunk
+                    f"({','.join('?' * len(chunk))})",
+                    chunk,
                 ):
                     out[row["id"]] = row_to_memory(row)
         return out
 
     def get_embedding(self, memory_id: str) -> list[float] | None:
-        row = self._conn.execute("SELECT embedding FROM memories WHERE id = ?",
-                                 (memory_id,)).fetchone()
+        row = self._conn.execute(
+            "SELECT embedding FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
         return unpack_embedding(row[0]) if row and row[0] is not None else None
 
     def update(
@@ -529,14 +590,16 @@ class MemoryStore:
             sets["embedding"] = None
         new_tags = normalize_tags(tags) if tags is not None else None
         with self._lock, transaction(self._conn):
-            row = self._conn.execute("SELECT seq FROM memories WHERE id = ?",
-                                     (memory_id,)).fetchone()
+            row = self._conn.execute(
+                "SELECT seq FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
             if row is None:
                 return False
             sets["updated_at"] = now_iso()
             assignments = ", ".join(f"{col} = ?" for col in sets)
-            self._conn.execute(f"UPDATE memories SET {assignments} WHERE seq = ?",
-                               [*sets.values(), row[0]])
+            self._conn.execute(
+                f"UPDATE memories SET {assignments} WHERE seq = ?", [*sets.values(), row[0]]
+            )
             if new_tags is not None:
                 self._set_tags(row[0], new_tags)
             fuzzy.index_terms(self._conn, fuzzy.extract_terms(f"{content or ''} {summary or ''}"))
@@ -573,8 +636,9 @@ class MemoryStore:
             return cur.rowcount
 
     # -- search and listing --------------------------------------------------------------
-    def fts_search(self, match: str, flt: MemoryFilter | None = None, limit: int = 10,
-                   offset: int = 0) -> list[dict[str, Any]]:
+    def fts_search(
+        self, match: str, flt: MemoryFilter | None = None, limit: int = 10, offset: int = 0
+    ) -> list[dict[str, Any]]:
         """Memories matching the FTS5 expression ``match``, best BM25 first.
 
         Each result carries ``_bm25`` (lower is better, as FTS5 reports it).
@@ -596,8 +660,9 @@ class MemoryStore:
             out.append(mem)
         return out
 
-    def nearest(self, query_vec: bytes, flt: MemoryFilter | None = None,
-                limit: int = 10) -> list[dict[str, Any]]:
+    def nearest(
+        self, query_vec: bytes, flt: MemoryFilter | None = None, limit: int = 10
+    ) -> list[dict[str, Any]]:
         """Memories with an embedding of the same size, nearest (cosine) first.
 
         Uses sqlite-vec's ``vec_distance_cosine`` when loaded, else a Python scan capped
@@ -606,20 +671,26 @@ class MemoryStore:
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
         cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
-        base = f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
+        base = (
+            f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
+        )
         with self._lock:
             if self._vec_loaded():
                 rows = self._conn.execute(
                     f"SELECT {cols}, vec_distance_cosine(m.embedding, ?) AS _distance {base} "
-                    "ORDER BY _distance LIMIT ?", [query_vec, len(query_vec), *params, limit]
+                    "ORDER BY _distance LIMIT ?",
+                    [query_vec, len(query_vec), *params, limit],
                 ).fetchall()
                 scored = [(r["_distance"], r) for r in rows]
             else:
                 rows = self._conn.execute(
                     f"SELECT {cols}, m.embedding AS _emb {base} LIMIT ?",
-                    [len(query_vec), *params, BRUTE_FORCE_MAX_ROWS]).fetchall()
-                scored = sorted(((_cosine_distance(query_vec, r["_emb"]), r) for r in rows),
-                                key=lambda dr: dr[0])[:limit]
+                    [len(query_vec), *params, BRUTE_FORCE_MAX_ROWS],
+                ).fetchall()
+                scored = sorted(
+                    ((_cosine_distance(query_vec, r["_emb"]), r) for r in rows),
+                    key=lambda dr: dr[0],
+                )[:limit]
         out = []
         for dist, row in scored:
             mem = row_to_memory(row)
@@ -633,8 +704,15 @@ class MemoryStore:
             self._has_vec = has_function(self._conn, "vec_distance_cosine")
         return self._has_vec
 
-    def search(self, query: str, limit: int = 20, offset: int = 0, type: str | None = None,
-               valid_only: bool = True, **filters: Any) -> list[dict[str, Any]]:
+    def search(
+        self,
+        query: str,
+        limit: int = 20,
+        offset: int = 0,
+        type: str | None = None,
+        valid_only: bool = True,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
         """Classic FTS5 search with the grep-like syntax (see `llmem_hooks.query`)."""
         from .query import parse_query
 
@@ -644,9 +722,16 @@ class MemoryStore:
         flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
         return self.fts_search(parsed.strict_match, flt, limit, offset)
 
-    def list_all(self, type: str | None = None, valid_only: bool = True, limit: int = 100,
-                 offset: int = 0, sort: str = "created", order: str = "desc",
-                 **filters: Any) -> list[dict[str, Any]]:
+    def list_all(
+        self,
+        type: str | None = None,
+        valid_only: bool = True,
+        limit: int = 100,
+        offset: int = 0,
+        sort: str = "created",
+        order: str = "desc",
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
         """Memories matching the filters, sorted by ``sort`` (created, updated, accessed,
         expires, confidence, content, type)."""
         if sort not in _SORT_COLUMNS:
@@ -655,38 +740,56 @@ class MemoryStore:
             raise ValidationError(f"invalid order {order!r} (use asc or desc)")
         flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
         cond, params = flt.to_sql(now_iso())
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {cond} "
-               f"ORDER BY {_SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
-               "LIMIT ? OFFSET ?")
+        sql = (
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {cond} "
+            f"ORDER BY {_SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
+            "LIMIT ? OFFSET ?"
+        )
         with self._lock:
             rows = self._conn.execute(sql, [*params, limit, offset]).fetchall()
         return [row_to_memory(r) for r in rows]
 
     def count(self, valid_only: bool = True) -> int:
         cond, params = MemoryFilter(valid_only=valid_only, include_expired=True).to_sql(now_iso())
-        return self._conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params).fetchone()[0]
+        return self._conn.execute(
+            f"SELECT COUNT(*) FROM memories m WHERE {cond}", params
+        ).fetchone()[0]
 
     def stats(self) -> dict[str, Any]:
         """Counts by type, tag and agent, plus the database size."""
         now = now_iso()
-        live = ("(m.valid_until IS NULL OR m.valid_until > ?) AND "
-                "(m.expires_at IS NULL OR m.expires_at > ?)")
+        live = (
+            "(m.valid_until IS NULL OR m.valid_until > ?) AND "
+            "(m.expires_at IS NULL OR m.expires_at > ?)"
+        )
         q = self._conn.execute
 
         def counts(col: str, frm: str = "memories m", limit: int = 1000) -> list[Any]:
-            return q(f"SELECT {col}, COUNT(*) FROM {frm} WHERE {live} GROUP BY {col} "
-                     f"ORDER BY COUNT(*) DESC, {col} LIMIT {limit}", (now, now)).fetchall()
+            return q(
+                f"SELECT {col}, COUNT(*) FROM {frm} WHERE {live} GROUP BY {col} "
+                f"ORDER BY COUNT(*) DESC, {col} LIMIT {limit}",
+                (now, now),
+            ).fetchall()
 
         by_type = dict(counts("m.type"))
         by_agent = {k or "(unknown)": v for k, v in counts("m.entered_by")}
         by_project = {k or "(global)": v for k, v in counts("m.project", limit=50)}
-        by_tag = dict(counts("t.name", "memory_tags mt JOIN tags t ON t.id = mt.tag_id "
-                                       "JOIN memories m ON m.seq = mt.memory_seq", limit=50))
+        by_tag = dict(
+            counts(
+                "t.name",
+                "memory_tags mt JOIN tags t ON t.id = mt.tag_id "
+                "JOIN memories m ON m.seq = mt.memory_seq",
+                limit=50,
+            )
+        )
         total = q("SELECT COUNT(*) FROM memories").fetchone()[0]
-        invalid = q("SELECT COUNT(*) FROM memories WHERE valid_until IS NOT NULL AND "
-                    "valid_until <= ?", (now,)).fetchone()[0]
-        expired = q("SELECT COUNT(*) FROM memories WHERE expires_at IS NOT NULL AND "
-                    "expires_at <= ?", (now,)).fetchone()[0]
+        invalid = q(
+            "SELECT COUNT(*) FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?",
+            (now,),
+        ).fetchone()[0]
+        expired = q(
+            "SELECT COUNT(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+        ).fetchone()[0]
         size = 0
         if str(self.db_path) != ":memory:":
             for suffix in ("", "-wal", "-shm"):
@@ -743,14 +846,22 @@ class MemoryStore:
                 "SELECT source_id, target_id, target_type, relation_type, created_at "
                 "FROM relations ORDER BY id"
             ):
-                rels.setdefault(r[0], []).append({
-                    "target_id": r[1], "target_type": r[2], "relation_type": r[3],
-                    "created_at": r[4]})
+                rels.setdefault(r[0], []).append(
+                    {
+                        "target_id": r[1],
+                        "target_type": r[2],
+                        "relation_type": r[3],
+                        "created_at": r[4],
+                    }
+                )
         out = []
         for row in rows:
             mem = row_to_memory(row)
-            mem["embedding"] = (base64.b64encode(row["embedding"]).decode("ascii")
-                                if row["embedding"] is not None else None)
+            mem["embedding"] = (
+                base64.b64encode(row["embedding"]).decode("ascii")
+                if row["embedding"] is not None
+                else None
+            )
             mem["relations"] = rels.get(mem["id"], [])
             out.append(mem)
         return out
@@ -776,9 +887,15 @@ class MemoryStore:
             try:
                 rec = self._prepare(item)
                 for rel in item.get("relations") or []:
-                    relations.append(self._check_relation(
-                        rec["id"], rel.get("target_id"), rel.get("relation_type"),
-                        rel.get("target_type", "memory"), rel.get("created_at")))
+                    relations.append(
+                        self._check_relation(
+                            rec["id"],
+                            rel.get("target_id"),
+                            rel.get("relation_type"),
+                            rel.get("target_type", "memory"),
+                            rel.get("created_at"),
+                        )
+                    )
             except ValidationError as exc:
                 ident = item.get("id") if isinstance(item.get("id"), str) else f"#{i + 1}"
                 raise ValidationError(f"memory {ident}: {exc}") from None
@@ -791,23 +908,36 @@ class MemoryStore:
             ids = [r["id"] for r in records]
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
-                existing.update(r[0] for r in self._conn.execute(
-                    f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+                existing.update(
+                    r[0]
+                    for r in self._conn.execute(
+                        f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                    )
+                )
             fresh = [r for r in records if r["id"] not in existing]
             if fresh:
                 self._insert(fresh)
             self._conn.executemany(
                 "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
-                " created_at) VALUES (?, ?, ?, ?, ?)", relations)
+                " created_at) VALUES (?, ?, ?, ?, ?)",
+                relations,
+            )
         return len(fresh)
 
     # -- relations -----------------------------------------------------------------------
-    def _check_relation(self, source_id: Any, target_id: Any, relation_type: Any,
-                        target_type: Any, created_at: Any = None) -> tuple[str, str, str, str, str]:
+    def _check_relation(
+        self,
+        source_id: Any,
+        target_id: Any,
+        relation_type: Any,
+        target_type: Any,
+        created_at: Any = None,
+    ) -> tuple[str, str, str, str, str]:
         _check_id(source_id, "source id")
         if relation_type not in RELATION_TYPES:
             raise ValidationError(
-                f"invalid relation type {relation_type!r} (use {', '.join(RELATION_TYPES)})")
+                f"invalid relation type {relation_type!r} (use {', '.join(RELATION_TYPES)})"
+            )
         if target_type not in TARGET_TYPES:
             raise ValidationError(f"invalid target type {target_type!r} (use memory or code)")
         if not isinstance(target_id, str) or not target_id or len(target_id) > 1024:
@@ -817,32 +947,42 @@ class MemoryStore:
         when = parse_iso(created_at, field="created_at") if created_at else now_iso()
         return (source_id, target_id, target_type, relation_type, when)
 
-    def add_relation(self, source_id: str, target_id: str, relation_type: str,
-                     target_type: str = "memory") -> int:
+    def add_relation(
+        self, source_id: str, target_id: str, relation_type: str, target_type: str = "memory"
+    ) -> int:
         """Link two memories (or a memory to ``path:start:end`` code); returns the relation id."""
         rel = self._check_relation(source_id, target_id, relation_type, target_type)
         with self._lock, transaction(self._conn):
-            for mid in ((source_id, target_id) if target_type == "memory" else (source_id,)):
+            for mid in (source_id, target_id) if target_type == "memory" else (source_id,):
                 if not self._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone():
                     raise NotFoundError(f"no memory with id {mid}")
             self._conn.execute(
                 "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
-                " created_at) VALUES (?, ?, ?, ?, ?)", rel)
+                " created_at) VALUES (?, ?, ?, ?, ?)",
+                rel,
+            )
             return self._conn.execute(
                 "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND "
-                "relation_type = ?", (source_id, target_id, relation_type)).fetchone()[0]
+                "relation_type = ?",
+                (source_id, target_id, relation_type),
+            ).fetchone()[0]
 
     def get_relations(self, memory_id: str) -> list[dict[str, Any]]:
         """Relations from or to this memory."""
         rows = self._conn.execute(
             "SELECT id, source_id, target_id, target_type, relation_type, created_at FROM relations"
             " WHERE source_id = ? OR (target_type = 'memory' AND target_id = ?) ORDER BY id",
-            (memory_id, memory_id)).fetchall()
+            (memory_id, memory_id),
+        ).fetchall()
         return [dict(r) for r in rows]
 
-    def traverse_relations(self, memory_id: str, relation_type: str | None = None,
-                           max_depth: int = 3, target_type: str | None = None
-                           ) -> list[dict[str, Any]]:
+    def traverse_relations(
+        self,
+        memory_id: str,
+        relation_type: str | None = None,
+        max_depth: int = 3,
+        target_type: str | None = None,
+    ) -> list[dict[str, Any]]:
         """Memories and code reachable from ``memory_id`` (both directions), nearest first.
 
         Depth is capped at 5. Each result: target_id, target_type, relation_type, distance.
@@ -870,19 +1010,28 @@ class MemoryStore:
             FROM walk WHERE distance > 0 GROUP BY node, node_type ORDER BY distance, node
         """
         rows = self._conn.execute(sql, [memory_id, memory_id, *tparams, *tparams, depth]).fetchall()
-        out = [{"target_id": r[0], "target_type": r[1], "relation_type": r[2], "distance": r[3]}
-               for r in rows]
+        out = [
+            {"target_id": r[0], "target_type": r[1], "relation_type": r[2], "distance": r[3]}
+            for r in rows
+        ]
         if target_type:
             out = [r for r in out if r["target_type"] == target_type]
         return out
 
     # -- inbox (working memory) ----------------------------------------------------------
-    def add_to_inbox(self, content: str, source: str = "note", attention_score: float = 0.5,
-                     metadata: Mapping[str, Any] | None = None) -> str:
+    def add_to_inbox(
+        self,
+        content: str,
+        source: str = "note",
+        attention_score: float = 0.5,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
         """Stage a note in the capacity-limited inbox; the lowest-scored items are evicted."""
         _check_content(content)
         if source not in INBOX_SOURCES:
-            raise ValidationError(f"invalid inbox source {source!r} (use {', '.join(INBOX_SOURCES)})")
+            raise ValidationError(
+                f"invalid inbox source {source!r} (use {', '.join(INBOX_SOURCES)})"
+            )
         score = _check_confidence(attention_score, "attention score")
         item_id = str(uuid.uuid4())
         now = now_iso()
@@ -890,10 +1039,13 @@ class MemoryStore:
             self._conn.execute(
                 "INSERT INTO inbox(id, content, source, attention_score, metadata, created_at,"
                 " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (item_id, content, source, score, _json_dict(metadata), now, now))
+                (item_id, content, source, score, _json_dict(metadata), now, now),
+            )
             self._conn.execute(
                 "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox ORDER BY attention_score DESC,"
-                " created_at ASC LIMIT -1 OFFSET ?)", (self.inbox_capacity,))
+                " created_at ASC LIMIT -1 OFFSET ?)",
+                (self.inbox_capacity,),
+            )
         return item_id
 
     @staticmethod
@@ -908,7 +1060,8 @@ class MemoryStore:
 
     def list_inbox(self, limit: int = 20) -> list[dict[str, Any]]:
         rows = self._conn.execute(
-            "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC LIMIT ?", (limit,))
+            "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC LIMIT ?", (limit,)
+        )
         return [self._inbox_row(r) for r in rows]
 
     def inbox_count(self) -> int:
@@ -919,15 +1072,17 @@ class MemoryStore:
         with self._lock, transaction(self._conn):
             cur = self._conn.execute(
                 "UPDATE inbox SET attention_score = ?, updated_at = ? WHERE id = ?",
-                (score, now_iso(), item_id))
+                (score, now_iso(), item_id),
+            )
             return cur.rowcount > 0
 
     def remove_from_inbox(self, item_id: str) -> bool:
         with self._lock, transaction(self._conn):
             return self._conn.execute("DELETE FROM inbox WHERE id = ?", (item_id,)).rowcount > 0
 
-    def consolidate(self, min_score: float = 0.5, dry_run: bool = False,
-                    type: str = "fact") -> dict[str, list[dict[str, Any]]]:
+    def consolidate(
+        self, min_score: float = 0.5, dry_run: bool = False, type: str = "fact"
+    ) -> dict[str, list[dict[str, Any]]]:
         """Promote inbox items scoring >= ``min_score`` to memories; evict the rest.
 
         Promoted memories get source ``consolidation`` and confidence = attention score.
@@ -936,17 +1091,27 @@ class MemoryStore:
         """
         _check_confidence(min_score, "min_score")
         with self._lock, transaction(self._conn):
-            items = [self._inbox_row(r) for r in self._conn.execute(
-                "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC")]
+            items = [
+                self._inbox_row(r)
+                for r in self._conn.execute(
+                    "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC"
+                )
+            ]
             promoted = [i for i in items if i["attention_score"] >= min_score]
             evicted = [i for i in items if i["attention_score"] < min_score]
             if dry_run:
                 return {"promoted": promoted, "evicted": evicted}
             records = []
             for item in promoted:
-                rec = self._prepare({
-                    "type": type, "content": item["content"], "source": "consolidation",
-                    "confidence": item["attention_score"], "metadata": item["metadata"]})
+                rec = self._prepare(
+                    {
+                        "type": type,
+                        "content": item["content"],
+                        "source": "consolidation",
+                        "confidence": item["attention_score"],
+                        "metadata": item["metadata"],
+                    }
+                )
                 if self._find_duplicate(rec) is None:
                     records.append(rec)
                 item["memory_id"] = rec["id"]
@@ -956,8 +1121,14 @@ class MemoryStore:
         return {"promoted": promoted, "evicted": evicted}
 
     # -- extraction cursors ----------------------------------------------------------------
-    def log_extraction(self, source_type: str, source_id: str, cursor: str | None = None,
-                       memory_count: int = 0, message_count: int = 0) -> None:
+    def log_extraction(
+        self,
+        source_type: str,
+        source_id: str,
+        cursor: str | None = None,
+        memory_count: int = 0,
+        message_count: int = 0,
+    ) -> None:
         """Record how far a source has been extracted (call inside the same transaction as the
         memories it produced, via `transaction(store.conn)`, to keep the two consistent)."""
         with self._lock:
@@ -968,10 +1139,12 @@ class MemoryStore:
                 " memory_count = memory_count + excluded.memory_count,"
                 " message_count = message_count + excluded.message_count, runs = runs + 1,"
                 " extracted_at = excluded.extracted_at",
-                (source_type, source_id, cursor, memory_count, message_count, now_iso()))
+                (source_type, source_id, cursor, memory_count, message_count, now_iso()),
+            )
 
     def get_extraction(self, source_type: str, source_id: str) -> dict[str, Any] | None:
         row = self._conn.execute(
             "SELECT * FROM extraction_log WHERE source_type = ? AND source_id = ?",
-            (source_type, source_id)).fetchone()
+            (source_type, source_id),
+        ).fetchone()
         return dict(row) if row else None

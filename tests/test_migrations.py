@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,9 @@ from llmem_hooks.migrations import MIGRATIONS, migrate
 def schema(conn: Any) -> list[tuple[str, str, str]]:
     return sorted(
         (r[0], r[1], r[2] or "")
-        for r in conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+        for r in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+        )
     )
 
 
@@ -56,10 +59,8 @@ def test_failed_migration_rolls_back(tmp_path: Path) -> None:
     conn = connect(tmp_path / "m.db")
     migrate(conn, upto=1)
     conn.execute("CREATE TABLE fuzzy_terms (x)")  # makes migration 3 fail half-way
-    try:
+    with contextlib.suppress(Exception):
         migrate(conn)
-    except Exception:
-        pass
     applied = {r[0] for r in conn.execute("SELECT version FROM _schema_migrations")}
     assert applied == {1, 2}
     assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fuzzy_trigrams'").fetchone()

@@ -14,9 +14,22 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-         "-q", "-w", str(dist)],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(ROOT),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     (wheel,) = dist.glob("llmem_hooks-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -26,9 +39,21 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
 
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-         str(wheel)],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert not (target / "adapters").exists()
     probe = (
@@ -38,8 +63,15 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
         "print(len(llmem_hooks.cli._agent_guide()) > 100)"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, check=True,
-                         capture_output=True, text=True, timeout=60).stdout.split("\n")
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split("\n")
     assert out[0].startswith(str(target))
     assert out[1] == "None"
     assert out[2] == "True"

@@ -14,15 +14,27 @@ from llmem_hooks import MemoryStore, Retriever, SearchError, ValidationError
 from llmem_hooks.retrieve import DEFAULT_RRF_K, _rrf_score, rerank_signals
 
 CORPUS = {
-    "deploy": ("procedure", "Staging deploys run `make deploy-staging` from the ops box; "
-               "production needs a tagged release."),
-    "pg": ("fact", "Integration tests need the local Postgres on port 5433, started with "
-           "docker compose up db."),
+    "deploy": (
+        "procedure",
+        "Staging deploys run `make deploy-staging` from the ops box; "
+        "production needs a tagged release.",
+    ),
+    "pg": (
+        "fact",
+        "Integration tests need the local Postgres on port 5433, started with "
+        "docker compose up db.",
+    ),
     "pnpm": ("preference", "The user prefers pnpm over npm for JavaScript projects."),
-    "redis": ("fact", "ECONNREFUSED 127.0.0.1:6379 in the worker tests means Redis is not "
-              "running; start it with docker compose up redis."),
-    "k8s": ("decision", "We decided to run the API on Kubernetes instead of Nomad because the "
-            "platform team supports it."),
+    "redis": (
+        "fact",
+        "ECONNREFUSED 127.0.0.1:6379 in the worker tests means Redis is not "
+        "running; start it with docker compose up redis.",
+    ),
+    "k8s": (
+        "decision",
+        "We decided to run the API on Kubernetes instead of Nomad because the "
+        "platform team supports it.",
+    ),
     "tabs": ("preference", "Always indent Go files with tabs, never spaces."),
 }
 
@@ -48,8 +60,9 @@ def top(r: Retriever, query: str, n: int = 3, **kw: object) -> list[str]:
         ("should I use tabs or spaces in go code", "tabs"),
     ],
 )
-def test_natural_language_questions(seeded: tuple[MemoryStore, dict[str, str]], question: str,
-                                    key: str) -> None:
+def test_natural_language_questions(
+    seeded: tuple[MemoryStore, dict[str, str]], question: str, key: str
+) -> None:
     store, ids = seeded
     assert top(Retriever(store), question, 1) == [ids[key]]
 
@@ -70,7 +83,8 @@ def test_grep_syntax(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
 
 
 def test_and_relaxes_to_or_for_questions_but_not_for_syntax(
-        seeded: tuple[MemoryStore, dict[str, str]]) -> None:
+    seeded: tuple[MemoryStore, dict[str, str]],
+) -> None:
     store, ids = seeded
     r = Retriever(store)
     # No memory has both words: a question still finds both, explicit AND finds none.
@@ -78,8 +92,10 @@ def test_and_relaxes_to_or_for_questions_but_not_for_syntax(
     assert top(r, "redis AND nomad", 10) == []
 
 
-@pytest.mark.parametrize(("typo", "key"), [("dokcer", "pg"), ("kuberntes", "k8s"),
-                                           ("postgress", "pg"), ("staigng enviroment", "deploy")])
+@pytest.mark.parametrize(
+    ("typo", "key"),
+    [("dokcer", "pg"), ("kuberntes", "k8s"), ("postgress", "pg"), ("staigng enviroment", "deploy")],
+)
 def test_fuzzy_finds_typos(seeded: tuple[MemoryStore, dict[str, str]], typo: str, key: str) -> None:
     store, ids = seeded
     hits = Retriever(store).search(typo, limit=5, track_access=False)
@@ -100,10 +116,20 @@ def test_fuzzy_threshold_and_cascade(store: MemoryStore) -> None:
 
 
 def test_filters_and_project_scope(store: MemoryStore) -> None:
-    a = store.add("fact", "deploy with make", project="github.com/acme/api", tags=["ci"],
-                  entered_by="opencode")
-    b = store.add("fact", "deploy with helm", project="github.com/acme/web", tags=["k8s"],
-                  entered_by="copilot")
+    a = store.add(
+        "fact",
+        "deploy with make",
+        project="github.com/acme/api",
+        tags=["ci"],
+        entered_by="opencode",
+    )
+    b = store.add(
+        "fact",
+        "deploy with helm",
+        project="github.com/acme/web",
+        tags=["k8s"],
+        entered_by="copilot",
+    )
     g = store.add("preference", "deploy only on weekdays")
     r = Retriever(store)
     assert set(top(r, "deploy", 10, project="github.com/acme/api")) == {a, g}
@@ -119,25 +145,42 @@ def test_result_shape_and_scores(seeded: tuple[MemoryStore, dict[str, str]]) -> 
     store, _ = seeded
     hits = Retriever(store).hybrid_search("docker compose", search_mode="fts", track_access=False)
     for h in hits:
-        assert {"id", "type", "content", "tags", "metadata", "created_at", "_rrf_score",
-                "_rerank_score"} <= h.keys()
+        assert {
+            "id",
+            "type",
+            "content",
+            "tags",
+            "metadata",
+            "created_at",
+            "_rrf_score",
+            "_rerank_score",
+        } <= h.keys()
         assert isinstance(h["metadata"], dict)
     assert hits[0]["_rrf_score"] == pytest.approx(_rrf_score(1, DEFAULT_RRF_K))
-    assert [h["_rerank_score"] for h in hits] == sorted((h["_rerank_score"] for h in hits),
-                                                        reverse=True)
+    assert [h["_rerank_score"] for h in hits] == sorted(
+        (h["_rerank_score"] for h in hits), reverse=True
+    )
 
 
 def test_rerank_formula(store: MemoryStore) -> None:
     now = datetime(2026, 6, 1, tzinfo=UTC)
-    mem = {"confidence": 0.9, "type": "decision", "access_count": 10,
-           "created_at": "2026-05-22T00:00:00+00:00", "accessed_at": "2026-05-31T00:00:00+00:00"}
+    mem = {
+        "confidence": 0.9,
+        "type": "decision",
+        "access_count": 10,
+        "created_at": "2026-05-22T00:00:00+00:00",
+        "accessed_at": "2026-05-31T00:00:00+00:00",
+    }
     s = rerank_signals(mem, {"decision": 1.2, "fact": 1.0}, now)
     assert s["confidence"] == 0.9
     assert s["recency"] == pytest.approx(math.exp(-0.01 * 1))
     assert s["access"] == pytest.approx(min(1.0, math.log1p(10 / 10)))
     assert s["type"] == 1.0
-    never = rerank_signals({"confidence": 0.5, "type": "fact", "created_at": mem["created_at"]},
-                           {"decision": 1.2, "fact": 1.0}, now)
+    never = rerank_signals(
+        {"confidence": 0.5, "type": "fact", "created_at": mem["created_at"]},
+        {"decision": 1.2, "fact": 1.0},
+        now,
+    )
     assert never["recency"] == 0.0 and never["access"] == 0.0
     # With blend=0 the order is pure BM25; with blend=1 pure signals.
     lo = store.add("fact", "alpha alpha alpha beta", confidence=0.1)
@@ -162,8 +205,7 @@ def test_offset_pages_do_not_overlap(store: MemoryStore) -> None:
         store.add("fact", f"release checklist item {i}")
     r = Retriever(store)
     first = top(r, "release checklist", 5)
-    second = [m["id"] for m in r.search("release checklist", limit=5, offset=5,
-                                        track_access=False)]
+    second = [m["id"] for m in r.search("release checklist", limit=5, offset=5, track_access=False)]
     assert len(first) == len(second) == 5 and not set(first) & set(second)
 
 
@@ -181,8 +223,9 @@ class HashEmbedder:
         return [v / norm for v in vec]
 
 
-def test_modes_without_embedder(seeded: tuple[MemoryStore, dict[str, str]],
-                                caplog: pytest.LogCaptureFixture) -> None:
+def test_modes_without_embedder(
+    seeded: tuple[MemoryStore, dict[str, str]], caplog: pytest.LogCaptureFixture
+) -> None:
     store, ids = seeded
     r = Retriever(store)
     with caplog.at_level(logging.WARNING):

@@ -165,12 +165,25 @@ def test_prune_before(store: MemoryStore) -> None:
 
 
 def test_filters(store: MemoryStore) -> None:
-    a = store.add("fact", "deploy with make deploy", tags=["ci", "deploy"], project="p1",
-                  entered_by="opencode", created_at="2026-01-05T00:00:00Z")
-    b = store.add("decision", "deploy via github actions", tags=["ci"], project="p2",
-                  entered_by="copilot", created_at="2026-02-05T00:00:00Z")
-    g = store.add("preference", "deploy only on weekdays", tags=["deploy"],
-                  created_at="2026-03-05T00:00:00Z")
+    a = store.add(
+        "fact",
+        "deploy with make deploy",
+        tags=["ci", "deploy"],
+        project="p1",
+        entered_by="opencode",
+        created_at="2026-01-05T00:00:00Z",
+    )
+    b = store.add(
+        "decision",
+        "deploy via github actions",
+        tags=["ci"],
+        project="p2",
+        entered_by="copilot",
+        created_at="2026-02-05T00:00:00Z",
+    )
+    g = store.add(
+        "preference", "deploy only on weekdays", tags=["deploy"], created_at="2026-03-05T00:00:00Z"
+    )
 
     def ids(**kw: object) -> set[str]:
         return {m["id"] for m in store.search("deploy", **kw)}
@@ -189,8 +202,15 @@ def test_filters(store: MemoryStore) -> None:
 
 
 def test_list_sort_order_paging(store: MemoryStore) -> None:
-    ids = [store.add("fact", f"note number {i}", confidence=0.5 + i / 10,
-                     created_at=f"2026-01-0{i + 1}T00:00:00Z") for i in range(4)]
+    ids = [
+        store.add(
+            "fact",
+            f"note number {i}",
+            confidence=0.5 + i / 10,
+            created_at=f"2026-01-0{i + 1}T00:00:00Z",
+        )
+        for i in range(4)
+    ]
     assert [m["id"] for m in store.list_all()] == ids[::-1]
     assert [m["id"] for m in store.list_all(order="asc", limit=2, offset=1)] == ids[1:3]
     assert store.list_all(sort="confidence")[0]["id"] == ids[3]
@@ -215,10 +235,11 @@ def test_relations_and_traversal(store: MemoryStore) -> None:
     assert {r["target_id"] for r in store.get_relations(b)} == {b, c}  # both directions
     walk = store.traverse_relations(a, max_depth=5)
     assert [(r["target_id"], r["distance"]) for r in walk] == sorted(
-        [(b, 1), ("src/lib.rs:42:58", 1), (c, 2), (d, 3)], key=lambda x: (x[1], x[0]))
-    assert [r["target_id"] for r in store.traverse_relations(a, max_depth=1,
-                                                             target_type="code")] == [
-        "src/lib.rs:42:58"]
+        [(b, 1), ("src/lib.rs:42:58", 1), (c, 2), (d, 3)], key=lambda x: (x[1], x[0])
+    )
+    assert [
+        r["target_id"] for r in store.traverse_relations(a, max_depth=1, target_type="code")
+    ] == ["src/lib.rs:42:58"]
     assert {r["target_id"] for r in store.traverse_relations(a, relation_type="supersedes")} == {b}
     assert len(store.traverse_relations(a, max_depth=99)) == 4  # capped at 5, no cycles
     with pytest.raises(ValidationError):
@@ -234,8 +255,12 @@ def test_relations_and_traversal(store: MemoryStore) -> None:
 def test_inbox_and_consolidate(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "m.db", inbox_capacity=3) as st:
         low = st.add_to_inbox("a passing thought", attention_score=0.2)
-        hi = st.add_to_inbox("the API rate limit is 100 requests per minute",
-                             source="learn", attention_score=0.9, metadata={"s": 1})
+        hi = st.add_to_inbox(
+            "the API rate limit is 100 requests per minute",
+            source="learn",
+            attention_score=0.9,
+            metadata={"s": 1},
+        )
         mid = st.add_to_inbox("CI runs on ubuntu-24.04", attention_score=0.6)
         assert st.inbox_count() == 3
         assert [i["id"] for i in st.list_inbox()] == [hi, mid, low]
@@ -260,9 +285,16 @@ def test_inbox_and_consolidate(tmp_path: Path) -> None:
 
 
 def test_export_import_round_trip(store: MemoryStore, tmp_path: Path) -> None:
-    a = store.add("decision", "Pick Postgres", tags=["db"], metadata={"why": "jsonb"},
-                  project="p", session_id="s1", source_message_ids=["m1", "m2"],
-                  embedding=[0.1, 0.2, 0.3])
+    a = store.add(
+        "decision",
+        "Pick Postgres",
+        tags=["db"],
+        metadata={"why": "jsonb"},
+        project="p",
+        session_id="s1",
+        source_message_ids=["m1", "m2"],
+        embedding=[0.1, 0.2, 0.3],
+    )
     b = store.add("fact", "Postgres 16 runs on port 5433")
     store.add_relation(b, a, "derived_from")
     store.invalidate(b, "old")
@@ -283,8 +315,13 @@ def test_export_import_round_trip(store: MemoryStore, tmp_path: Path) -> None:
 
 def test_import_is_all_or_nothing(store: MemoryStore) -> None:
     good = {"type": "fact", "content": "fine"}
-    for bad in ({"type": "fact", "content": "z" * 10_001}, {"type": "weird", "content": "x"},
-                {"type": "fact"}, "not an object", {"type": "fact", "content": "x", "id": "a/b"}):
+    for bad in (
+        {"type": "fact", "content": "z" * 10_001},
+        {"type": "weird", "content": "x"},
+        {"type": "fact"},
+        "not an object",
+        {"type": "fact", "content": "x", "id": "a/b"},
+    ):
         with pytest.raises(ValidationError):
             store.import_memories([good, good | {"content": "also fine"}, bad])
         assert store.count(valid_only=False) == 0
@@ -321,7 +358,8 @@ def test_concurrent_writers_do_not_lose_data(tmp_path: Path) -> None:
 def test_failed_transaction_leaves_nothing(store: MemoryStore) -> None:
     with pytest.raises(RuntimeError), transaction(store.conn):
         store.conn.execute(
-            "INSERT INTO extraction_log(source_type, source_id, extracted_at) VALUES ('s','x','t')")
+            "INSERT INTO extraction_log(source_type, source_id, extracted_at) VALUES ('s','x','t')"
+        )
         raise RuntimeError("crash mid-way")
     assert store.get_extraction("s", "x") is None
 
