@@ -307,7 +307,10 @@ def search(
     project: Annotated[
         str | None, typer.Option("--project", help="This project's memories plus global ones.")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", "-n", min=1, max=1000, help="Max results (config: 10)."),
+    ] = None,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     fuzzy: Annotated[
         bool | None,
@@ -328,7 +331,7 @@ def search(
     with open_store() as st:
         results = _retriever(st).search(
             query,
-            limit=limit,
+            limit=limit or _config()["retrieval"]["limit"],
             offset=offset,
             type=type,
             fuzzy=fuzzy,
