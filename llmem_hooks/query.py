@@ -70,11 +70,6 @@ class ParsedQuery:
         subsets = itertools.combinations(self.terms, m)
         return " OR ".join("(" + " AND ".join(quote(t) for t in sub) + ")" for sub in subsets)
 
-    @property
-    def relaxed_match(self) -> str:
-        """OR of the content words: every memory sharing a word, ranked by BM25."""
-        return " OR ".join(quote(t) for t in self.terms)
-
     def match_with(self, replacements: dict[str, list[str]]) -> str:
         """OR query with each term widened to itself OR its fuzzy corrections."""
         parts = []

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from . import fuzzy
 from .errors import SearchError, ValidationError
-from .query import ParsedQuery, parse_query
+from .query import ParsedQuery, parse_query, quote
 from .store import MemoryFilter, MemoryStore, pack_embedding
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,9 @@ DEFAULT_ALPHA = 0.7
 DEFAULT_BLEND = 0.3
 DEFAULT_RRF_K = 60
 FUZZY_MIN_RESULTS = 5
+MAX_WORD_COMBINATIONS = 20
+COMMON_WORD_SHARE = 0.02
+COMMON_WORD_FLOOR = 500
 SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
 DEFAULT_TYPE_PRIORITY: dict[str, float] = {
     "decision": 1.2,
@@ -250,13 +253,15 @@ class Retriever:
         for h in hits:
             h["_match"] = "fts"
         seen = {h["id"] for h in hits}
-        for match in self._relaxations(parsed):
-            if len(hits) >= pool:
-                break
+        # Check before asking for the next stage: the generator does work to build it.
+        stages = self._relaxations(parsed) if len(hits) < pool else iter(())
+        for match in stages:
             for h in self.store.fts_search(match, _excluding(flt, seen), pool - len(hits)):
                 h["_match"] = "fts"
                 hits.append(h)
                 seen.add(h["id"])
+            if len(hits) >= pool:
+                break
         if use_fuzzy is False or parsed.explicit:
             return hits
         if use_fuzzy is None and len(hits) >= FUZZY_MIN_RESULTS:
@@ -271,15 +276,30 @@ class Retriever:
                 hits.append(h)
         return hits
 
-    @staticmethod
-    def _relaxations(parsed: ParsedQuery) -> list[str]:
-        """Looser matches tried in turn while the strict AND finds too little: all words
-        but one (for 3..7 words), then any word. Explicit syntax is never relaxed."""
+    def _relaxations(self, parsed: ParsedQuery) -> Iterator[str]:
+        """Looser matches, tried in turn while the strict AND finds too little.
+
+        First "at least m of the k words" for m = k-1 down to 2 (while the number of word
+        combinations stays small), then any single word. For that last stage, words found
+        in more than COMMON_WORD_SHARE of all memories are left out (unless nothing else
+        is left): alone they say little, and ranking every memory that holds one costs
+        tens of milliseconds at 100k memories. Explicit syntax is never relaxed.
+        """
         k = len(parsed.terms)
         if parsed.explicit or k < 2:
-            return []
-        stages = [parsed.at_least(k - 1)] if 3 <= k <= 7 else []
-        return [*stages, parsed.relaxed_match]
+            return
+        for m in range(k - 1, 1, -1):
+            if math.comb(k, m) > MAX_WORD_COMBINATIONS:
+                break
+            yield parsed.at_least(m)
+        df = {t: self.store.count_matching(quote(t)) for t in parsed.terms}
+        cap = max(COMMON_WORD_FLOOR, COMMON_WORD_SHARE * self.store.size_hint())
+        rare = [t for t in parsed.terms if 0 < df[t] <= cap]
+        if not rare:
+            present = [t for t in parsed.terms if df[t] > 0]
+            rare = sorted(present, key=lambda t: df[t])[:1]
+        if rare:
+            yield " OR ".join(quote(t) for t in rare)
 
     def _corrections(self, terms: Sequence[str], threshold: float) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

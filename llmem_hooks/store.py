@@ -660,6 +660,18 @@ class MemoryStore:
             out.append(mem)
         return out
 
+    def size_hint(self) -> int:
+        """Upper bound of the number of memories, in O(1) (the highest row number)."""
+        with self._lock:
+            return self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+
+    def count_matching(self, match: str) -> int:
+        """How many memories (valid or not) match an FTS5 expression; cheap, no ranking."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,)
+            ).fetchone()[0]
+
     def nearest(
         self, query_vec: bytes, flt: MemoryFilter | None = None, limit: int = 10
     ) -> list[dict[str, Any]]:
