@@ -67,7 +67,7 @@ def similarity(a: str, b: str) -> float:
 
 def index_terms(conn: Any, terms: Iterable[str]) -> None:
     """Add words to the vocabulary and their trigrams to the index (idempotent)."""
-    new = [t for t in set(terms)]
+    new = list(set(terms))
     if not new:
         return
     known = set()

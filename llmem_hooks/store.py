@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import math
+import os
 import re
 import struct
 import threading
@@ -25,7 +26,7 @@ from . import fuzzy
 from .db import connect, has_function, transaction
 from .errors import NotFoundError, ValidationError
 from .migrations import migrate
-from .paths import ensure_private_dir, get_db_path
+from .paths import FILE_MODE, ensure_private_dir, get_db_path
 from .registry import check_memory_type, register_memory_type
 from .timestamps import now_iso, parse_iso
 
@@ -256,17 +257,15 @@ class MemoryStore:
         path = Path(db_path) if db_path is not None else get_db_path()
         if str(path) != ":memory:":
             ensure_private_dir(path.parent)
-            new = not path.exists()
-        else:
-            new = False
+            # Create the file 0600 before SQLite opens it: SQLite gives the -wal and -shm
+            # files the database file's mode, so they are private from the first write.
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, FILE_MODE))
         self.db_path = path
         self.inbox_capacity = inbox_capacity
         self.default_confidence = _check_confidence(default_confidence, "default confidence")
         self._lock = threading.RLock()
         self._has_vec: bool | None = None
         self._conn = connect(path)
-        if new:
-            path.chmod(0o600)
         migrate(self._conn)
         for (name,) in self._conn.execute("SELECT DISTINCT type FROM memories"):
             register_memory_type(name)

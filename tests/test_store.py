@@ -42,6 +42,8 @@ def test_db_file_modes(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "m.db"
     with MemoryStore(path) as st:
         st.add("fact", "x1 something")
+        for suffix in ("", "-wal", "-shm"):  # the WAL holds memory text too
+            assert stat.S_IMODE(os.stat(f"{path}{suffix}").st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
 
