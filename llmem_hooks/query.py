@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import ValidationError
@@ -38,6 +39,40 @@ STOP_WORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
+# Abbreviations and near-synonyms common in software work. Porter stemming already
+# handles inflections (deploys/deploying/deployment -> deploy).
+_SYNONYM_GROUPS = [
+    "db database databases",
+    "postgres postgresql psql pg",
+    "k8s kubernetes kubectl",
+    "repo repository",
+    "env environment",
+    "config configuration settings",
+    "deps dependencies",
+    "js javascript",
+    "ts typescript",
+    "py python",
+    "auth authentication login",
+    "prod production",
+    "dev development",
+    "pr pull-request",
+    "mr merge-request",
+    "docs documentation",
+    "dir directory folder",
+    "msg message",
+    "err error failure",
+    "perf performance",
+    "creds credentials",
+    "pkg package",
+    "lib library",
+    "test testing spec",
+]
+SYNONYMS: dict[str, list[str]] = {}
+for _group in _SYNONYM_GROUPS:
+    _words = _group.split()
+    for _w in _words:
+        SYNONYMS.setdefault(_w, []).extend(x for x in _words if x != _w)
+
 _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
 _WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
 
@@ -60,6 +95,22 @@ class ParsedQuery:
     strict_match: str = ""
     terms: list[str] = field(default_factory=list)
     explicit: bool = False
+    alternatives: dict[str, list[str]] = field(default_factory=dict)
+
+    def group(self, term: str, extra: Sequence[str] = ()) -> str:
+        """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
+        alts = [term, *self.alternatives.get(term, ()), *extra]
+        alts = list(dict.fromkeys(alts))
+        if len(alts) == 1:
+            return quote(term)
+        return "(" + " OR ".join(quote(a) for a in alts) + ")"
+
+    def all_of(self, terms: Sequence[str]) -> str:
+        return " AND ".join(self.group(t) for t in terms)
+
+    def any_of(self, terms: Sequence[str], extra: Mapping[str, Sequence[str]] | None = None) -> str:
+        extra = extra or {}
+        return " OR ".join(self.group(t, extra.get(t, ())) for t in terms)
 
     def at_least(self, m: int) -> str:
         """Memories containing at least ``m`` of the content words ("minimum should match").
@@ -68,15 +119,7 @@ class ParsedQuery:
         a small set, and the rows it finds share more of the question's words.
         """
         subsets = itertools.combinations(self.terms, m)
-        return " OR ".join("(" + " AND ".join(quote(t) for t in sub) + ")" for sub in subsets)
-
-    def match_with(self, replacements: dict[str, list[str]]) -> str:
-        """OR query with each term widened to itself OR its fuzzy corrections."""
-        parts = []
-        for term in self.terms:
-            alts = [term, *replacements.get(term, [])]
-            parts.append(" OR ".join(quote(a) for a in alts))
-        return " OR ".join(parts)
+        return " OR ".join(f"({self.all_of(sub)})" for sub in subsets)
 
 
 def words(text: str) -> list[str]:
@@ -144,7 +187,11 @@ def parse_query(query: str) -> ParsedQuery:
             out.append(quote(text))
         else:
             out.append(tok)
-    parsed.strict_match = _tidy(out)
+    parsed.alternatives = {t: SYNONYMS[t] for t in parsed.terms if t in SYNONYMS}
+    if parsed.explicit:
+        parsed.strict_match = _tidy(out)
+    else:  # a question or plain words: AND of the content words, each with its synonyms
+        parsed.strict_match = parsed.all_of(parsed.terms)
     return parsed
 
 

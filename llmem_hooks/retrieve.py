@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from . import fuzzy
 from .errors import SearchError, ValidationError
-from .query import ParsedQuery, parse_query, quote
+from .query import ParsedQuery, parse_query
 from .store import MemoryFilter, MemoryStore, pack_embedding
 
 log = logging.getLogger(__name__)
@@ -269,7 +269,7 @@ class Retriever:
         corrections = self._corrections(parsed.terms, threshold)
         if corrections:
             for h in self.store.fts_search(
-                parsed.match_with(corrections), _excluding(flt, seen), pool
+                parsed.any_of(parsed.terms, corrections), _excluding(flt, seen), pool
             ):
                 h["_match"] = "fuzzy"
                 h["_fuzzy"] = corrections
@@ -292,14 +292,14 @@ class Retriever:
             if math.comb(k, m) > MAX_WORD_COMBINATIONS:
                 break
             yield parsed.at_least(m)
-        df = {t: self.store.count_matching(quote(t)) for t in parsed.terms}
+        df = {t: self.store.count_matching(parsed.group(t)) for t in parsed.terms}
         cap = max(COMMON_WORD_FLOOR, COMMON_WORD_SHARE * self.store.size_hint())
         rare = [t for t in parsed.terms if 0 < df[t] <= cap]
         if not rare:
             present = [t for t in parsed.terms if df[t] > 0]
             rare = sorted(present, key=lambda t: df[t])[:1]
         if rare:
-            yield " OR ".join(quote(t) for t in rare)
+            yield parsed.any_of(rare)
 
     def _corrections(self, terms: Sequence[str], threshold: float) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

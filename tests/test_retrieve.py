@@ -104,6 +104,14 @@ def test_fuzzy_finds_typos(seeded: tuple[MemoryStore, dict[str, str]], typo: str
     assert ids[key] not in top(Retriever(store), typo, 5, fuzzy=False)
 
 
+def test_abbreviations_match_their_long_form(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
+    store, ids = seeded
+    r = Retriever(store)
+    assert top(r, "why k8s?", 1) == [ids["k8s"]]
+    assert top(r, "which pg port do integration tests use", 1) == [ids["pg"]]
+    assert top(r, "js package manager", 1) == [ids["pnpm"]]
+
+
 def test_fuzzy_threshold_and_cascade(store: MemoryStore) -> None:
     docker = [store.add("fact", f"docker tip number {i}") for i in range(6)]
     store.add("fact", "dockerfile linting uses hadolint")
