@@ -187,11 +187,56 @@ def m004_inbox(conn: Any) -> None:
     )
 
 
+def m005_fts_scope(conn: Any) -> None:
+    """Index each memory's scope (its project, or 'global') in FTS5 so a project-filtered
+    search narrows the match before BM25 ranks it, instead of ranking every project's rows
+    and filtering afterwards. The scope token is 'p' + hex(project): one opaque token, so
+    'acme/api' never matches 'acme/api-v2'. Its BM25 weight is 0: it filters, never ranks."""
+    run_script(
+        conn,
+        """
+        DROP TRIGGER memories_fts_ai;
+        DROP TRIGGER memories_fts_ad;
+        DROP TRIGGER memories_fts_au;
+        DROP TABLE memories_fts;
+        ALTER TABLE memories ADD COLUMN fts_scope TEXT GENERATED ALWAYS AS (
+            CASE WHEN project IS NULL THEN 'global' ELSE 'p' || hex(project) END
+        ) VIRTUAL;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, summary, tag_text, fts_scope,
+            content='memories', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text, new.fts_scope);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text, fts_scope)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text,
+                    old.fts_scope);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, summary, tag_text, project
+        ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text, fts_scope)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text,
+                    old.fts_scope);
+            INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text, new.fts_scope);
+        END;
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.75, 0.0)');
+        INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope)
+            SELECT seq, content, coalesce(summary, ''), tag_text, fts_scope FROM memories;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
     (3, "fuzzy", m003_fuzzy),
     (4, "inbox", m004_inbox),
+    (5, "fts_scope", m005_fts_scope),
 ]
 
 

@@ -34,7 +34,7 @@ STOP_WORDS = frozenset(
     they they're this those through to too under until up very was wasn't we we're were
     weren't what what's when where which while who whom why will with won't would
     wouldn't you you're your yours yourself yourselves again also anything anyone
-    something someone thing things way ways get got go going know please tell remind
+    something someone thing things way ways get got going know please tell remind
     recall remember say said us hey hi ok okay like really
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
@@ -130,7 +130,8 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Words minus stop words; all words if nothing else is left (e.g. "what is it")."""
     ws = list(dict.fromkeys(words(text)))
-    kept = [w for w in ws if w not in STOP_WORDS]
+    # Single letters are left from contractions ("what's" -> what, s) or are noise.
+    kept = [w for w in ws if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
     return kept or ws
 
 

@@ -17,22 +17,23 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from . import fuzzy
 from .errors import SearchError, ValidationError
-from .query import ParsedQuery, parse_query
+from .query import ParsedQuery, parse_query, quote
 from .store import MemoryFilter, MemoryStore, pack_embedding
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ALPHA = 0.7
 DEFAULT_BLEND = 0.3
-DEFAULT_RRF_K = 60
+DEFAULT_RRF_K = 10
 FUZZY_MIN_RESULTS = 5
-MAX_WORD_COMBINATIONS = 20
+MAX_WORD_COMBINATIONS = 4
 COMMON_WORD_SHARE = 0.02
 COMMON_WORD_FLOOR = 500
 SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
@@ -244,6 +245,16 @@ class Retriever:
     ) -> list[dict[str, Any]]:
         if not parsed.strict_match:
             return []
+        corrected: dict[str, list[str]] = {}
+        if use_fuzzy is not False and not parsed.explicit:
+            # A word no memory contains is most likely a typo ("dokcer"): widen it to its
+            # close spellings up front, so the other words cannot bury it under hits that
+            # merely share them (the "fewer than 5 results" cascade below would never run).
+            corrected = self._corrections(parsed.terms, threshold)
+            for term, alts in corrected.items():
+                parsed.alternatives[term] = [*parsed.alternatives.get(term, ()), *alts]
+            if corrected:
+                parsed.strict_match = parsed.all_of(parsed.terms)
         try:
             hits = self.store.fts_search(parsed.strict_match, flt, pool)
         except Exception as exc:  # an FTS5 syntax error from an odd operator combination
@@ -255,18 +266,31 @@ class Retriever:
         seen = {h["id"] for h in hits}
         # Check before asking for the next stage: the generator does work to build it.
         stages = self._relaxations(parsed) if len(hits) < pool else iter(())
+        relaxed: list[dict[str, Any]] = []
+        want = pool - len(hits)
         for match in stages:
-            for h in self.store.fts_search(match, _excluding(flt, seen), pool - len(hits)):
+            for h in self.store.fts_search(match, _excluding(flt, seen), want - len(relaxed)):
                 h["_match"] = "fts"
-                hits.append(h)
+                relaxed.append(h)
                 seen.add(h["id"])
-            if len(hits) >= pool:
+            if len(relaxed) >= want:
                 break
+        # Below the strict matches, a memory holding more of the question's words comes
+        # first (BM25 of the any-word stage only sees the rarer words).
+        covered = coverage_counter(parsed)
+        relaxed.sort(key=lambda h: -covered(h))
+        hits.extend(relaxed[:want])
+        if corrected:
+            for h in hits:
+                h["_match"] = "fuzzy"
+                h["_fuzzy"] = corrected
         if use_fuzzy is False or parsed.explicit:
             return hits
         if use_fuzzy is None and len(hits) >= FUZZY_MIN_RESULTS:
             return hits
-        corrections = self._corrections(parsed.terms, threshold)
+        # Still too little (or --fuzzy): widen the known words too ("dockers" is a word,
+        # but the memories say "docker").
+        corrections = self._corrections(parsed.terms, threshold, known_too=True)
         if corrections:
             for h in self.store.fts_search(
                 parsed.any_of(parsed.terms, corrections), _excluding(flt, seen), pool
@@ -279,8 +303,11 @@ class Retriever:
     def _relaxations(self, parsed: ParsedQuery) -> Iterator[str]:
         """Looser matches, tried in turn while the strict AND finds too little.
 
-        First "at least m of the k words" for m = k-1 down to 2 (while the number of word
-        combinations stays small), then any single word. For that last stage, words found
+        First "at least m of the k words" for m = k-1 down to 2 while the number of word
+        combinations stays at most MAX_WORD_COMBINATIONS (so for 3- and 4-word questions:
+        FTS5 evaluates each combination separately and at 100k memories a 7-word question's
+        combinations cost more than they bring), then any single word, whose hits the
+        caller orders by how many of the words they hold. For that last stage, words found
         in more than COMMON_WORD_SHARE of all memories are left out (unless nothing else
         is left): alone they say little, and ranking every memory that holds one costs
         tens of milliseconds at 100k memories. Explicit syntax is never relaxed.
@@ -301,11 +328,17 @@ class Retriever:
         if rare:
             yield parsed.any_of(rare)
 
-    def _corrections(self, terms: Sequence[str], threshold: float) -> dict[str, list[str]]:
+    def _corrections(
+        self, terms: Sequence[str], threshold: float, known_too: bool = False
+    ) -> dict[str, list[str]]:
+        """Close spellings from the vocabulary for each word no memory contains (or for
+        every word with ``known_too``)."""
         out: dict[str, list[str]] = {}
         conn = self.store.conn
         for term in terms:
-            if fuzzy.extract_terms(term) != {term} or fuzzy.is_known(conn, term):
+            if fuzzy.extract_terms(term) != {term}:
+                continue
+            if not known_too and self.store.has_match(quote(term)):
                 continue
             alts = [t for t, _ in fuzzy.suggest(conn, term, threshold)]
             if alts:
@@ -343,6 +376,32 @@ class Retriever:
             out.append(mem)
         out.sort(key=lambda m: m["_rerank_score"], reverse=True)
         return out
+
+
+def _stem(word: str) -> str:
+    """A crude stem for counting matches: the first 4-6 letters (whole word if short)."""
+    return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
+
+
+def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
+    """A function giving how many of the question's words (or their synonyms) a memory
+    holds; inflections count (listen ~ listens, deploy ~ deploying)."""
+    patterns = [
+        re.compile(
+            r"(?<!\w)(?:"
+            + "|".join(re.escape(_stem(a)) for a in (t, *parsed.alternatives.get(t, ())))
+            + ")",
+            re.IGNORECASE,
+        )
+        for t in parsed.terms
+    ]
+
+    def count(mem: Mapping[str, Any]) -> int:
+        tags = " ".join(mem.get("tags") or ())
+        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
+        return sum(1 for p in patterns if p.search(text))
+
+    return count
 
 
 def _split(tags: Sequence[str] | str | None) -> list[str]:

@@ -51,6 +51,8 @@ _SORT_COLUMNS = {
     "content": "m.content",
     "type": "m.type",
 }
+# The FTS5 columns a query searches; fts_scope is only for the project filter.
+_TEXT_COLUMNS = "{content summary tag_text}"
 _MEMORY_COLUMNS = (
     "id, type, content, summary, source, confidence, metadata, hints, created_at, updated_at, "
     "accessed_at, access_count, valid_until, invalidation_reason, expires_at, entered_by, "
@@ -644,6 +646,13 @@ class MemoryStore:
         """
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
+        if flt.project:  # narrow inside FTS5 (see m005_fts_scope); the SQL filter stays
+            scopes = [f'"p{flt.project.encode().hex().upper()}"']
+            if not flt.project_only:
+                scopes.append('"global"')
+            match = f"{_TEXT_COLUMNS} : ({match}) AND fts_scope : ({' OR '.join(scopes)})"
+        else:
+            match = f"{_TEXT_COLUMNS} : ({match})"
         sql = (
             f"SELECT {', '.join('m.' + c.strip() for c in _MEMORY_COLUMNS.split(','))}, "
             "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
@@ -668,8 +677,21 @@ class MemoryStore:
         """How many memories (valid or not) match an FTS5 expression; cheap, no ranking."""
         with self._lock:
             return self._conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,)
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                (f"{_TEXT_COLUMNS} : ({match})",),
             ).fetchone()[0]
+
+    def has_match(self, match: str) -> bool:
+        """Whether any memory matches an FTS5 expression (stems count: 'failing' finds
+        'failed'); stops at the first row."""
+        with self._lock:
+            return (
+                self._conn.execute(
+                    "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1",
+                    (f"{_TEXT_COLUMNS} : ({match})",),
+                ).fetchone()
+                is not None
+            )
 
     def nearest(
         self, query_vec: bytes, flt: MemoryFilter | None = None, limit: int = 10
