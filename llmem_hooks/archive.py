@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ImportFormatError
+from .errors import ImportFormatError, ValidationError
 from .paths import write_private_file
 from .timestamps import now_iso
 
@@ -51,7 +51,10 @@ def unwrap(data: Any) -> list[Any]:
 
 
 def write_export(path: Path, memories: Sequence[Mapping[str, Any]]) -> None:
-    """Write an export file atomically, mode 0600 (memories are private)."""
+    """Write an export file atomically, mode 0600 (memories are private). The folder must
+    exist: a typo in a path should not silently create a tree of folders."""
+    if not path.parent.is_dir():
+        raise ValidationError(f"cannot write {path}: folder {path.parent} does not exist")
     write_private_file(path, json.dumps(wrap(memories), ensure_ascii=False, indent=1) + "\n")
 
 

@@ -142,6 +142,11 @@ def load_config(path: Path | None = None, create: bool = True) -> dict[str, dict
         return copy.deepcopy(DEFAULT_CONFIG)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"config.yaml: cannot read {path}: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"config.yaml: cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:  # PyYAML's message spans lines; keep one
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"config.yaml: invalid YAML in {path}{where}: {problem}") from None
     return validate_config(raw or {})

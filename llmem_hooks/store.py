@@ -139,6 +139,8 @@ def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
         return []
     if isinstance(tags, str):
         tags = tags.split(",")
+    if not isinstance(tags, Iterable) or isinstance(tags, Mapping | bytes):
+        raise ValidationError(f"invalid tags {tags!r}: expected a list of strings")
     out: list[str] = []
     for raw in tags:
         if not isinstance(raw, str):
@@ -919,7 +921,10 @@ class MemoryStore:
                 raise ValidationError(f"memory #{i + 1}: expected an object")
             try:
                 rec = self._prepare(item)
-                for rel in item.get("relations") or []:
+                rels = item.get("relations") or []
+                if not isinstance(rels, list) or not all(isinstance(r, Mapping) for r in rels):
+                    raise ValidationError("relations must be a list of objects")
+                for rel in rels:
                     relations.append(
                         self._check_relation(
                             rec["id"],

@@ -760,13 +760,6 @@ def _write_import(path: Path, kind: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-STORE_CRASH = (
-    "MemoryStore._prepare / import_memories do not check the type of 'tags' and of each "
-    "'relations' item: a TypeError/AttributeError escapes as a traceback (exit 1) instead of "
-    "a one-line error with exit 2"
-)
-
-
 @pytest.mark.parametrize(
     "kind",
     [
@@ -781,10 +774,8 @@ STORE_CRASH = (
         "bad date in the middle",
         "record not an object",
         "duplicate id",
-        pytest.param("tags not a list", marks=pytest.mark.xfail(strict=True, reason=STORE_CRASH)),
-        pytest.param(
-            "relation not an object", marks=pytest.mark.xfail(strict=True, reason=STORE_CRASH)
-        ),
+        "tags not a list",
+        "relation not an object",
     ],
 )
 def test_bad_import_file_stores_nothing(cli: CLI, tmp_path: Path, db: Path, kind: str) -> None:
@@ -812,11 +803,6 @@ def test_import_error_names_the_bad_record(cli: CLI, tmp_path: Path) -> None:
     assert "version 2" in cli("import", src).err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="export creates missing parent directories (write_private_file -> "
-    "ensure_private_dir mkdir parents=True) instead of rejecting the path with exit 2",
-)
 def test_export_to_a_missing_directory_is_bad_input(cli: CLI, tmp_path: Path, db: Path) -> None:
     stored(cli, "something to export")
     target = tmp_path / "no-such-dir" / "out.json"
@@ -830,7 +816,7 @@ def test_export_below_a_regular_file_is_an_io_error(cli: CLI, tmp_path: Path) ->
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a folder", encoding="utf-8")
     r = cli("export", blocker / "out.json")
-    assert r.code == 1  # documented: I/O errors exit 1
+    assert r.code == 2  # a path whose folder is a file is bad input
     assert r.out == ""
     (line,) = r.err.splitlines()
     assert line.startswith("error: ")

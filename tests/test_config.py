@@ -274,12 +274,6 @@ def test_cli_with_a_bad_config_value_exits_2(
     assert memory_count(llmem_home / "memory.db") == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.main prints str(ConfigError) as is, and for malformed YAML that message "
-    "embeds PyYAML's multi-line error (problem mark with a caret line): several stderr "
-    "lines instead of the documented single 'error:' line",
-)
 def test_cli_with_malformed_yaml_prints_one_error_line(
     capsys: pytest.CaptureFixture[str], config_path: Path, llmem_home: Path
 ) -> None:
@@ -299,7 +293,7 @@ def test_cli_with_malformed_yaml_exits_2_and_stores_nothing(
     code, out, err = run(capsys, "store", "a memory that must not be stored")
     assert code == 2
     assert out == ""
-    assert err.startswith("error: config.yaml: cannot read ")
+    assert err.startswith("error: config.yaml: invalid YAML ")
     assert memory_count(llmem_home / "memory.db") == 0
 
 
