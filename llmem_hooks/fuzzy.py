@@ -88,10 +88,6 @@ def index_terms(conn: Any, terms: Iterable[str]) -> None:
     )
 
 
-def is_known(conn: Any, term: str) -> bool:
-    return conn.execute("SELECT 1 FROM fuzzy_terms WHERE term = ?", (term,)).fetchone() is not None
-
-
 def suggest(
     conn: Any, word: str, threshold: float = DEFAULT_THRESHOLD, limit: int = 3
 ) -> list[tuple[str, float]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,3 +24,13 @@ def llmem_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def store(tmp_path: Path) -> Iterator[MemoryStore]:
     with MemoryStore(tmp_path / "memory.db") as st:
         yield st
+
+
+@pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    """umask 0, so the file modes checked come from llmem-hooks, not from the umask."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)

@@ -18,7 +18,7 @@ import stat
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,16 +67,6 @@ def cli(capsys: pytest.CaptureFixture[str]) -> CLI:
 def db(llmem_home: Path) -> Path:
     """The database the CLI uses when neither --db, LLMEM_DB nor config name one."""
     return llmem_home / "memory.db"
-
-
-@pytest.fixture
-def permissive_umask() -> Iterator[None]:
-    """umask 0, so the file modes checked come from llmem-hooks, not from the umask."""
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def rows(path: Path) -> list[tuple[Any, ...]]:

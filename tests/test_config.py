@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +36,6 @@ EXPECTED_DEFAULTS = {
 @pytest.fixture
 def config_path(llmem_home: Path) -> Path:
     return llmem_home / "config.yaml"
-
-
-@pytest.fixture
-def permissive_umask() -> Iterator[None]:
-    """umask 0, so the file modes checked come from llmem-hooks, not from the umask."""
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def write_config(path: Path, text: str) -> None:

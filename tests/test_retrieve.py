@@ -267,3 +267,41 @@ def test_format_context_budget(seeded: tuple[MemoryStore, dict[str, str]]) -> No
     short = r.format_context("docker compose", budget_chars=150)
     assert 0 < len(short) <= 150
     assert r.format_context("nothing-matches-this", budget_chars=4000) == ""
+
+
+def test_a_typo_is_corrected_even_when_other_words_find_plenty(store: MemoryStore) -> None:
+    for i in range(8):
+        store.add("fact", f"restart the api server number {i} on prod with systemctl")
+    target = store.add("procedure", "Restart the scheduler on prod with `make restart-sched`.")
+    hits = Retriever(store).search("how do I restart the scheduelr on prod", track_access=False)
+    assert hits[0]["id"] == target
+    assert hits[0]["_match"] == "fuzzy"
+    # A word that is only stored in another inflection is not a typo: no fuzzy widening.
+    store.add("event", "The nightly build failed twice")
+    hits = Retriever(store).search("build failing", track_access=False)
+    assert hits and all(h["_match"] == "fts" for h in hits)
+
+
+def test_project_scope_is_exact_and_not_searchable(store: MemoryStore) -> None:
+    api = store.add("fact", "deploy with make", project="github.com/acme/api")
+    store.add("fact", "deploy with make deploy", project="github.com/acme/api-v2")
+    glob = store.add("fact", "deploy only on weekdays")
+    r = Retriever(store)
+    assert set(top(r, "deploy", 10, project="github.com/acme/api")) == {api, glob}
+    assert top(r, "deploy", 10, project="github.com/acme/api", project_only=True) == [api]
+    # The scope tokens ("global", "p<hex>") live in a column a query never searches.
+    assert top(r, "global", 10) == []
+    # Changing a memory's project moves it between scopes (the FTS trigger follows).
+    with store.conn:
+        store.conn.execute(
+            "UPDATE memories SET project = 'github.com/acme/web' WHERE id = ?", (api,)
+        )
+    assert top(r, "deploy", 10, project="github.com/acme/api", project_only=True) == []
+
+
+def test_relaxed_hits_holding_more_question_words_come_first(store: MemoryStore) -> None:
+    for i in range(5):
+        store.add("fact", f"The preview environment banner number {i} is orange")
+    target = store.add("fact", "The ledger service listens on port 7311 in preview.")
+    hits = top(Retriever(store), "which port does ledger listen on in the preview cluster", 3)
+    assert hits[0] == target
