@@ -17,6 +17,7 @@ from typing import Any
 DEFAULT_THRESHOLD = 0.7
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,31}")
 MIN_FUZZY_LEN = 4
+MAX_CANDIDATES = 40
 
 
 def fold(text: str) -> str:
@@ -36,13 +37,19 @@ def trigrams(word: str) -> set[str]:
     return {padded[i : i + 3] for i in range(len(padded) - 2)}
 
 
-def osa_distance(a: str, b: str) -> int:
-    """Optimal string alignment distance (Levenshtein plus adjacent transpositions)."""
+def osa_distance(a: str, b: str, max_distance: int | None = None) -> int:
+    """Optimal string alignment distance (Levenshtein plus adjacent transpositions).
+
+    With ``max_distance``, stops as soon as the result must exceed it and returns
+    a value above it (most candidate words are far off; this is the hot loop).
+    """
     if a == b:
         return 0
     la, lb = len(a), len(b)
     if not la or not lb:
         return la or lb
+    if max_distance is not None and abs(la - lb) > max_distance:
+        return max_distance + 1
     prev2: list[int] = []
     prev = list(range(lb + 1))
     for i in range(1, la + 1):
@@ -55,14 +62,26 @@ def osa_distance(a: str, b: str) -> int:
             if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
                 v = min(v, prev2[j - 2] + 1)
             cur[j] = v
+        # Every later cell builds on the last two rows (or the growing first column).
+        if (
+            max_distance is not None
+            and i > max_distance
+            and min(cur) > max_distance
+            and (not prev2 or min(prev) >= max_distance)
+        ):
+            return max_distance + 1
         prev2, prev = prev, cur
     return prev[lb]
 
 
-def similarity(a: str, b: str) -> float:
-    """1 - edit distance / longer length: 1.0 for equal words, 0.0 for unrelated ones."""
+def similarity(a: str, b: str, threshold: float | None = None) -> float:
+    """1 - edit distance / longer length: 1.0 for equal words, 0.0 for unrelated ones.
+    With ``threshold``, any value below it may be returned as a cheaper lower estimate."""
     longest = max(len(a), len(b))
-    return 1.0 - osa_distance(a, b) / longest if longest else 1.0
+    if not longest:
+        return 1.0
+    cap = None if threshold is None else int((1.0 - threshold) * longest + 1e-9)
+    return 1.0 - osa_distance(a, b, cap) / longest
 
 
 def index_terms(conn: Any, terms: Iterable[str]) -> None:
@@ -98,18 +117,19 @@ def suggest(
     grams = sorted(trigrams(word))
     marks = ",".join("?" * len(grams))
     # A word within edit distance d of `word` shares most trigrams; require at least a
-    # quarter of them so the candidate list stays small on a large vocabulary.
+    # quarter of them, and score only the words sharing the most (edit distance in Python
+    # is the cost here: a common word's trigrams are shared by hundreds of words).
     need = max(1, len(grams) // 4)
     rows = conn.execute(
         f"SELECT term FROM fuzzy_trigrams WHERE trigram IN ({marks}) "
-        f"GROUP BY term HAVING COUNT(*) >= ?",
-        [*grams, need],
+        f"GROUP BY term HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC LIMIT ?",
+        [*grams, need, MAX_CANDIDATES],
     ).fetchall()
     scored = []
     for (term,) in rows:
         if term == word or abs(len(term) - len(word)) > len(word) * (1 - threshold) + 1:
             continue
-        sim = similarity(word, term)
+        sim = similarity(word, term, threshold)
         if sim >= threshold:
             scored.append((term, sim))
     scored.sort(key=lambda ts: (-ts[1], ts[0]))

@@ -305,3 +305,19 @@ def test_relaxed_hits_holding_more_question_words_come_first(store: MemoryStore)
     target = store.add("fact", "The ledger service listens on port 7311 in preview.")
     hits = top(Retriever(store), "which port does ledger listen on in the preview cluster", 3)
     assert hits[0] == target
+
+
+def test_bounded_edit_distance_agrees_with_the_full_one() -> None:
+    import random
+
+    from llmem_hooks.fuzzy import osa_distance
+
+    rng = random.Random(1)
+    assert osa_distance("dokcer", "docker") == 1
+    for _ in range(5000):
+        a = "".join(rng.choice("abcd") for _ in range(rng.randrange(0, 9)))
+        b = "".join(rng.choice("abcd") for _ in range(rng.randrange(0, 9)))
+        full = osa_distance(a, b)
+        for cap in range(4):
+            bounded = osa_distance(a, b, cap)
+            assert bounded == full if full <= cap else bounded > cap, (a, b, cap)
