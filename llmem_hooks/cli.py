@@ -39,7 +39,7 @@ EXIT_USAGE = 2
 
 app = typer.Typer(
     name="llmem-hooks",
-    help="A local memory layer for coding agents: store, search and manage memories.",
+    help="A local memory layer for coding agents: the sidecar, and memory commands.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -507,6 +507,92 @@ def import_(
 
 
 # -- entry point --------------------------------------------------------------------------
+
+
+# -- the sidecar and sessions ---------------------------------------------------------------
+@app.command()
+def run() -> None:
+    """Run the sidecar in the foreground: watch the agents' session stores and fire the
+    created / idle / compacting / ending hooks (Ctrl-C or SIGTERM stops it). One per
+    LLMEM_HOME: a second one exits with a message."""
+    from .sidecar import AlreadyRunning, run_foreground
+
+    cfg = _config()
+    if state.db is not None:
+        cfg = {**cfg, "memory": {**cfg["memory"], "db_path": str(state.db)}}
+    try:
+        code = run_foreground(cfg)
+    except AlreadyRunning as exc:
+        typer.echo(f"llmem-hooks run: {exc}", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
+    """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
+    and the last event of each."""
+    from . import session_state
+    from .session_hooks import default_adapters
+    from .sidecar import running_pid
+
+    fmt = _fmt(as_json, as_markdown)
+    cfg = _config()
+    pid = running_pid()
+    stores = {name: [str(p) for p in a.watch_paths()] for name, a in default_adapters(cfg).items()}
+    with open_store() as st:
+        sessions = session_state.all_sessions(st, limit=50)
+        rows = []
+        for rec in sessions:
+            last = st.conn.execute(
+                "SELECT extracted_at FROM extraction_log WHERE source_id = ? "
+                "ORDER BY extracted_at DESC LIMIT 1",
+                (rec.session_id,),
+            ).fetchone()
+            rows.append(
+                {
+                    "session_id": rec.session_id,
+                    "agent": rec.agent,
+                    "project": rec.project,
+                    "state": rec.state,
+                    "end_reason": rec.end_reason,
+                    "last_activity_ms": rec.last_activity_ms,
+                    "last_extraction": last[0] if last else None,
+                }
+            )
+    out = {"sidecar": {"running": pid is not None, "pid": pid}, "stores": stores, "sessions": rows}
+    if fmt is Format.json:
+        typer.echo(json.dumps(out, indent=1))
+        return
+    typer.echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
+    for name, paths in stores.items():
+        typer.echo(f"watching {name}: {', '.join(paths) or '-'}")
+    typer.echo(f"sessions seen: {len(rows)}")
+    for r in rows:
+        ended = f" ({r['end_reason']})" if r["end_reason"] else ""
+        typer.echo(f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}")
+
+
+@app.command()
+def context(
+    session_id: Annotated[str, typer.Argument(help="The agent's session id.")],
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Print the resume pack instead.")
+    ] = False,
+) -> None:
+    """Print a session's context file (what its prompt carries), or its resume pack."""
+    from .context import context_path, resume_path
+    from .paths import validate_session_id
+
+    validate_session_id(session_id)
+    ctx_dir = _config()["context"]["dir"]
+    folder = Path(ctx_dir).expanduser() if ctx_dir else None
+    path = resume_path(session_id, folder) if resume else context_path(session_id, folder)
+    if not path.exists():
+        raise NotFoundError(f"no {'resume pack' if resume else 'context'} for session {session_id}")
+    typer.echo(path.read_text(encoding="utf-8"), nl=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; map errors to one line on stderr and an exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")

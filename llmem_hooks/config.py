@@ -40,6 +40,14 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "idle_debounce_seconds": 30,
         "end_after_minutes": 30,
         "context_retention_days": 7,
+        "idle_quiet_seconds": 3,  # no new rows for this long after a finished turn = idle
+        "poll_seconds": 5,  # the sidecar's safety poll, besides file-change events
+    },
+    "opencode": {
+        "enabled": True,
+        "db_path": None,  # None -> $OPENCODE_DB, $XDG_DATA_HOME/opencode/opencode.db, ~/.local/...
+        "autostart_sidecar": True,  # the plugin starts `llmem-hooks run` when none runs
+        "plugin_wait_ms": 300,  # how long the plugin waits for a new session's context file
     },
 }
 
@@ -64,6 +72,12 @@ def _int(lo: int = 0) -> Callable[[Any], int]:
         return value
 
     return check
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
 
 
 def _optional_path(value: Any) -> str | None:
@@ -91,6 +105,14 @@ VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
         "idle_debounce_seconds": _number(0.0),
         "end_after_minutes": _number(0.0),
         "context_retention_days": _number(0.0),
+        "idle_quiet_seconds": _number(0.0),
+        "poll_seconds": _number(0.1),
+    },
+    "opencode": {
+        "enabled": _bool,
+        "db_path": _optional_path,
+        "autostart_sidecar": _bool,
+        "plugin_wait_ms": _int(0),
     },
 }
 

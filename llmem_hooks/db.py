@@ -73,7 +73,13 @@ def has_function(conn: Any, name: str) -> bool:
 
 @contextlib.contextmanager
 def transaction(conn: Any) -> Iterator[Any]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolls back on any exception (nothing half-written)."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolls back on any exception (nothing half-written).
+
+    Nested use joins the outer transaction, so a caller can group several store writes
+    (memories and the cursor that produced them) into one commit."""
+    if conn.in_transaction:
+        yield conn
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn

@@ -231,12 +231,40 @@ def m005_fts_scope(conn: Any) -> None:
     )
 
 
+def m006_sessions(conn: Any) -> None:
+    """Sessions the sidecar has seen: their project and lifecycle clocks, so a restart
+    resumes (idle and ending deadlines, deletions noticed while it was down)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE sessions (
+            agent TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            project TEXT,
+            directory TEXT,
+            title TEXT,
+            state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'ended')),
+            created_ms INTEGER NOT NULL DEFAULT 0,
+            last_activity_ms INTEGER NOT NULL DEFAULT 0,
+            turn_done_ms INTEGER NOT NULL DEFAULT 0,
+            idle_done_ms INTEGER NOT NULL DEFAULT 0,
+            compacted_ms INTEGER NOT NULL DEFAULT 0,
+            ended_ms INTEGER,
+            end_reason TEXT,
+            PRIMARY KEY (agent, session_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_sessions_state ON sessions(state, last_activity_ms);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
     (3, "fuzzy", m003_fuzzy),
     (4, "inbox", m004_inbox),
     (5, "fts_scope", m005_fts_scope),
+    (6, "sessions", m006_sessions),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Process-wide registries: memory types (later also adapters and session hooks).
+"""Process-wide registries: memory types and session hooks (adapters: `llmem_hooks.adapters`).
 
 Memory types are open-ended: the eight defaults cover most needs and a harness can add
 its own with `register_memory_type`. Types already present in a database are accepted
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from .errors import ValidationError
 
@@ -49,3 +51,32 @@ def check_memory_type(name: str) -> str:
         known = ", ".join(sorted(get_registered_types()))
         raise ValidationError(f"unknown memory type {name!r} (known: {known})")
     return name
+
+
+VALID_SESSION_EVENT_TYPES: tuple[str, ...] = ("created", "idle", "compacting", "ending")
+_session_hooks: dict[str, Callable[[str], Any]] = {}
+
+
+def register_session_hook(event: str, fn: Callable[[str], Any]) -> None:
+    """Call ``fn(session_id)`` when ``SessionEventManager.emit(event, ...)`` runs, instead
+    of the coordinator's own hook. One hook per event type."""
+    if event not in VALID_SESSION_EVENT_TYPES:
+        raise ValueError(
+            f"invalid session event {event!r} (use {', '.join(VALID_SESSION_EVENT_TYPES)})"
+        )
+    if not callable(fn):
+        raise TypeError("a session hook must be callable")
+    with _lock:
+        if event in _session_hooks:
+            raise ValueError(f"a session hook for {event!r} is already registered")
+        _session_hooks[event] = fn
+
+
+def unregister_session_hook(event: str) -> None:
+    with _lock:
+        _session_hooks.pop(event, None)
+
+
+def get_registered_session_hooks() -> dict[str, Callable[[str], Any]]:
+    with _lock:
+        return dict(_session_hooks)

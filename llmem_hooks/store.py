@@ -17,7 +17,8 @@ import re
 import struct
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,6 +285,12 @@ class MemoryStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    @contextmanager
+    def atomic(self) -> Iterator[MemoryStore]:
+        """Run several writes as one transaction: all of them land, or none."""
+        with self._lock, transaction(self._conn):
+            yield self
 
     def __enter__(self) -> MemoryStore:
         return self

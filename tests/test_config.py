@@ -29,6 +29,14 @@ EXPECTED_DEFAULTS = {
         "idle_debounce_seconds": 30,
         "end_after_minutes": 30,
         "context_retention_days": 7,
+        "idle_quiet_seconds": 3,
+        "poll_seconds": 5,
+    },
+    "opencode": {
+        "enabled": True,
+        "db_path": None,
+        "autostart_sidecar": True,
+        "plugin_wait_ms": 300,
     },
 }
 

@@ -1,0 +1,352 @@
+"""The four lifecycle hooks: created, idle, compacting, ending.
+
+`SessionHookCoordinator` is the one place where a session event turns into work on the
+memory store and the context files. The sidecar calls it for what adapters saw; the
+Copilot hook command calls the very same methods. Every hook returns the LLMem
+reference's ``(result, value)`` tuple and never raises: a failure is ``("error", ...)``
+and a log line, so no agent is ever blocked by us.
+
+Crash safety: extracted memories and the cursor of the last message they came from
+commit in one transaction, and exact duplicates are merged by the store, so re-running
+any hook after a crash neither loses nor duplicates memories.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import session_state
+from .config import load_config
+from .context import (
+    build_session_context,
+    context_path,
+    remove_session_files,
+    resume_path,
+    write_context_file,
+)
+from .events import Message, SessionInfo
+from .paths import get_context_dir, validate_session_id
+from .project import session_project
+from .registry import VALID_SESSION_EVENT_TYPES, get_registered_session_hooks
+from .store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+RESULT_SUCCESS = "success"
+RESULT_ALREADY_PROCESSED = "already_processed"
+RESULT_DEBOUNCED = "debounced"
+RESULT_NO_TRANSCRIPT = "no_transcript"
+RESULT_NO_MEMORIES = "no_memories"
+RESULT_ERROR = "error"
+
+KEY_MEMORY_TYPES = ("decision", "preference", "procedure", "project_state")
+KEY_MEMORY_MIN_CONFIDENCE = 0.7
+ENDING_LOG = "ending"  # extraction_log.source_type suffix marking a finished session
+
+HookResult = tuple[str, Any]
+
+
+class SessionHookCoordinator:
+    """Runs the hooks for sessions of any agent whose adapter it was given.
+
+    ``adapters`` maps agent name -> SessionAdapter (None or empty: created and compacting
+    still work from the store; idle and ending return ``no_transcript``).
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        adapters: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        context_dir: Path | None = None,
+        extractor: Any | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.adapters = dict(adapters or {})
+        self.config = dict(config or load_config())
+        ctx = self.config.get("context", {})
+        self.context_dir = context_dir or (Path(ctx["dir"]) if ctx.get("dir") else None)
+        self.budget_tokens = int(ctx.get("budget_tokens", 1500))
+        sess = self.config.get("session", {})
+        self.debounce_s = float(sess.get("idle_debounce_seconds", 30))
+        if extractor is None:
+            from .extract import ExtractionEngine
+
+            extractor = ExtractionEngine()
+        self.extractor = extractor
+        self._clock = clock
+        self._last_idle: dict[str, float] = {}
+
+    # -- session bookkeeping -------------------------------------------------------------
+    @property
+    def ctx_dir(self) -> Path:
+        return self.context_dir or get_context_dir()
+
+    def _record(
+        self, session_id: str, info: SessionInfo | None = None
+    ) -> session_state.SessionRecord | None:
+        """The stored record for a session, created from ``info`` or an adapter if new."""
+        rec = session_state.find(self.store, session_id)
+        if rec is not None and (info is None or rec.agent == info.agent):
+            return rec
+        if info is None:
+            for adapter in self.adapters.values():
+                info = adapter.get_session(session_id)
+                if info is not None:
+                    break
+        if info is None:
+            return None
+        now_ms = int(time.time() * 1000)
+        rec = session_state.SessionRecord(
+            agent=info.agent,
+            session_id=session_id,
+            project=session_project(info.native_project_id, info.directory),
+            directory=info.directory,
+            title=info.title,
+            created_ms=info.created_ms or now_ms,
+            last_activity_ms=max(info.updated_ms, info.created_ms) or now_ms,
+        )
+        session_state.save(self.store, rec)
+        return rec
+
+    def _messages(
+        self, rec: session_state.SessionRecord | None, session_id: str, after: str | None = None
+    ) -> list[Message] | None:
+        adapter = self.adapters.get(rec.agent) if rec else None
+        if adapter is None:
+            return None
+        return adapter.get_messages(session_id, after_id=after)
+
+    # -- hooks ---------------------------------------------------------------------------
+    def on_created(self, session_id: str, info: SessionInfo | None = None) -> HookResult:
+        """Write ``<session_id>.md`` with the project's and global memories that matter
+        most. Written once: an existing file is never changed (prompt caching)."""
+        try:
+            path = context_path(session_id, self.ctx_dir)
+            if path.exists():
+                return RESULT_ALREADY_PROCESSED, None
+            rec = self._record(session_id, info)
+            project = rec.project if rec else None
+            text = build_session_context(self.store, project, self.budget_tokens)
+            write_context_file(path, text)
+            return RESULT_SUCCESS, path
+        except Exception:
+            log.exception("on_created failed for session %s", session_id)
+            return RESULT_ERROR, None
+
+    def on_idle(self, session_id: str, force: bool = False) -> HookResult:
+        """Extract memories from the messages added since the last extraction, then
+        refresh the resume pack. Debounced per session unless ``force``."""
+        try:
+            validate_session_id(session_id)
+            last = self._last_idle.get(session_id)
+            if not force and last is not None and self._clock() - last < self.debounce_s:
+                return RESULT_DEBOUNCED, 0
+            rec = self._record(session_id)
+            if rec is None or rec.agent not in self.adapters:
+                return RESULT_NO_TRANSCRIPT, 0
+            done = self.store.get_extraction(rec.agent, session_id)
+            cursor = done["cursor"] if done else None
+            msgs = self._messages(rec, session_id, after=cursor)
+            self._last_idle[session_id] = self._clock()
+            if not msgs:
+                return (RESULT_NO_TRANSCRIPT if cursor is None else RESULT_NO_MEMORIES), 0
+            count = self._store_candidates(rec, session_id, msgs)
+            self._write_resume(rec, session_id)
+            return (RESULT_SUCCESS, count) if count else (RESULT_NO_MEMORIES, 0)
+        except Exception:
+            log.exception("on_idle failed for session %s", session_id)
+            return RESULT_ERROR, 0
+
+    def on_compacting(self, session_id: str) -> HookResult:
+        """Refresh the resume pack at once (the compaction prompt is about to be built)."""
+        try:
+            rec = self._record(session_id)
+            path = self._write_resume(rec, session_id)
+            return (RESULT_SUCCESS, path) if path else (RESULT_NO_MEMORIES, None)
+        except Exception:
+            log.exception("on_compacting failed for session %s", session_id)
+            return RESULT_ERROR, None
+
+    def on_ending(self, session_id: str, reason: str = "ended") -> HookResult:
+        """Final extraction, then a session summary (event) and a self-assessment memory;
+        once per session. Context files are removed later, after the retention period."""
+        try:
+            rec = self._record(session_id)
+            if rec is None:
+                return RESULT_NO_TRANSCRIPT, 0
+            if self.store.get_extraction(f"{rec.agent}:{ENDING_LOG}", session_id):
+                return RESULT_ALREADY_PROCESSED, 0
+            if rec.agent in self.adapters:
+                self.on_idle(session_id, force=True)
+            msgs = self._messages(rec, session_id) or []
+            from .extract import self_assessment, summarize_session
+
+            if msgs:
+                summary = summarize_session(msgs)
+            else:  # deleted sessions leave no rows: say what we know
+                summary = self._summary_without_transcript(rec, reason)
+            written = 0
+            with self.store.atomic():
+                common = {
+                    "entered_by": rec.agent,
+                    "project": rec.project,
+                    "session_id": session_id,
+                    "source": "session-end",
+                }
+                if summary:
+                    self.store.add("event", summary, tags=["session-summary"], **common)
+                    written += 1
+                if msgs:
+                    text = self_assessment(msgs)
+                    if text:
+                        self.store.add("self_assessment", text, tags=["self-assessment"], **common)
+                        written += 1
+                self.store.log_extraction(
+                    f"{rec.agent}:{ENDING_LOG}", session_id, cursor=reason, memory_count=written
+                )
+                rec.state = "ended"
+                rec.ended_ms = int(time.time() * 1000)
+                rec.end_reason = reason
+                session_state.save(self.store, rec)
+            return RESULT_SUCCESS, written
+        except Exception:
+            log.exception("on_ending failed for session %s", session_id)
+            return RESULT_ERROR, 0
+
+    # -- helpers -------------------------------------------------------------------------
+    def _store_candidates(
+        self, rec: session_state.SessionRecord, session_id: str, msgs: list[Message]
+    ) -> int:
+        candidates = self.extractor.extract(msgs, project=rec.project)
+        with self.store.atomic():
+            for c in candidates:
+                self.store.add(
+                    c.type,
+                    c.content,
+                    confidence=c.confidence,
+                    tags=c.tags,
+                    source="extract",
+                    entered_by=rec.agent,
+                    project=rec.project if c.scope == "project" else None,
+                    session_id=session_id,
+                    source_message_ids=c.source_message_ids,
+                )
+            self.store.log_extraction(
+                rec.agent,
+                session_id,
+                cursor=msgs[-1].id,
+                memory_count=len(candidates),
+                message_count=len(msgs),
+            )
+        return len(candidates)
+
+    def key_memories(self, project: str | None, limit: int = 20) -> list[dict[str, Any]]:
+        mems = self.store.list_all(
+            type=list(KEY_MEMORY_TYPES), project=project, sort="updated", limit=100
+        )
+        good = [m for m in mems if (m.get("confidence") or 0) >= KEY_MEMORY_MIN_CONFIDENCE]
+        return good[:limit]
+
+    def _write_resume(
+        self, rec: session_state.SessionRecord | None, session_id: str
+    ) -> Path | None:
+        from .resume import build_resume_pack
+
+        msgs = self._messages(rec, session_id) or []
+        keys = self.key_memories(rec.project if rec else None)
+        if not msgs and not keys:
+            return None
+        text = build_resume_pack(msgs, keys, session_title=rec.title if rec else None)
+        if not text.strip():
+            return None
+        path = resume_path(session_id, self.ctx_dir)
+        write_context_file(path, text)
+        return path
+
+    def _summary_without_transcript(self, rec: session_state.SessionRecord, reason: str) -> str:
+        goal = ""
+        pack = resume_path(rec.session_id, self.ctx_dir)
+        if pack.exists():
+            lines = pack.read_text(encoding="utf-8").splitlines()
+            if "## Goal" in lines:
+                rest = lines[lines.index("## Goal") + 1 :]
+                goal = next((x.strip() for x in rest if x.strip()), "")
+        extracted = self.store.get_extraction(rec.agent, rec.session_id)
+        count = extracted["memory_count"] if extracted else 0
+        title = rec.title or rec.session_id
+        text = f"Session '{title}' ({rec.agent}) {reason}."
+        if goal:
+            text += f" Goal: {goal}"
+        return f"{text} {count} memories were extracted from it."
+
+    def cleanup_context_files(self, retention_days: float) -> int:
+        """Remove the context files of sessions that ended more than ``retention_days``
+        ago. Returns how many sessions were cleaned."""
+        cutoff = int((time.time() - retention_days * 86400) * 1000)
+        rows = self.store.conn.execute(
+            "SELECT session_id FROM sessions WHERE state = 'ended' AND ended_ms < ?", (cutoff,)
+        ).fetchall()
+        cleaned = 0
+        for (sid,) in rows:
+            if remove_session_files(sid, self.ctx_dir):
+                cleaned += 1
+        return cleaned
+
+
+def create_session_hook_coordinator(
+    config: Mapping[str, Any] | None = None,
+    store: MemoryStore | None = None,
+    adapters: Mapping[str, Any] | None = None,
+) -> SessionHookCoordinator:
+    """A coordinator with the configured store and, when not given, every adapter whose
+    agent is enabled in config (an adapter whose store does not exist yet still works:
+    it reports nothing until the agent has run)."""
+    config = dict(config or load_config())
+    if store is None:
+        db = config.get("memory", {}).get("db_path")
+        store = MemoryStore(db)
+    if adapters is None:
+        adapters = default_adapters(config)
+    return SessionHookCoordinator(store, adapters, config)
+
+
+def default_adapters(config: Mapping[str, Any]) -> dict[str, Any]:
+    from .adapters import get_adapter_class, registered_adapters
+
+    out: dict[str, Any] = {}
+    for name in registered_adapters():
+        section = config.get(name, {})
+        if section.get("enabled", True) is False:
+            continue
+        try:
+            cls = get_adapter_class(name)
+            out[name] = cls(section.get("db_path")) if "db_path" in section else cls()
+        except (ValueError, OSError) as exc:
+            log.warning("%s adapter disabled: %s", name, exc)
+    return out
+
+
+class SessionEventManager:
+    """Dispatches ``emit(event, session_id)`` to a registered hook
+    (`register_session_hook`) or else to the coordinator's own."""
+
+    def __init__(self, coordinator: SessionHookCoordinator | None = None) -> None:
+        self.coordinator = coordinator
+
+    def emit(self, event: str, session_id: str) -> Any:
+        if event not in VALID_SESSION_EVENT_TYPES:
+            raise ValueError(
+                f"invalid session event {event!r} (use {', '.join(VALID_SESSION_EVENT_TYPES)})"
+            )
+        hook = get_registered_session_hooks().get(event)
+        if hook is not None:
+            return hook(session_id)
+        if self.coordinator is None:
+            return None
+        return getattr(self.coordinator, f"on_{event}")(session_id)

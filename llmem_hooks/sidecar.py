@@ -1,0 +1,378 @@
+"""The sidecar (`llmem-hooks run`): watch the agents' session stores, fire the hooks.
+
+One process per LLMEM_HOME (an flock on ``sidecar.lock``; the pid in ``sidecar.pid``).
+It wakes on file changes in the stores' folders (watchdog; every OpenCode commit touches
+``opencode.db-wal``) and on a slow safety poll, reads new lifecycle events from each
+adapter since the cursor kept in the memory DB, and turns them into hook calls:
+
+- created -> ``on_created`` (the context file must exist before the first model call);
+- turn_done + a quiet period with no new rows -> ``on_idle``;
+- compacting -> ``on_compacting``;
+- ended (deleted, archived, shut down), or no activity for ``session.end_after_minutes``
+  -> ``on_ending``.
+
+Hooks are idempotent and the cursor is saved after the events it covers were handled,
+so a crash at any point is repaired by the next start (which also notices sessions that
+were deleted while it was down).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import session_state
+from .events import LifecycleEvent
+from .paths import ensure_private_dir, get_llmem_home
+from .session_hooks import RESULT_DEBOUNCED, SessionHookCoordinator
+
+log = logging.getLogger("llmem_hooks.sidecar")
+
+EXISTENCE_CHECK_S = 1.0  # how often active sessions are checked for deletion
+COALESCE_S = 0.03  # a burst of file events becomes one pass
+LOG_BYTES = 1_000_000
+LOG_BACKUPS = 3
+
+
+class AlreadyRunning(RuntimeError):
+    """Another sidecar holds the lock for this LLMEM_HOME."""
+
+
+def lock_path(home: Path | None = None) -> Path:
+    return (home or get_llmem_home()) / "sidecar.lock"
+
+
+def pid_path(home: Path | None = None) -> Path:
+    return (home or get_llmem_home()) / "sidecar.pid"
+
+
+def running_pid(home: Path | None = None) -> int | None:
+    """The pid of the running sidecar, or None (a stale pid file does not count)."""
+    try:
+        pid = int(pid_path(home).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    # The lock tells a live sidecar from a recycled pid.
+    try:
+        with open(lock_path(home), "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return pid
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            return None
+    except OSError:
+        return pid
+
+
+@contextlib.contextmanager
+def single_instance(home: Path | None = None) -> Iterator[None]:
+    """Hold the sidecar lock (raises AlreadyRunning) and publish our pid meanwhile."""
+    home = ensure_private_dir(home or get_llmem_home())
+    fd = os.open(lock_path(home), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = running_pid(home)
+            raise AlreadyRunning(
+                f"another sidecar is already running for {home}" + (f" (pid {pid})" if pid else "")
+            ) from None
+        pid_file = pid_path(home)
+        tmp = pid_file.with_suffix(".tmp")
+        tmp.write_text(f"{os.getpid()}\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, pid_file)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                if pid_file.read_text().strip() == str(os.getpid()):
+                    pid_file.unlink()
+    finally:
+        os.close(fd)
+
+
+def setup_logging(home: Path | None = None, stream: TextIO | None = sys.stderr) -> Path:
+    """One line per hook to ``<LLMEM_HOME>/logs/sidecar.log`` (rotating, 0600) and to
+    ``stream`` (the terminal, in the foreground)."""
+    logs = ensure_private_dir((home or get_llmem_home()) / "logs")
+    path = logs / "sidecar.log"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.close(fd)
+    root = logging.getLogger("llmem_hooks")
+    root.setLevel(logging.INFO)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for h in list(root.handlers):
+        if getattr(h, "_llmem_sidecar", False):
+            root.removeHandler(h)
+    handlers: list[logging.Handler] = [
+        logging.handlers.RotatingFileHandler(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS)
+    ]
+    if stream is not None:
+        handlers.append(logging.StreamHandler(stream))
+    for h in handlers:
+        h.setFormatter(fmt)
+        h._llmem_sidecar = True  # type: ignore[attr-defined]
+        root.addHandler(h)
+    return path
+
+
+@dataclass
+class _Clock:
+    """Per-session timing the sidecar keeps in memory (mirrored in the sessions table)."""
+
+    last_activity_ms: int = 0
+    turn_done_ms: int = 0
+    idle_done_ms: int = 0
+    retry_at: float = 0.0
+
+
+class Sidecar:
+    """Tails every adapter of ``coordinator`` and runs the hooks (see the module doc)."""
+
+    def __init__(self, coordinator: SessionHookCoordinator, config: Mapping[str, Any]) -> None:
+        self.coord = coordinator
+        sess = config.get("session", {})
+        self.quiet_ms = int(float(sess.get("idle_quiet_seconds", 3)) * 1000)
+        self.end_after_ms = int(float(sess.get("end_after_minutes", 30)) * 60_000)
+        self.poll_s = float(sess.get("poll_seconds", 5))
+        self.retention_days = float(sess.get("context_retention_days", 7))
+        self.wake = threading.Event()
+        self.stop = threading.Event()
+        self._clocks: dict[str, _Clock] = {}
+        self._last_existence = 0.0
+        self._observer: Any = None
+        self._load_active()
+
+    # -- state -----------------------------------------------------------------------------
+    def _load_active(self) -> None:
+        for rec in session_state.active(self.coord.store):
+            self._clocks[rec.session_id] = _Clock(
+                rec.last_activity_ms, rec.turn_done_ms, rec.idle_done_ms
+            )
+
+    @staticmethod
+    def _cursor_key(agent: str, adapter: Any) -> str:
+        where = getattr(adapter, "db_path", None) or getattr(adapter, "root", None) or ""
+        return f"{agent}:{where}"
+
+    def _persist(self, sid: str) -> None:
+        rec = session_state.find(self.coord.store, sid)
+        clock = self._clocks.get(sid)
+        if rec is None or clock is None:
+            return
+        rec.last_activity_ms = clock.last_activity_ms
+        rec.turn_done_ms = clock.turn_done_ms
+        rec.idle_done_ms = clock.idle_done_ms
+        session_state.save(self.coord.store, rec)
+
+    # -- hooks with logging ------------------------------------------------------------------
+    def fire(self, event: str, sid: str, *args: Any) -> tuple[str, Any]:
+        t0 = time.perf_counter()
+        result = getattr(self.coord, f"on_{event}")(sid, *args)
+        ms = (time.perf_counter() - t0) * 1000
+        log.info("session=%s event=%s result=%s value=%s ms=%.1f", sid, event, *result, ms)
+        return result
+
+    # -- one pass ------------------------------------------------------------------------------
+    def tick(self) -> None:
+        now_ms = int(time.time() * 1000)
+        for agent, adapter in self.coord.adapters.items():
+            key = self._cursor_key(agent, adapter)
+            cursor = session_state.get_cursor(self.coord.store, key)
+            while True:
+                try:
+                    events, new_cursor = adapter.poll(cursor)
+                except Exception:
+                    log.exception("%s adapter: poll failed", agent)
+                    break
+                for ev in events:
+                    self._handle(ev, now_ms)
+                if new_cursor != cursor:
+                    session_state.set_cursor(self.coord.store, key, new_cursor)
+                if not events or new_cursor == cursor:
+                    break
+                cursor = new_cursor
+        self._check_deleted()
+        self._timers(int(time.time() * 1000))
+
+    def _handle(self, ev: LifecycleEvent, now_ms: int) -> None:
+        sid = ev.session_id
+        at = ev.at_ms or now_ms
+        clock = self._clocks.get(sid)
+        if ev.kind == "created":
+            if sid in self._clocks:
+                return
+            self.coord._record(sid, ev.session)
+            self._clocks[sid] = clock = _Clock(last_activity_ms=at)
+            if now_ms - at < self.end_after_ms:  # a long-dead session needs no context
+                self.fire("created", sid, ev.session)
+            return
+        if clock is None:
+            rec = session_state.find(self.coord.store, sid)
+            if rec is not None and rec.state == "ended":
+                return
+            if self.coord._record(sid, ev.session) is None:
+                return
+            clock = self._clocks.setdefault(sid, _Clock(last_activity_ms=at))
+        clock.last_activity_ms = max(clock.last_activity_ms, at)
+        if ev.kind == "turn_done":
+            clock.turn_done_ms = max(clock.turn_done_ms, at)
+        elif ev.kind == "compacting":
+            self.fire("compacting", sid)
+        elif ev.kind == "ended":
+            self._end(sid, ev.detail or "ended")
+
+    def _end(self, sid: str, reason: str) -> None:
+        self.fire("ending", sid, reason)
+        self._clocks.pop(sid, None)
+
+    def _check_deleted(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_existence < EXISTENCE_CHECK_S:
+            return
+        self._last_existence = now
+        for agent, adapter in self.coord.adapters.items():
+            ids = [r.session_id for r in session_state.active(self.coord.store, agent)]
+            if not ids:
+                continue
+            try:
+                if hasattr(adapter, "available") and not adapter.available():
+                    continue
+                alive = adapter.existing(ids)
+            except Exception:
+                log.exception("%s adapter: existence check failed", agent)
+                continue
+            for sid in ids:
+                if sid not in alive:
+                    self._end(sid, "deleted")
+
+    def _timers(self, now_ms: int) -> None:
+        for sid, clock in list(self._clocks.items()):
+            if clock.turn_done_ms > clock.idle_done_ms and (
+                now_ms - clock.last_activity_ms >= self.quiet_ms
+                and time.monotonic() >= clock.retry_at
+            ):
+                result, _ = self.fire("idle", sid)
+                if result == RESULT_DEBOUNCED:
+                    clock.retry_at = time.monotonic() + max(1.0, self.coord.debounce_s / 4)
+                else:
+                    clock.idle_done_ms = now_ms
+                    self._persist(sid)
+            if now_ms - clock.last_activity_ms >= self.end_after_ms:
+                self._end(sid, "inactive")
+
+    def next_wait(self) -> float:
+        """Seconds until the next idle or ending deadline (at most the safety poll)."""
+        now_ms = int(time.time() * 1000)
+        wait = self.poll_s
+        for clock in self._clocks.values():
+            if clock.turn_done_ms > clock.idle_done_ms:
+                due = (clock.last_activity_ms + self.quiet_ms - now_ms) / 1000
+                due = max(due, clock.retry_at - time.monotonic())
+                wait = min(wait, due)
+            wait = min(wait, (clock.last_activity_ms + self.end_after_ms - now_ms) / 1000)
+        return max(0.01, wait)
+
+    # -- watching ------------------------------------------------------------------------------
+    def _start_observer(self) -> None:
+        try:
+            from watchdog.events import FileSystemEvent, FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError:  # pragma: no cover - a declared dependency
+            log.warning("watchdog missing: polling every %.1f s only", self.poll_s)
+            return
+
+        wake = self.wake
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                path = str(event.src_path)
+                # Our own reads may touch -shm; only the agent's writes matter.
+                if path.endswith("-shm") or event.event_type in ("opened", "closed_no_write"):
+                    return
+                wake.set()
+
+        observer = Observer()
+        watched = 0
+        for adapter in self.coord.adapters.values():
+            for p in adapter.watch_paths():
+                path = Path(p)
+                folder = path if path.is_dir() else path.parent
+                if folder.is_dir():
+                    observer.schedule(_Handler(), str(folder), recursive=False)
+                    watched += 1
+        if watched:
+            observer.daemon = True
+            observer.start()
+            self._observer = observer
+
+    def run(self) -> None:
+        """Catch up, then loop until ``stop`` is set."""
+        self._start_observer()
+        try:
+            self._check_deleted(force=True)
+            self.coord.cleanup_context_files(self.retention_days)
+            last_cleanup = time.monotonic()
+            while not self.stop.is_set():
+                try:
+                    self.tick()
+                except Exception:
+                    log.exception("sidecar pass failed")
+                if time.monotonic() - last_cleanup > 3600:
+                    self.coord.cleanup_context_files(self.retention_days)
+                    last_cleanup = time.monotonic()
+                if self.wake.wait(self.next_wait()):
+                    time.sleep(COALESCE_S)
+                self.wake.clear()
+        finally:
+            if self._observer is not None:
+                self._observer.stop()
+                self._observer.join(timeout=2)
+
+
+def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
+    """`llmem-hooks run`: the sidecar in the foreground until SIGINT / SIGTERM."""
+    from .session_hooks import create_session_hook_coordinator
+
+    with single_instance(home):
+        setup_logging(home)
+        coord = create_session_hook_coordinator(config)
+        sidecar = Sidecar(coord, config)
+
+        def _stop(signum: int, _frame: Any) -> None:
+            log.info("signal %d: stopping", signum)
+            sidecar.stop.set()
+            sidecar.wake.set()
+
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
+        watched = {name: a.watch_paths() for name, a in coord.adapters.items()}
+        log.info("sidecar started (pid %d); watching %s", os.getpid(), watched)
+        try:
+            sidecar.run()
+        finally:
+            for adapter in coord.adapters.values():
+                with contextlib.suppress(Exception):
+                    adapter.close()
+            coord.store.close()
+            log.info("sidecar stopped")
+    return 0
