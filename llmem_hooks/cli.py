@@ -593,6 +593,41 @@ def context(
     typer.echo(path.read_text(encoding="utf-8"), nl=False)
 
 
+@app.command()
+def install(
+    opencode: Annotated[
+        bool, typer.Option("--opencode", help="Install the OpenCode plugin.")
+    ] = False,
+) -> None:
+    """Set up the agents: with no flag, every agent found on this machine (OpenCode: the
+    plugin in ~/.config/opencode/plugin/ and its settings). Safe to run again."""
+    import shutil
+
+    from . import install as installer
+
+    targets = {"opencode": opencode}
+    if not any(targets.values()):
+        found = shutil.which("opencode") or installer.opencode_plugin_dir().parent.exists()
+        targets["opencode"] = bool(found)
+        if not any(targets.values()):
+            typer.echo("no supported agent found (OpenCode); use --opencode to force", err=True)
+            raise typer.Exit(1)
+    if targets["opencode"]:
+        installer.install_opencode(report=typer.echo)
+
+
+@app.command()
+def uninstall(
+    opencode: Annotated[
+        bool, typer.Option("--opencode", help="Remove the OpenCode plugin only.")
+    ] = False,
+) -> None:
+    """Remove what `install` put in place (memories, config and context files stay)."""
+    from . import install as installer
+
+    installer.uninstall_opencode(report=typer.echo)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; map errors to one line on stderr and an exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")

@@ -35,6 +35,7 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "llmem_hooks/adapters/__init__.py" in names
     assert "llmem_hooks/AGENT_GUIDE.md" in names
+    assert "llmem_hooks/plugin/llmem.ts" in names  # `install --opencode` copies it
     assert not any(n.startswith("adapters/") for n in names)
 
     target = tmp_path / "site"

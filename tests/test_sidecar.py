@@ -1,0 +1,105 @@
+"""The sidecar process: one per LLMEM_HOME, clean stop on signals, logs, status."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmem_hooks.sidecar import AlreadyRunning, running_pid, single_instance
+
+
+def _env(home: Path, tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["LLMEM_HOME"] = str(home)
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg-data")  # no OpenCode store: nothing to tail
+    env["COPILOT_HOME"] = str(tmp_path / "copilot")
+    env.pop("OPENCODE_DB", None)
+    return env
+
+
+def _start(home: Path, tmp_path: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "llmem_hooks.cli", "run"],
+        env=_env(home, tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(cond: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_single_instance_and_clean_stop(
+    llmem_home: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    first = _start(llmem_home, tmp_path)
+    try:
+        pid_file = llmem_home / "sidecar.pid"
+        _wait_for(lambda: pid_file.exists() and running_pid(llmem_home) == first.pid)
+        second = subprocess.run(
+            [sys.executable, "-m", "llmem_hooks.cli", "run"],
+            env=_env(llmem_home, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert second.returncode == 1
+        assert "already running" in second.stderr and str(first.pid) in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+        first.send_signal(sig)
+        first.wait(timeout=10)
+        assert first.returncode == 0
+        assert not pid_file.exists()
+        assert running_pid(llmem_home) is None
+        log = (llmem_home / "logs" / "sidecar.log").read_text()
+        assert "sidecar started" in log and "sidecar stopped" in log
+        assert (llmem_home / "logs" / "sidecar.log").stat().st_mode & 0o777 == 0o600
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
+def test_lock_in_process(llmem_home: Path) -> None:
+    with single_instance(llmem_home):
+        assert running_pid(llmem_home) == os.getpid()
+        with pytest.raises(AlreadyRunning), single_instance(llmem_home):
+            pass
+    assert running_pid(llmem_home) is None
+    with single_instance(llmem_home):  # the lock is free again
+        pass
+
+
+def test_stale_pid_file_does_not_count(llmem_home: Path) -> None:
+    llmem_home.mkdir(parents=True, exist_ok=True)
+    (llmem_home / "sidecar.pid").write_text(f"{os.getpid()}\n")  # alive, but holds no lock
+    assert running_pid(llmem_home) is None
+
+
+def test_status_json(llmem_home: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmem_hooks.cli", "status", "--json"],
+        env=_env(llmem_home, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["sidecar"] == {"running": False, "pid": None}
+    assert out["sessions"] == []
