@@ -634,11 +634,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     state.reset()
     command = typer.main.get_command(app)
     try:
-        command.main(
+        rv = command.main(
             args=list(argv) if argv is not None else None,
             prog_name="llmem-hooks",
             standalone_mode=False,
         )
+        if isinstance(rv, int) and not isinstance(rv, bool):  # typer.Exit(code), non-standalone
+            return rv
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
