@@ -1,0 +1,690 @@
+"""OpenCode (1.18.x) session adapter: a read-only view of ``opencode.db``.
+
+OpenCode keeps everything in one SQLite file (WAL mode): ``session``, ``message`` and
+``part`` rows (JSON in ``data``), plus ``event``, an append-only log of every write. The
+sidecar tails ``event`` by rowid to learn about lifecycle moments, and reads ``message`` /
+``part`` to build transcripts. The file belongs to OpenCode, so this module only ever
+opens it with ``mode=ro`` and never runs a statement or pragma that writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import sqlite3
+import stat
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from llmem_hooks.events import EventKind, LifecycleEvent, Message, SessionInfo
+
+from .base import SessionAdapter
+
+log = logging.getLogger(__name__)
+
+AGENT = "opencode"
+DEFAULT_BUSY_TIMEOUT_MS = 5000  # what OpenCode itself uses
+POLL_BATCH = 5000  # event rows per poll; the sidecar polls again while rows keep coming
+SUMMARY_CHARS = 200  # one-line tool input summaries in transcripts
+COMMAND_CHARS = 2000  # commands kept in Message.commands
+_SEEN_MAX = 20_000  # completion / compaction ids remembered to report each only once
+
+# Where an agent's database has no business being. /var/tmp and /var/folders (macOS temp
+# dirs, where tests and throwaway runs live) stay allowed.
+SYSTEM_DIRS = (
+    "/etc",
+    "/var",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/boot",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/private/etc",
+    "/private/var",
+)
+ALLOWED_SYSTEM_SUBDIRS = ("/var/tmp", "/var/folders", "/private/var/tmp", "/private/var/folders")
+
+_SESSION_COLUMNS = (
+    "id, project_id, directory, parent_id, title, time_created, time_updated, time_archived"
+)
+_FILE_PATH_TOOLS = frozenset({"read", "edit", "write", "multiedit"})
+_SUMMARY_KEYS = ("command", "filePath", "pattern", "url", "query", "path", "description")
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+
+T = TypeVar("T")
+
+
+# -- locating and validating the database ------------------------------------------------
+
+
+def opencode_data_dir() -> Path:
+    """``$XDG_DATA_HOME/opencode`` (a relative XDG value is ignored, per the XDG spec)."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "opencode"
+
+
+def default_db_path() -> Path:
+    """Where OpenCode keeps its DB: ``$OPENCODE_DB`` (a relative value resolves against the
+    data dir, as OpenCode does), else ``<data dir>/opencode.db``."""
+    data = opencode_data_dir()
+    env = os.environ.get("OPENCODE_DB", "")
+    if env:
+        p = Path(env).expanduser()
+        return p if p.is_absolute() else data / p
+    return data / "opencode.db"
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in roots)
+
+
+def _is_system_path(path: Path) -> bool:
+    s = str(path)
+    return _under(s, SYSTEM_DIRS) and not _under(s, ALLOWED_SYSTEM_SUBDIRS)
+
+
+def validate_db_path(path: str | Path) -> Path:
+    """The absolute DB path, or ValueError for a path we refuse to open.
+
+    Refused: ``..`` components, system directories, a symlink as the file itself (the
+    path is user configuration; these are the usual ways to point a reader elsewhere), a
+    non-regular file and a file we cannot read. A missing file is fine: the sidecar may
+    start before OpenCode ever ran.
+    """
+    raw = Path(path).expanduser()
+    if ".." in raw.parts:
+        raise ValueError(f"OpenCode DB path must not contain '..': {path}")
+    absolute = Path(os.path.abspath(raw))
+    try:
+        resolved = absolute.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise ValueError(f"OpenCode DB path cannot be resolved: {path} ({exc})") from None
+    if _is_system_path(absolute) or _is_system_path(resolved):
+        raise ValueError(f"OpenCode DB path points into a system directory: {path}")
+    try:
+        st = os.lstat(absolute)
+    except FileNotFoundError:
+        return absolute
+    except OSError as exc:
+        raise ValueError(f"OpenCode DB path cannot be accessed: {path} ({exc})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ValueError(f"OpenCode DB path is a symlink (refused): {path}")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"OpenCode DB path is not a regular file: {path}")
+    if not os.access(absolute, os.R_OK):
+        raise ValueError(f"OpenCode DB is not readable: {path}")
+    return absolute
+
+
+# -- small helpers -------------------------------------------------------------------------
+
+
+def _ms(value: Any) -> int:
+    """An epoch-ms JSON value as int (0 when absent or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def _id_time_ms(ident: str, now_ms: int) -> int:
+    """The write time encoded in an ascending OpenCode id (``evt_``, ``msg_``, ``prt_``).
+
+    The 12 hex chars after the prefix are ``(ms * 4096 + counter) mod 2**48``, so the ms is
+    known modulo 2**36 (~795 days); the latest such time not after ``now_ms`` is taken.
+    Used only when a row's JSON carries no time of its own.
+    """
+    try:
+        ms_mod = int(ident[4:16], 16) >> 12
+    except (ValueError, IndexError):
+        return 0
+    return now_ms - ((now_ms - ms_mod) % (1 << 36))
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return True
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _project_id(value: Any) -> str | None:
+    """OpenCode's project id (the root commit), None outside git ('global')."""
+    return value if isinstance(value, str) and value and value != "global" else None
+
+
+def _session_from_row(row: Sequence[Any]) -> SessionInfo:
+    sid, project, directory, parent, title, created, updated, archived = row
+    return SessionInfo(
+        id=sid,
+        agent=AGENT,
+        directory=directory or None,
+        native_project_id=_project_id(project),
+        parent_id=parent or None,
+        title=title or None,
+        created_ms=int(created or 0),
+        updated_ms=int(updated or 0),
+        archived=archived is not None,
+    )
+
+
+def _session_from_info(info: dict[str, Any], session_id: str) -> SessionInfo | None:
+    """A SessionInfo from an event's ``data.info`` (None when it is not a Session object)."""
+    t = _dict(info.get("time"))
+    if not t.get("created"):
+        return None
+    sid = info.get("id")
+    return SessionInfo(
+        id=sid if isinstance(sid, str) and sid else session_id,
+        agent=AGENT,
+        directory=info.get("directory") or None,
+        native_project_id=_project_id(info.get("projectID")),
+        parent_id=info.get("parentID") or None,
+        title=info.get("title") or None,
+        created_ms=_ms(t.get("created")),
+        updated_ms=_ms(t.get("updated")),
+        archived=bool(t.get("archived")),
+    )
+
+
+def _parse_cursor(cursor: str | None) -> tuple[int, str | None]:
+    """``"<rowid>:<event id>"`` (or a bare rowid) -> (rowid, event id)."""
+    if not cursor:
+        return 0, None
+    head, _, evt = cursor.partition(":")
+    try:
+        rowid = int(head)
+    except ValueError:
+        log.warning("opencode: unreadable cursor %r; reading events from the start", cursor)
+        return 0, None
+    return max(rowid, 0), (evt or None)
+
+
+@dataclass
+class _Msg:
+    id: str
+    created_ms: int
+    data: dict[str, Any]
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _is_compaction_summary(data: dict[str, Any]) -> bool:
+    """A finished compaction summary: from here on it stands for everything before it."""
+    if data.get("role") != "assistant":
+        return False
+    if data.get("summary") is not True and data.get("mode") != "compaction":
+        return False
+    return bool(_dict(data.get("time")).get("completed") or data.get("finish"))
+
+
+def _tool_summary(tool: str, inp: dict[str, Any]) -> str:
+    if tool in ("apply_patch", "patch") and isinstance(inp.get("patchText"), str):
+        return ", ".join(_PATCH_FILE_RE.findall(inp["patchText"]))
+    for key in _SUMMARY_KEYS:
+        value = inp.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
+
+
+def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
+    """Transcript lines, files and commands of one message (see ``get_messages``)."""
+    prefix = "User" if msg.data.get("role") == "user" else "Assistant"
+    lines: list[str] = []
+    files: list[str] = []
+    commands: list[str] = []
+    for part in msg.parts:
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if part.get("synthetic") or part.get("ignored") or not isinstance(text, str):
+                continue  # injected by OpenCode (compaction "continue", file contents, ...)
+            if text.strip():
+                lines.append(f"{prefix}: {text.strip()}")
+        elif kind == "reasoning":
+            text = part.get("text")
+            if isinstance(text, str) and text.strip():
+                lines.append(f"{prefix}: Reasoning: {text.strip()}")
+        elif kind == "tool":
+            tool = str(part.get("tool") or "tool")
+            state = _dict(part.get("state"))
+            inp = _dict(state.get("input"))
+            summary = _one_line(_tool_summary(tool, inp))
+            line = f"{prefix}: Tool: {tool}" + (f": {summary}" if summary else "")
+            if state.get("status") == "error":
+                line += " [error]"
+            lines.append(line)
+            for key in ("filePath", "path") if tool in _FILE_PATH_TOOLS else ("filePath",):
+                if isinstance(inp.get(key), str) and inp[key]:
+                    files.append(inp[key])
+            if tool in ("apply_patch", "patch") and isinstance(inp.get("patchText"), str):
+                files.extend(_PATCH_FILE_RE.findall(inp["patchText"]))
+            if tool == "bash" and isinstance(inp.get("command"), str) and inp["command"].strip():
+                commands.append(inp["command"].strip()[:COMMAND_CHARS])
+        elif kind == "patch":
+            changed = [f for f in part.get("files") or [] if isinstance(f, str) and f]
+            lines.append(f"{prefix}: Patch" + (f": {', '.join(changed)}" if changed else ""))
+            files.extend(changed)
+        elif kind == "file":
+            source = _dict(part.get("source"))
+            path = source.get("path") or part.get("filename")
+            if isinstance(path, str) and path:
+                files.append(path)
+        # step-start, step-finish, snapshot, compaction, agent, retry, subtask: bookkeeping,
+        # not conversation.
+    error = _dict(msg.data.get("error"))
+    if error:
+        detail = _dict(error.get("data")).get("message") or error.get("name") or "error"
+        lines.append(f"{prefix}: Error: {_one_line(str(detail))}")
+    return lines, list(dict.fromkeys(files)), list(dict.fromkeys(commands))
+
+
+# -- the adapter -------------------------------------------------------------------------
+
+
+class OpenCodeAdapter(SessionAdapter):
+    """Reads OpenCode's sessions, transcripts and event log; never writes to its DB.
+
+    The connection is opened lazily (the DB may not exist yet) and reopened when the file
+    is replaced (its inode changes). Methods return empty results while the DB or its
+    tables do not exist. A DB locked by a writer raises ``sqlite3.OperationalError`` after
+    the busy timeout, except in ``poll``, which then reports nothing new (the next wake-up
+    retries). ``existing`` raises too, so a transient lock never looks like a deletion.
+    """
+
+    agent = AGENT
+
+    def __init__(
+        self,
+        db_path: str | Path | None = None,
+        *,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.db_path: Path = validate_db_path(db_path if db_path is not None else default_db_path())
+        self.busy_timeout_ms = max(0, int(busy_timeout_ms))
+        self._conn: sqlite3.Connection | None = None
+        self._ident: tuple[int, int] | None = None
+        self._refused = False  # the path turned into a non-file (warned once)
+        self._lock = threading.RLock()
+        self._parents: dict[str, str | None] = {}  # session -> parent (None: top level)
+        self._seen: OrderedDict[Any, str] = OrderedDict()  # key -> first event id
+        self._warned: set[tuple[str, str]] = set()
+
+    def __repr__(self) -> str:
+        return f"OpenCodeAdapter({str(self.db_path)!r})"
+
+    # -- connection --------------------------------------------------------------------------
+    def available(self) -> bool:
+        """Whether the DB file exists (OpenCode has run at least once)."""
+        try:
+            return stat.S_ISREG(os.lstat(self.db_path).st_mode)
+        except OSError:
+            return False
+
+    def _connection(self) -> sqlite3.Connection | None:
+        """The read-only connection, reopened when the file was replaced; None if missing."""
+        try:
+            st = os.lstat(self.db_path)
+        except OSError:
+            self._drop()
+            return None
+        if not stat.S_ISREG(st.st_mode):  # e.g. replaced by a symlink since validation
+            if not self._refused:
+                log.warning("opencode: %s is not a regular file; not reading it", self.db_path)
+            self._refused = True
+            self._drop()
+            return None
+        self._refused = False
+        ident = (st.st_dev, st.st_ino)
+        if self._conn is not None and ident == self._ident:
+            return self._conn
+        self._drop()
+        uri = f"file:{quote(str(self.db_path))}?mode=ro"
+        conn = sqlite3.connect(
+            uri,
+            uri=True,
+            timeout=self.busy_timeout_ms / 1000,
+            isolation_level=None,  # no implicit BEGIN; reads run in explicit transactions
+            check_same_thread=False,  # guarded by self._lock
+        )
+        # Connection-level settings only; neither touches the file.
+        conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+        conn.execute("PRAGMA query_only = ON")
+        self._conn, self._ident = conn, ident
+        return conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn, self._ident = None, None
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _with_db(self, fn: Callable[[sqlite3.Connection], T], empty: T) -> T:
+        """Run ``fn`` in one read transaction (a consistent snapshot across its queries);
+        ``empty`` when the DB or its tables do not exist yet."""
+        with self._lock:
+            conn = self._connection()
+            if conn is None:
+                return empty
+            try:
+                conn.execute("BEGIN")
+                try:
+                    return fn(conn)
+                finally:
+                    if conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return empty
+                raise
+
+    def _load(self, raw: Any, table: str, key: str) -> dict[str, Any] | None:
+        """A ``data`` column as a dict; None (warned once per row) when malformed."""
+        try:
+            data = json.loads(raw)
+        except (TypeError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            return data
+        if (table, key) not in self._warned:
+            if len(self._warned) > _SEEN_MAX:
+                self._warned.clear()
+            self._warned.add((table, key))
+            log.warning("opencode: skipping %s row %s: data is not a JSON object", table, key)
+        return None
+
+    def _first(self, key: Any, evt_id: str) -> bool:
+        """True unless ``key`` was already reported by another event row (OpenCode rewrites
+        messages in place). Re-reading the same row answers True again, so polling the
+        same range twice (a pass that failed before its cursor was saved) is idempotent."""
+        seen = self._seen.setdefault(key, evt_id)
+        if len(self._seen) > _SEEN_MAX:
+            self._seen.popitem(last=False)
+        return seen == evt_id
+
+    # -- sessions ------------------------------------------------------------------------------
+    def list_sessions(self, limit: int = 50, include_children: bool = False) -> list[SessionInfo]:
+        """Newest first; sub-agent sessions only with ``include_children`` (they belong to
+        their parent session)."""
+        where = "" if include_children else "WHERE parent_id IS NULL OR parent_id = ''"
+        sql = (
+            f"SELECT {_SESSION_COLUMNS} FROM session {where} ORDER BY time_created DESC, id LIMIT ?"
+        )
+        rows = self._with_db(lambda c: c.execute(sql, (max(0, int(limit)),)).fetchall(), [])
+        return [_session_from_row(r) for r in rows]
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        sql = f"SELECT {_SESSION_COLUMNS} FROM session WHERE id = ?"
+        row = self._with_db(lambda c: c.execute(sql, (session_id,)).fetchone(), None)
+        return _session_from_row(row) if row else None
+
+    def session_exists(self, session_id: str) -> bool:
+        sql = "SELECT 1 FROM session WHERE id = ?"
+        return self._with_db(lambda c: c.execute(sql, (session_id,)).fetchone(), None) is not None
+
+    def existing(self, session_ids: Sequence[str]) -> set[str]:
+        """Which of these sessions still exist, in one indexed query. Deleting a session
+        removes all its rows (and its events) within milliseconds, so this is how
+        deletions are noticed. Raises on a locked DB rather than answering 'none'."""
+        ids = [s for s in dict.fromkeys(session_ids) if isinstance(s, str)]
+        if not ids:
+            return set()
+        sql = "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?))"
+        rows = self._with_db(lambda c: c.execute(sql, (json.dumps(ids),)).fetchall(), [])
+        return {r[0] for r in rows}
+
+    def watch_paths(self) -> list[str]:
+        """The DB's folder: every OpenCode commit modifies ``opencode.db-wal`` there (the
+        ``.db`` itself changes only at checkpoints). The folder may not exist yet."""
+        return [str(self.db_path.parent)]
+
+    # -- transcripts ---------------------------------------------------------------------------
+    def get_messages(self, session_id: str, after_id: str | None = None) -> list[Message]:
+        """The session's user and assistant messages, ordered by time then id.
+
+        Only the part after the last finished compaction is returned, starting with the
+        compaction summary (``Assistant: <summary>``), because that is what the model still
+        sees. A compaction that was requested but has no finished summary yet cuts nothing
+        (the sidecar reads the pre-compaction transcript exactly then). Lines are
+        ``User: <text>`` / ``Assistant: <text>``, ``Assistant: Reasoning: ...``,
+        ``Assistant: Tool: <name>: <input summary>``, ``Assistant: Patch: <files>``;
+        synthetic text and step/snapshot/compaction parts are left out, and messages
+        with nothing left are skipped. Sub-agent sessions are separate sessions and never
+        included. ``after_id``: only messages after that one.
+        """
+        return self._with_db(lambda c: self._messages(c, session_id, after_id), [])
+
+    def _messages(
+        self, conn: sqlite3.Connection, session_id: str, after_id: str | None
+    ) -> list[Message]:
+        msgs: list[_Msg] = []
+        for mid, created, raw in conn.execute(
+            "SELECT id, time_created, data FROM message WHERE session_id = ? "
+            "ORDER BY time_created, id",
+            (session_id,),
+        ):
+            data = self._load(raw, "message", mid)
+            if data is not None and data.get("role") in ("user", "assistant"):
+                msgs.append(_Msg(mid, int(created or 0), data))
+        start = 0
+        for i, m in enumerate(msgs):
+            if _is_compaction_summary(m.data):
+                start = i
+        selected = msgs[start:]
+        if after_id is not None:
+            ids = [m.id for m in msgs]
+            if after_id in ids:
+                selected = msgs[max(start, ids.index(after_id) + 1) :]
+            else:  # a removed message: ids ascend with time, so compare them
+                selected = [m for m in selected if m.id > after_id]
+        if not selected:
+            return []
+        by_id = {m.id: m for m in selected}
+        for pid, message_id, raw in conn.execute(
+            "SELECT id, message_id, data FROM part "
+            "WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, id",
+            (json.dumps(list(by_id)),),
+        ):
+            data = self._load(raw, "part", pid)
+            if data is not None:
+                by_id[message_id].parts.append(data)
+        out: list[Message] = []
+        for m in selected:
+            lines, files, commands = _render(m)
+            if lines:
+                out.append(
+                    Message(
+                        id=m.id,
+                        session_id=session_id,
+                        role="user" if m.data["role"] == "user" else "assistant",
+                        text="\n".join(lines),
+                        created_ms=m.created_ms,
+                        files=tuple(files),
+                        commands=tuple(commands),
+                    )
+                )
+        return out
+
+    # -- tailing the event log ---------------------------------------------------------------
+    def poll(self, cursor: str | None) -> tuple[list[LifecycleEvent], str | None]:
+        """Lifecycle events from the ``event`` rows after ``cursor`` (at most 5000 rows).
+
+        The cursor is ``"<rowid>:<event id>"`` (a bare rowid is accepted). The id is there
+        because ``event`` has no AUTOINCREMENT: when OpenCode deletes the session whose
+        events were the newest rows, SQLite hands those rowids out again. If the row at the
+        cursor is gone or different, reading resumes by event id (ids grow with time).
+        A locked DB or a missing DB/table returns ``([], cursor)``.
+        """
+        rowid, last_id = _parse_cursor(cursor)
+        try:
+            return self._with_db(lambda c: self._poll(c, rowid, last_id, cursor), ([], cursor))
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                log.warning("opencode: DB busy (%s); will retry on the next poll", exc)
+                return [], cursor
+            raise
+
+    def _poll(
+        self, conn: sqlite3.Connection, rowid: int, last_id: str | None, cursor: str | None
+    ) -> tuple[list[LifecycleEvent], str | None]:
+        cols = "SELECT rowid, id, aggregate_id, type, data FROM event"
+        rows: list[tuple[Any, ...]] | None = None
+        if last_id is not None and rowid > 0:
+            at = conn.execute("SELECT id FROM event WHERE rowid = ?", (rowid,)).fetchone()
+            if at is None or at[0] != last_id:
+                rows = conn.execute(
+                    f"{cols} WHERE id > ? ORDER BY rowid LIMIT ?", (last_id, POLL_BATCH)
+                ).fetchall()
+        if rows is None:
+            rows = conn.execute(
+                f"{cols} WHERE rowid > ? ORDER BY rowid LIMIT ?", (rowid, POLL_BATCH)
+            ).fetchall()
+        if not rows:
+            return [], cursor
+        missing = self._prefetch_parents(conn, {r[2] for r in rows})
+        now_ms = int(time.time() * 1000)
+        events: list[LifecycleEvent] = []
+        for _rowid, evt_id, sid, typ, raw in rows:
+            data = self._load(raw, "event", evt_id)
+            if data is None:
+                continue
+            ev = self._event(conn, evt_id, sid, typ, data, now_ms, missing)
+            if ev is not None:
+                events.append(ev)
+        last = rows[-1]
+        return events, f"{last[0]}:{last[1]}"
+
+    def _prefetch_parents(self, conn: sqlite3.Connection, sids: set[str]) -> set[str]:
+        """Cache the parent of every session in a batch with one query; returns the ids
+        that have no session row (deleted, or not visible yet)."""
+        todo = [s for s in sids if s not in self._parents]
+        if not todo:
+            return set()
+        found = conn.execute(
+            "SELECT id, parent_id FROM session WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(todo),),
+        ).fetchall()
+        for sid, parent in found:
+            self._parents[sid] = parent or None
+        return set(todo) - {r[0] for r in found}
+
+    def _root(self, conn: sqlite3.Connection, sid: str, missing: set[str]) -> str:
+        """The top-level session a (possibly sub-agent) session belongs to."""
+        seen = {sid}
+        cur = sid
+        for _ in range(16):
+            if cur in self._parents:
+                parent = self._parents[cur]
+            elif cur in missing:
+                parent = None
+            else:
+                row = conn.execute("SELECT parent_id FROM session WHERE id = ?", (cur,)).fetchone()
+                if row is None:
+                    missing.add(cur)
+                    parent = None
+                else:
+                    parent = self._parents[cur] = row[0] or None
+            if not parent or parent in seen:
+                return cur
+            seen.add(parent)
+            cur = parent
+        return cur
+
+    def _event(
+        self,
+        conn: sqlite3.Connection,
+        evt_id: str,
+        sid: str,
+        typ: str,
+        data: dict[str, Any],
+        now_ms: int,
+        missing: set[str],
+    ) -> LifecycleEvent | None:
+        info = _dict(data.get("info"))
+        part = _dict(data.get("part"))
+        if typ.startswith("session.") and info:
+            parent = info.get("parentID")
+            self._parents[sid] = parent if isinstance(parent, str) and parent else None
+        kind, detail, session, at = self._classify(conn, evt_id, sid, typ, info, part, data)
+        at = at or _id_time_ms(evt_id, now_ms)
+        root = self._root(conn, sid, missing)
+        if root != sid:
+            # A sub-agent belongs to its parent: all it does only keeps the parent alive.
+            label = f"subagent {detail if kind == 'activity' else kind}"
+            return LifecycleEvent("activity", root, AGENT, at, None, sid, label)
+        return LifecycleEvent(kind, sid, AGENT, at, session, None, detail)
+
+    def _classify(
+        self,
+        conn: sqlite3.Connection,
+        evt_id: str,
+        sid: str,
+        typ: str,
+        info: dict[str, Any],
+        part: dict[str, Any],
+        data: dict[str, Any],
+    ) -> tuple[EventKind, str, SessionInfo | None, int]:
+        """(kind, detail, session info, time in ms) of one event row of a session."""
+        t = _dict(info.get("time"))
+        if typ == "session.created.1":
+            session = _session_from_info(info, sid)
+            if session is None:
+                row = conn.execute(
+                    f"SELECT {_SESSION_COLUMNS} FROM session WHERE id = ?", (sid,)
+                ).fetchone()
+                session = _session_from_row(row) if row else None
+            at = _ms(t.get("created")) or (session.created_ms if session else 0)
+            return "created", "", session, at
+        if typ == "session.updated.1":
+            session = _session_from_info(info, sid)
+            archived = _ms(t.get("archived"))
+            if archived and self._first(("archived", sid, archived), evt_id):
+                return "ended", "archived", session, archived
+            return "activity", "session updated", session, _ms(t.get("updated"))
+        if typ == "session.deleted.1":
+            return "ended", "deleted", _session_from_info(info, sid), 0
+        if typ == "message.updated.1":
+            role = info.get("role")
+            completed = _ms(t.get("completed"))
+            if role == "assistant" and completed and self._first(("done", info.get("id")), evt_id):
+                if info.get("summary") is True or info.get("mode") == "compaction":
+                    return "compacting", "done", None, completed
+                finish = info.get("finish")
+                if finish != "tool-calls":
+                    return "turn_done", str(finish or ""), None, completed
+            at = completed or _ms(t.get("created"))
+            return "activity", f"{role or 'unknown'} message", None, at
+        if typ == "message.part.updated.1":
+            ptype = str(part.get("type") or "unknown")
+            pt = _dict(part.get("time"))
+            at = _ms(data.get("time")) or _ms(pt.get("end")) or _ms(pt.get("start"))
+            if ptype == "compaction" and self._first(("compaction", part.get("id")), evt_id):
+                return "compacting", "requested", None, at
+            return "activity", f"part {ptype}", None, at
+        return "activity", typ, None, _ms(data.get("time"))
