@@ -1,0 +1,866 @@
+"""Turning session transcripts into memory candidates, summaries and self-assessments.
+
+`ExtractionEngine` is what the session hooks call. Today it runs `HeuristicExtractor`,
+which only picks up statements people make on purpose ("remember that ...", "we decided
+...", "always ...", "I prefer ...", explicit how-tos): a missed memory costs little, a
+wrong one is injected into every later session. An Ollama-backed extractor will plug in
+as another `Extractor`; whatever produces candidates, `finalize_candidates` is the one gate
+they all pass (private spans, credentials, type, tags, length, duplicates).
+
+Transcript text comes as ``User: ...`` / ``Assistant: ...`` lines with ``Reasoning:``,
+``Tool: <name>`` and ``Patch`` blocks (see `llmem_hooks.events.Message`); only spoken
+lines are mined, never tool output, reasoning, patches, code fences or quotes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from .errors import ValidationError
+from .events import Message
+from .redact import SECRET_PATTERNS
+from .registry import check_memory_type
+from .store import MAX_CONTENT_CHARS, normalize_tags
+
+Scope = Literal["project", "global"]
+LineKind = Literal["speech", "code", "tool", "reasoning", "patch"]
+
+CONFIDENCE_REMEMBER = 0.9
+CONFIDENCE_DECISION = 0.85
+CONFIDENCE_RULE = 0.8  # always / never
+CONFIDENCE_PREFERENCE = 0.8
+CONFIDENCE_HOWTO = 0.8
+MIN_WORDS = 3
+MAX_TECH_TAGS = 5
+REDACTED = "[REDACTED]"
+
+
+@dataclass
+class Candidate:
+    """A memory the extractor proposes; the session hooks store it as is."""
+
+    type: str
+    content: str
+    confidence: float
+    tags: list[str] = field(default_factory=list)
+    scope: Scope = "project"
+    source_message_ids: list[str] = field(default_factory=list)
+
+
+class Extractor(Protocol):
+    """Anything that proposes memories from messages (heuristics now, an LLM later)."""
+
+    def extract(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> list[Candidate]: ...
+
+
+# -- privacy ------------------------------------------------------------------------------
+
+_PRIVATE_SPAN = re.compile(r"<private\s*>.*?</private\s*>", re.I | re.S)
+_PRIVATE_OPEN = re.compile(r"<private\s*>", re.I)
+_PRIVATE_CLOSE = re.compile(r"</private\s*>", re.I)
+
+
+def strip_private(text: str) -> str:
+    """``text`` without ``<private>...</private>`` spans, failing closed.
+
+    An unclosed ``<private>`` drops everything after it, and a stray ``</private>`` drops
+    everything before it (its opening tag was lost, so what precedes may be private).
+    """
+    last_close = None
+    for m in _PRIVATE_CLOSE.finditer(text):
+        before = text[: m.start()]
+        if len(_PRIVATE_OPEN.findall(before)) <= len(_PRIVATE_CLOSE.findall(before)):
+            last_close = m.end()  # a closing tag with no opening tag before it
+    if last_close is not None:
+        text = text[last_close:]
+    text = _PRIVATE_SPAN.sub(" ", text)
+    opened = _PRIVATE_OPEN.search(text)
+    return text[: opened.start()] if opened else text
+
+
+def _redact_match(name: str, m: re.Match[str]) -> str:
+    found = m.group(0)
+    if name == "password in a URL":  # keep scheme and host: scheme://[REDACTED]@host
+        scheme, _, _ = found.partition("://")
+        return f"{scheme}://{REDACTED}@"
+    if name == "password or secret assignment":  # keep the key name: password=[REDACTED]
+        key = re.match(r"(?i)[a-z_-]+\s*[:=]\s*['\"]?", found)
+        return f"{key.group(0) if key else ''}{REDACTED}"
+    return REDACTED
+
+
+# "the password is hunter2!" in prose: a value with a digit or symbol is taken as the
+# secret itself ("the token is expired" is left alone).
+_SPOKEN_SECRET = re.compile(
+    r"(?i)\b(?P<key>(?:password|passwd|passphrase|pwd|secret|token|api[ _-]?key)s?"
+    r"\s+(?:is|was|are|were)\s+['\"`]?)(?P<value>[^\s'\"`]+)"
+)
+
+
+def _redact_spoken(m: re.Match[str]) -> str:
+    value = m.group("value")
+    token = value.rstrip(".,;:!?)")
+    if len(token) < 4 or not re.search(r"[\d\W_]", token) or token == REDACTED:
+        return m.group(0)
+    return m.group("key") + REDACTED + value[len(token) :]
+
+
+def redact_secrets(text: str) -> str | None:
+    """``text`` with credentials (`redact.SECRET_PATTERNS`, plus "the password is x1y2"
+    in prose) replaced by ``[REDACTED]``; None when it holds a private key, as only its
+    header is recognizable and nothing after it is safe."""
+    for name, pattern in SECRET_PATTERNS:
+        if name == "private key":
+            if pattern.search(text):
+                return None
+            continue
+        text = pattern.sub(lambda m, n=name: _redact_match(n, m), text)
+    return _SPOKEN_SECRET.sub(_redact_spoken, text)
+
+
+# -- transcript parsing -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TranscriptLine:
+    """One line of a message, with the kind of block it belongs to."""
+
+    kind: LineKind
+    text: str
+
+
+_SPEAKER = re.compile(r"^(?:User|Assistant):[ \t]?(.*)$")
+_MARKERS: tuple[tuple[LineKind, re.Pattern[str]], ...] = (
+    ("reasoning", re.compile(r"^Reasoning:")),
+    ("tool", re.compile(r"^Tool:")),
+    ("patch", re.compile(r"^Patch(?:\s*$|:)")),
+)
+
+
+def transcript_lines(message: Message) -> list[TranscriptLine]:
+    """The message's lines (private spans removed), each tagged speech / code / tool /
+    reasoning / patch. Unprefixed lines continue the block above them; a message without
+    any prefix is all speech."""
+    out: list[TranscriptLine] = []
+    kind: LineKind = "speech"
+    for raw in strip_private(message.text).splitlines():
+        speaker = _SPEAKER.match(raw)
+        if speaker:
+            kind = "speech"
+            raw = speaker.group(1)
+        else:
+            for marker_kind, pattern in _MARKERS:
+                if pattern.match(raw):
+                    kind = marker_kind
+                    break
+        if kind in ("speech", "code") and raw.lstrip().startswith("```"):
+            kind = "code" if kind == "speech" else "speech"
+            continue
+        out.append(TranscriptLine(kind, raw))
+    return out
+
+
+def speech_lines(message: Message) -> list[str]:
+    """The spoken lines of a message, without prefixes, tool output or code blocks."""
+    return [line.text for line in transcript_lines(message) if line.kind == "speech"]
+
+
+def tool_output_lines(message: Message) -> list[str]:
+    """The lines printed under ``Tool: <name>`` (not the marker line itself)."""
+    return [
+        line.text
+        for line in transcript_lines(message)
+        if line.kind == "tool" and not line.text.startswith("Tool:")
+    ]
+
+
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "incl.", "no.")
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+
+
+def split_sentences(line: str) -> list[str]:
+    """Sentences of one line; a period after a common abbreviation does not end one."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(line):
+        head = line[start : m.end()].rstrip()
+        if head.lower().endswith(_ABBREVIATIONS):
+            continue
+        out.append(head)
+        start = m.end()
+    tail = line[start:].strip()
+    if tail:
+        out.append(tail)
+    return [s.strip() for s in out if s.strip()]
+
+
+# -- content helpers ----------------------------------------------------------------------
+
+_WORD = re.compile(r"[A-Za-z0-9][\w'./+#-]*")
+_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|also|and|but|btw|by the way|oh|fyi|so|hey|alright|right|yes|yeah|"
+    r"sure|thanks|thank you|great|cool|perfect|nice|one more thing|important|heads up|"
+    r"note(?=\s*:)|ps)\b\s*[,:;!.\-—]*\s*)+",
+    re.I,
+)
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_QUESTION_START = re.compile(
+    r"^(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|"
+    r"what|why|how|which|who|whom|whose|when|where|"
+    r"isn't|aren't|am)\b",
+    re.I,
+)
+_TODO = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
+_CHECKBOX = re.compile(r"^\s*[-*+]\s+\[[ xX✓]\]")
+# A phrase made only of these, or (for decisions and preferences) starting with one,
+# depends on context the memory will not have: "let's go with it", "I prefer this one".
+_VAGUE_ALL = re.compile(
+    r"^(?:(?:it|this|that|these|those|them|whatever|whichever|either|neither|both|one|ones|"
+    r"option|the|first|second|third|last|former|latter|other|yours|mine|nothing|anything|"
+    r"something|not|yet|so|too|then|instead|now|please|better|more|much|lot|way|[a-z])\b"
+    r"[\s.!,]*)+$",
+    re.I,
+)
+_VAGUE_REF = re.compile(
+    r"^(?:it|this|these|those|them|whatever|whichever|either|neither|option|"
+    r"the (?:former|latter|first|second|other)(?: one)?)\b",
+    re.I,
+)
+_WH_START = re.compile(r"^(?:what|when|how|why|where|which|who|whether|if)\b", re.I)
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _normalize_key(text: str) -> str:
+    """Case, punctuation and spacing folded: the identity used to drop duplicates."""
+    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
+
+
+def _finish(text: str) -> str | None:
+    """A clean standalone sentence: trimmed, capitalized, ending with a period; None for
+    questions and fragments."""
+    text = " ".join(text.split()).strip(" \t*")
+    if not text or text.endswith("?"):
+        return None
+    text = re.sub(r"[\s,;:.!…—-]+$", "", text)
+    if len(_words(text)) < MIN_WORDS:
+        return None
+    if len(text) >= MAX_CONTENT_CHARS:
+        cut = text[: MAX_CONTENT_CHARS - 5]
+        text = cut.rsplit(" ", 1)[0] if " " in cut else cut
+        text += " ..."
+    if text[0].islower():
+        text = text[0].upper() + text[1:]
+    return text + "."
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
+
+
+def _vague(body: str, *, leading: bool = True) -> bool:
+    """Whether ``body`` only points at something said before (``leading``: also when it
+    starts with such a reference)."""
+    body = body.strip()
+    return bool(_VAGUE_ALL.match(body) or (leading and _VAGUE_REF.match(body)))
+
+
+# -- automatic tags -----------------------------------------------------------------------
+
+TECH_TAGS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (tag, re.compile(pattern, re.I))
+    for tag, pattern in (
+        ("docker", r"\bdocker|\bcontainers?\b|\bcompose\b"),
+        ("kubernetes", r"\bk8s\b|kubernetes|kubectl|\bhelm\b|\bgke\b|\beks\b"),
+        ("git", r"\bgit\b|github|gitlab|\brebase|\bsquash|\bcommits?\b|\bbranch|\bmerge|\bpush\b"),
+        ("postgres", r"postgres|\bpsql\b|\bpg\b"),
+        ("mysql", r"\bmysql|mariadb"),
+        ("sqlite", r"sqlite"),
+        ("redis", r"\bredis"),
+        ("kafka", r"\bkafka"),
+        ("python", r"\bpython|\bpip\b|\bvenv\b|\.py\b|\bpoetry\b|\buv\b"),
+        ("pytest", r"\bpytest"),
+        ("typescript", r"typescript|\btsc\b|\.tsx?\b"),
+        ("javascript", r"javascript|\bnode(?:\.?js)?\b|\.jsx?\b"),
+        ("npm", r"\bnpm\b"),
+        ("pnpm", r"\bpnpm\b"),
+        ("yarn", r"\byarn\b"),
+        ("rust", r"\brust\b|\bcargo\b"),
+        ("go", r"\bgolang\b|\bgo\.mod\b|\bgo (?:test|build|run|mod)\b"),
+        ("terraform", r"terraform"),
+        ("aws", r"\baws\b|\bs3\b|\blambda\b"),
+        ("deploy", r"\bdeploy|\breleases?\b|\brollouts?\b|\bblue-green\b"),
+        ("testing", r"\btests?\b|\btesting\b|\be2e\b|\bfixtures?\b|\bmocks?\b|\bpytest\b|\bjest\b"),
+        ("ci", r"\bci\b|github actions|\bpipelines?\b|\bjenkins\b"),
+        ("database", r"\bdatabases?\b|\bdb\b|\bmigrations?\b|\bschema\b|\bsql\b|\borm\b"),
+        ("api", r"\bapi\b|\bendpoints?\b|\bhttp\b|\brest\b|graphql"),
+        ("lint", r"\blint|\bruff\b|\beslint\b|\bflake8\b|\bmypy\b"),
+        ("formatting", r"\bformat(?:ting|ter)?\b|\bprettier\b|\bblack\b"),
+        ("security", r"\bsecrets?\b|\bcredentials?\b|\bpasswords?\b|\bauth\b|\bvpn\b"),
+        ("dependencies", r"\bdependenc|\blockfile|\bpin(?:ned|ning)?\b"),
+    )
+)
+
+
+def auto_tags(content: str, memory_type: str) -> list[str]:
+    """A few lowercase keyword tags (known tech words, then the memory type), all valid
+    for the store, so memories can be filtered without an LLM."""
+    tags = [tag for tag, pattern in TECH_TAGS if pattern.search(content)][:MAX_TECH_TAGS]
+    return _valid_tags([*tags, memory_type])
+
+
+def _valid_tags(tags: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for tag in tags:
+        try:
+            out.extend(t for t in normalize_tags([tag]) if t not in out)
+        except ValidationError:
+            continue
+    return out
+
+
+# -- the patterns -------------------------------------------------------------------------
+
+# *Remember*: / **Remember**: anywhere in a line; a bare Remember: only at its start.
+_REMEMBER_MARK = re.compile(
+    r"(?:(?<![\w*])(?:\*\*|\*|__|_)remember(?:\s*:)?(?:\*\*|\*|__|_)\s*:?|^remember\s*:)"
+    r"\s*(?P<body>.*)$",
+    re.I,
+)
+_REMEMBER_SAY = re.compile(
+    r"^(?:(?:can|could|would|will) you (?:please )?|please )?"
+    r"(?:remember|keep in mind|don'?t forget|do not forget)(?:\s*,)?\s+(?:that\s+)?(?P<body>.+)$",
+    re.I,
+)
+_DECISION_LABEL = re.compile(
+    r"^(?:\*\*|\*|__)?(?:final )?(?:decision|decided)(?:\s*:)?(?:\*\*|\*|__)?\s*:?\s+"
+    r"(?P<body>.+)$",
+    re.I,
+)
+_DECISION_SAY = re.compile(
+    r"^(?P<trigger>we(?:'ve| have)? (?:decided|agreed) (?:to|that|on|against)"
+    r"|we(?:'ve| have)? settled on"
+    r"|we(?:'re| are) going with"
+    r"|we(?:'ll| will) (?:go|stick) with"
+    r"|let'?s (?:go|stick) with"
+    r"|(?:we(?:'ll| will|'re going to| are going to)|let'?s) "
+    r"(?:use|switch to|move to|migrate to|standardize on)(?=.+\b(?:instead of|rather than)\b))"
+    r"\b(?P<body>.*)$",
+    re.I,
+)
+_PREFERENCE_SAY = re.compile(
+    r"^I(?:'d| would)? (?P<adv>(?:really |strongly |generally |usually |much |definitely )*)"
+    r"(?P<verb>prefer|rather|like)\s+(?P<body>.+)$",
+    re.I,
+)
+_RULE_SAY = re.compile(
+    r"^(?:please\s+)?(?:(?P<you>you (?:should|must|need to|have to)\s+)"
+    r"|(?P<we>we(?: should| must| need to| have to)?\s+))?"
+    r"(?P<adverb>always|never)\s+(?P<verb>[a-z][\w'-]*)(?P<rest>.*)$",
+    re.I,
+)
+_HOWTO_PURPOSE_FIRST = re.compile(
+    r"^(?:to|for) (?P<purpose>[^,`]{3,80}),\s*(?:just |you can |you need to |you have to |"
+    r"always )?(?:run|use|type|call)\s+`[^`]+`",
+    re.I,
+)
+_HOWTO_COMMAND_FIRST = re.compile(
+    r"^(?:just |you can |you need to |you have to )?(?:run|use|call)\s+`[^`]+`\s+"
+    r"(?:to|for|before|after|when|whenever|whenever you|if you want to)\s+(?P<purpose>.+)$",
+    re.I,
+)
+_HOWTO_THE_COMMAND = re.compile(
+    r"^the (?:(?P<qualifier>[\w./-]+(?: [\w./-]+){0,2}) )?command"
+    r"(?: (?:to|for) (?P<purpose>[^`]+?))? is:?\s+`[^`]+`",
+    re.I,
+)
+_ONE_OFF = re.compile(
+    r"^(?:see|check (?:if|whether)|verify|confirm|find out|reproduce|make sure (?:it|this))\b"
+    r"|\b(?:it|this|that)\b|\bagain\b|\bnow\b",
+    re.I,
+)
+
+_PAST_IRREGULAR = _wordset(
+    "did had was were got knew thought made went saw found said ran wrote told took gave "
+    "came became kept left meant met paid sent sat stood understood forgot broke chose "
+    "spoke"
+)
+_ED_VERBS = _wordset("need feed seed proceed exceed embed shed speed bleed succeed")
+# Words after always/never that describe what happens rather than prescribe what to do.
+_NOT_RULE_VERBS = _wordset(
+    "the a an this that it its so too mind ever again really been sure true false seem get "
+    "forget end hit break lose miss struggle fail mess screw have know think wonder feel "
+    "want wish hate love like say talk argue complain happen work enough"
+)
+_PROCEDURE_VERBS = _wordset(
+    "run execute build test deploy release commit push pull rebase merge squash squash-merge "
+    "restart rebuild install migrate check lint format update bump tag backup source "
+    "activate pin lock review start stop reset clean seed rotate regenerate verify call "
+    "compile bundle publish ship roll rollback"
+)
+_PREFERENCE_VERBS = _wordset(
+    "use write prefer ask explain answer reply respond include mention add keep put name "
+    "comment document show give leave be avoid say apologize summarize suggest print log "
+    "type annotate sign"
+)
+_IMPERATIVE_START = re.compile(
+    r"^(?:always|never|don'?t|do not|make sure|ensure|avoid|"
+    + "|".join(sorted(_PROCEDURE_VERBS | {"use", "set", "add", "keep", "put", "call"}))
+    + r")\b(?!(?:\s+\S+){0,2}\s+(?:is|are|was|were|has|have|can|should|must|will|needs?|"
+    r"lives?|runs|takes|uses|requires|depends|lives|goes)\b)",
+    re.I,
+)
+
+
+def _is_base_verb(word: str) -> bool:
+    """Whether ``word`` can be the base-form verb of a rule ("always *run* ...")."""
+    w = word.lower().rstrip(",.;:")
+    if not w or w in _NOT_RULE_VERBS or w in _PAST_IRREGULAR:
+        return False
+    if w.endswith("ed") and w not in _ED_VERBS:
+        return False  # past tense: a story, not a rule ("we never decided ...")
+    if w.endswith("ing") and w not in ("bring",):
+        return False
+    return not (w.endswith("s") and not w.endswith("ss"))  # "always fails" is a report
+
+
+def _preference_sentence(m: re.Match[str]) -> str | None:
+    body = m.group("body").strip()
+    verb = m.group("verb").lower()
+    adv = m.group("adv").lower()
+    if verb == "rather":
+        if re.match(r"(?i)^not\b[\s.!]*$", body):
+            return None
+        return f"User would {adv}rather {body}"
+    if verb == "like":
+        if not re.search(r"(?i)\b(?:better|more)\b", body) or body.lower().startswith("to "):
+            return None
+        return f"User {adv}likes {body}"
+    return f"User {adv}prefers {body}"
+
+
+def _classify(body: str) -> tuple[str, Scope]:
+    """Type and scope for an explicitly remembered statement."""
+    lowered = body.lower()
+    if re.match(r"^(?:user|i)(?:'d| would)? (?:\w+ )?(?:prefers?|rather)\b", lowered):
+        return "preference", "global"
+    if _DECISION_SAY.match(body) or _DECISION_LABEL.match(body):
+        return "decision", "project"
+    if _IMPERATIVE_START.match(body) or re.match(r"^we (?:always|never)\b", lowered):
+        return "procedure", "project"
+    return "fact", "project"
+
+
+def _rewrite_first_person_preference(body: str) -> str:
+    m = _PREFERENCE_SAY.match(body)
+    return (_preference_sentence(m) or body) if m else body
+
+
+@dataclass(frozen=True)
+class _Hit:
+    type: str
+    content: str
+    confidence: float
+    scope: Scope
+
+
+def _remember_hit(body: str) -> _Hit | None:
+    body = _FILLER.sub("", body.strip())
+    if not body or _WH_START.match(body) or _TODO.match(body) or _vague(body, leading=False):
+        return None
+    body = re.sub(r"(?i)^to\s+(?=\w)", "", body)  # "remember to run X" -> "Run X"
+    kind, scope = _classify(body)
+    if kind == "preference":
+        body = _rewrite_first_person_preference(body)
+    content = _finish(body)
+    return _Hit(kind, content, CONFIDENCE_REMEMBER, scope) if content else None
+
+
+def _sentence_hit(sentence: str) -> _Hit | None:
+    """The memory one spoken user sentence states, if it states one on purpose."""
+    s = _FILLER.sub("", sentence.strip())
+    if not s:
+        return None
+    m = _REMEMBER_SAY.match(s)
+    if m:  # "can you remember that X?" is a request, not a question
+        return _remember_hit(m.group("body").rstrip("?").strip())
+    if _is_question(s) or _TODO.search(s):
+        return None
+    m = _DECISION_LABEL.match(s)
+    if m:
+        content = None if _vague(m.group("body")) else _finish(m.group("body"))
+        return _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
+    m = _DECISION_SAY.match(s)
+    if m:
+        if not m.group("body").strip() or _vague(m.group("body")):
+            return None
+        content = _finish(s)
+        return _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
+    m = _PREFERENCE_SAY.match(s)
+    if m:
+        if _vague(m.group("body")):
+            return None
+        text = _preference_sentence(m)
+        content = _finish(text) if text else None
+        return _Hit("preference", content, CONFIDENCE_PREFERENCE, "global") if content else None
+    m = _RULE_SAY.match(s)
+    if m and _is_base_verb(m.group("verb")):
+        return _rule_hit(s, m)
+    return _howto_hit(s)
+
+
+def _rule_hit(sentence: str, m: re.Match[str]) -> _Hit | None:
+    if m.group("you"):  # "you should always X" -> "Always X"
+        text = sentence[m.start("adverb") :]
+    else:
+        text = re.sub(r"(?i)^please\s+", "", sentence)
+    content = _finish(text)
+    if not content:
+        return None
+    verb = m.group("verb").lower()
+    concrete = "`" in sentence or bool(re.search(r"\w/\w|\.\w{1,4}\b", m.group("rest")))
+    if m.group("we") or verb in _PROCEDURE_VERBS or concrete or verb not in _PREFERENCE_VERBS:
+        return _Hit("procedure", content, CONFIDENCE_RULE, "project")
+    return _Hit("preference", content, CONFIDENCE_RULE, "global")
+
+
+def _howto_hit(sentence: str) -> _Hit | None:
+    m = (
+        _HOWTO_PURPOSE_FIRST.match(sentence)
+        or _HOWTO_COMMAND_FIRST.match(sentence)
+        or _HOWTO_THE_COMMAND.match(sentence)
+    )
+    if not m:
+        return None
+    purpose = (m.groupdict().get("purpose") or "").strip()
+    qualifier = m.groupdict().get("qualifier")
+    if m.re is _HOWTO_THE_COMMAND and not (purpose or qualifier):
+        return None  # "the command is `x`": for what? not standalone
+    if purpose and _ONE_OFF.search(purpose):
+        return None  # "run `npm test` to see if it passes" is a request for now
+    content = _finish(re.sub(r"(?i)^just\s+", "", sentence))
+    return _Hit("procedure", content, CONFIDENCE_HOWTO, "project") if content else None
+
+
+def _statement_lines(message: Message) -> Iterator[tuple[str, bool]]:
+    """(line, continues_paragraph) for the spoken lines worth reading: bullets stripped;
+    quotes, checkboxes, headings and TODO lines skipped."""
+    previous_blank = True
+    for raw in speech_lines(message):
+        line = raw.strip()
+        if not line:
+            previous_blank = True
+            continue
+        skip = line.startswith((">", "#", "|")) or _CHECKBOX.match(line) or _TODO.match(line)
+        if not skip:
+            yield _BULLET.sub("", line), not previous_blank
+        previous_blank = False
+
+
+# A line that starts a new labelled item ("Decision: ...", "**Note:** ...") ends a note.
+_LABEL = re.compile(r"^(?:\*\*|__)?[A-Za-z][\w -]{0,24}:?(?:\*\*|__)?:\s")
+
+
+def _marker_hits(message: Message) -> Iterator[_Hit]:
+    """``*Remember*: ...`` notes, from either role; the note runs to the paragraph's end."""
+    lines = list(_statement_lines(message))
+    for i, (line, _) in enumerate(lines):
+        m = _REMEMBER_MARK.search(line)
+        if not m:
+            continue
+        parts = [m.group("body")]
+        for nxt, continues in lines[i + 1 :]:
+            if not continues or _REMEMBER_MARK.search(nxt) or _LABEL.match(nxt):
+                break
+            parts.append(nxt)
+        sentences = split_sentences(" ".join(parts))
+        body = " ".join(s for s in sentences if not s.rstrip().endswith("?"))
+        hit = _remember_hit(body) if body else None
+        if hit:
+            yield hit
+
+
+def _message_hits(message: Message) -> Iterator[_Hit]:
+    yield from _marker_hits(message)
+    for line, _ in _statement_lines(message):
+        if _REMEMBER_MARK.search(line):
+            continue
+        for sentence in split_sentences(line):
+            if message.role == "user":
+                hit = _sentence_hit(sentence)
+            else:  # an assistant's own claims are not the user's decisions; labels are
+                m = _DECISION_LABEL.match(_FILLER.sub("", sentence))
+                content = _finish(m.group("body")) if m and not _vague(m.group("body")) else None
+                hit = _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
+            if hit:
+                yield hit
+
+
+# -- candidates ---------------------------------------------------------------------------
+
+
+def _clean_content(content: str) -> str | None:
+    """Private spans out, credentials redacted; None if too little meaning is left."""
+    text = strip_private(content)
+    redacted = redact_secrets(text)
+    if redacted is None:
+        return None
+    if redacted != text:
+        meaningful = [
+            w
+            for w in _words(redacted.replace(REDACTED, " "))
+            if len(w) > 2 and w.lower() not in _STOPWORDS
+        ]
+        if len(meaningful) < MIN_WORDS:
+            return None
+    text = " ".join(redacted.split())
+    return text if len(_words(text)) >= MIN_WORDS else None
+
+
+_STOPWORDS = _wordset(
+    "the and for are but not you all any can her was one our out has have his how its may "
+    "new now old see two way who did get let put say she too use that this with from they "
+    "will what when your which their there than them then these those into just also is "
+    "token key password secret value"
+)
+
+
+def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """The gate every candidate passes before it is stored, whatever produced it:
+    registered type, clean content (no private spans, no credentials, at most 10,000
+    characters), valid tags, confidence in [0, 1], duplicates (by normalized text)
+    merged into the first one."""
+    out: list[Candidate] = []
+    seen: dict[str, Candidate] = {}
+    for cand in candidates:
+        try:
+            kind = check_memory_type(cand.type)
+        except ValidationError:
+            continue
+        content = _clean_content(cand.content)
+        if not content:
+            continue
+        content = content[:MAX_CONTENT_CHARS]
+        key = _normalize_key(content)
+        if key in seen:
+            first = seen[key]
+            first.source_message_ids.extend(
+                i for i in cand.source_message_ids if i not in first.source_message_ids
+            )
+            continue
+        try:
+            confidence = min(1.0, max(0.0, float(cand.confidence)))
+        except (TypeError, ValueError):
+            continue
+        tags = _valid_tags([*cand.tags, *auto_tags(content, kind)]) or [kind]
+        clean = Candidate(
+            type=kind,
+            content=content,
+            confidence=confidence,
+            tags=tags,
+            scope="global" if cand.scope == "global" else "project",
+            source_message_ids=list(dict.fromkeys(cand.source_message_ids)),
+        )
+        seen[key] = clean
+        out.append(clean)
+    return out
+
+
+class HeuristicExtractor:
+    """Pattern-based extraction: no model, deterministic, and deliberately conservative.
+
+    User messages: "remember that / please remember / don't forget / keep in mind ...",
+    "we decided / agreed ...", "Decision: ...", "let's go with ...", "we'll use X instead
+    of Y", "I prefer / I'd rather / I like X better ...", "always / never ..." rules and
+    how-tos framed around a backticked command. Both roles: ``*Remember*: ...`` notes and
+    ``Decision: ...`` labels. Questions, hypotheticals, past-tense stories, TODOs, quotes,
+    code, tool output and reasoning never become memories.
+    """
+
+    name = "heuristic"
+
+    def extract(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> list[Candidate]:
+        raw: list[Candidate] = []
+        for message in messages:
+            for hit in _message_hits(message):
+                raw.append(
+                    Candidate(
+                        type=hit.type,
+                        content=hit.content,
+                        confidence=hit.confidence,
+                        tags=[],
+                        scope=hit.scope,
+                        source_message_ids=[message.id],
+                    )
+                )
+        return finalize_candidates(raw)
+
+
+class ExtractionEngine:
+    """What the session hooks call to turn new messages into memory candidates.
+
+    Runs one `Extractor` (the heuristic one unless given another, e.g. an Ollama-backed
+    extractor) and falls back to the heuristics if it raises, so an unreachable model
+    degrades extraction instead of stopping it. Every result passes `finalize_candidates`.
+    """
+
+    def __init__(self, extractor: Extractor | None = None) -> None:
+        self.heuristic = HeuristicExtractor()
+        self.extractor: Extractor = extractor or self.heuristic
+
+    def check_available(self) -> bool:
+        """Whether extraction can run (the heuristics always can)."""
+        return True
+
+    def extract(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> list[Candidate]:
+        try:
+            candidates = self.extractor.extract(messages, project=project)
+        except Exception:
+            if self.extractor is self.heuristic:
+                raise
+            candidates = self.heuristic.extract(messages, project=project)
+        return finalize_candidates(candidates)
+
+
+# -- session summary and self-assessment --------------------------------------------------
+
+_SMALL_TALK = _wordset(
+    "hi hello hey thanks thank you ok okay yes no continue go on go ahead proceed sure "
+    "yep nope cool great"
+)
+SUMMARY_MAX_CHARS = 600
+_ERROR_LINE = re.compile(r"(?i)\berror|\bfailed\b|\bfailure\b|\btraceback\b")
+_NO_ERROR_LINE = re.compile(r"(?i)\b(?:0|no|zero) (?:errors?|failed|failures)\b")
+
+
+def _one_line(text: str, limit: int) -> str:
+    """Whitespace collapsed and cut at a word boundary to at most ``limit`` characters."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3].rsplit(" ", 1)[0] or text[: limit - 3]
+    return cut.rstrip(" ,;:") + "..."
+
+
+def _safe(text: str) -> str:
+    """Private spans gone and credentials redacted; empty when nothing safe is left."""
+    redacted = redact_secrets(strip_private(text))
+    return redacted or ""
+
+
+def session_goal(messages: Sequence[Message], limit: int = 500) -> str:
+    """The first real user request: the first user message that is not small talk or a
+    bare slash command, on one line."""
+    for message in messages:
+        if message.role != "user":
+            continue
+        text = _safe("\n".join(speech_lines(message)))
+        words = _normalize_key(text)
+        if not words or words in _SMALL_TALK or re.fullmatch(r"/\S+", text.strip()):
+            continue
+        if all(w in _SMALL_TALK for w in words.split()):
+            continue
+        return _one_line(text, limit)
+    return ""
+
+
+def unique_recent(items: Iterable[str], limit: int) -> list[str]:
+    """Distinct items in order of their last occurrence, the last ``limit`` of them."""
+    order: dict[str, None] = {}
+    for item in items:
+        item = item.strip()
+        if item:
+            order.pop(item, None)
+            order[item] = None
+    return list(order)[-limit:] if limit > 0 else []
+
+
+def _files(messages: Sequence[Message]) -> list[str]:
+    return [f for f in (_safe(f) for m in messages for f in m.files) if f.strip()]
+
+
+def _commands(messages: Sequence[Message]) -> list[str]:
+    return [c for c in (_safe(c) for m in messages for c in m.commands) if c.strip()]
+
+
+def _listing(items: Sequence[str], shown: int) -> str:
+    head = ", ".join(_one_line(i, 80) for i in items[:shown])
+    more = len(items) - shown
+    return f"{head} (+{more} more)" if more > 0 else head
+
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"
+
+
+def summarize_session(messages: Sequence[Message]) -> str:
+    """A short plain-text summary of the session for its ``event`` memory: the goal,
+    how many turns, which files and commands. At most 600 characters."""
+    users = sum(1 for m in messages if m.role == "user")
+    replies = len(messages) - users
+    goal = session_goal(messages, limit=200) or "unknown"
+    files = unique_recent(_files(messages), 1000)
+    commands = unique_recent(_commands(messages), 1000)
+    parts = [
+        f"Session summary. Goal: {goal.rstrip('.!')}",
+        f"{_count(users, 'user turn')}, {_count(replies, 'assistant reply', 'assistant replies')}",
+    ]
+    if files:
+        parts.append(f"{_count(len(files), 'file')} touched: {_listing(files, 5)}")
+    if commands:
+        parts.append(f"{_count(len(commands), 'command')} run: {_listing(commands, 3)}")
+    return _one_line(". ".join(parts) + ".", SUMMARY_MAX_CHARS)
+
+
+def _is_error(line: str) -> bool:
+    return bool(_ERROR_LINE.search(line)) and not _NO_ERROR_LINE.search(line)
+
+
+def _error_lines(message: Message) -> int:
+    return sum(1 for line in tool_output_lines(message) if _is_error(line))
+
+
+def _last_tool_failed(message: Message) -> bool:
+    """Whether the output of the message's last tool call shows an error."""
+    block: list[str] = []
+    for line in transcript_lines(message):
+        if line.kind == "tool":
+            block = [] if line.text.startswith("Tool:") else [*block, line.text]
+    return any(_is_error(line) for line in block)
+
+
+def self_assessment(messages: Sequence[Message]) -> str:
+    """The degraded (no model) ``self_assessment`` text: counts only, no judgement.
+
+    "completed" only means the agent had the last word and its last tool call showed no
+    error, not that the goal was met; anything else is "unclear".
+    """
+    if not messages:
+        return ""
+    turns = sum(1 for m in messages if m.role == "user")
+    errors = sum(_error_lines(m) for m in messages)
+    files = unique_recent(_files(messages), 1000)
+    last = messages[-1]
+    done = last.role == "assistant" and not _last_tool_failed(last)
+    text = (
+        f"Session self-assessment (heuristic): {_count(turns, 'turn')}, "
+        f"{_count(errors, 'tool error')} seen, "
+        f"files touched: {_listing(files, 5) if files else 'none'}, "
+        f"outcome: {'completed' if done else 'unclear'}."
+    )
+    return _one_line(text, SUMMARY_MAX_CHARS)
