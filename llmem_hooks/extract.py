@@ -26,7 +26,7 @@ from .registry import check_memory_type
 from .store import MAX_CONTENT_CHARS, normalize_tags
 
 Scope = Literal["project", "global"]
-LineKind = Literal["speech", "code", "tool", "reasoning", "patch"]
+LineKind = Literal["speech", "code", "tool", "reasoning", "patch", "error"]
 
 CONFIDENCE_REMEMBER = 0.9
 CONFIDENCE_DECISION = 0.85
@@ -60,27 +60,34 @@ class Extractor(Protocol):
 
 # -- privacy ------------------------------------------------------------------------------
 
-_PRIVATE_SPAN = re.compile(r"<private\s*>.*?</private\s*>", re.I | re.S)
-_PRIVATE_OPEN = re.compile(r"<private\s*>", re.I)
-_PRIVATE_CLOSE = re.compile(r"</private\s*>", re.I)
+_PRIVATE_TAG = re.compile(r"<(/?)private\s*>", re.I)
 
 
 def strip_private(text: str) -> str:
     """``text`` without ``<private>...</private>`` spans, failing closed.
 
-    An unclosed ``<private>`` drops everything after it, and a stray ``</private>`` drops
-    everything before it (its opening tag was lost, so what precedes may be private).
+    Nested spans count as one; an unclosed ``<private>`` drops everything after it, and a
+    stray ``</private>`` drops everything before it (its opening tag was lost, so what
+    precedes may be private). One pass, linear in the length of ``text``.
     """
-    last_close = None
-    for m in _PRIVATE_CLOSE.finditer(text):
-        before = text[: m.start()]
-        if len(_PRIVATE_OPEN.findall(before)) <= len(_PRIVATE_CLOSE.findall(before)):
-            last_close = m.end()  # a closing tag with no opening tag before it
-    if last_close is not None:
-        text = text[last_close:]
-    text = _PRIVATE_SPAN.sub(" ", text)
-    opened = _PRIVATE_OPEN.search(text)
-    return text[: opened.start()] if opened else text
+    kept: list[str] = []
+    depth = 0
+    pos = 0
+    for tag in _PRIVATE_TAG.finditer(text):
+        if not tag.group(1):
+            if depth == 0:
+                kept.append(text[pos : tag.start()])
+            depth += 1
+        elif depth == 0:
+            kept, pos = [], tag.end()
+        else:
+            depth -= 1
+            if depth == 0:
+                kept.append(" ")
+                pos = tag.end()
+    if depth == 0:
+        kept.append(text[pos:])
+    return "".join(kept)
 
 
 def _redact_match(name: str, m: re.Match[str]) -> str:
@@ -139,25 +146,34 @@ _MARKERS: tuple[tuple[LineKind, re.Pattern[str]], ...] = (
     ("reasoning", re.compile(r"^Reasoning:")),
     ("tool", re.compile(r"^Tool:")),
     ("patch", re.compile(r"^Patch(?:\s*$|:)")),
+    ("error", re.compile(r"^Error:")),  # a failed model call; only right after a speaker
 )
 
 
+def _marker(text: str, *, after_speaker: bool) -> LineKind | None:
+    for kind, pattern in _MARKERS:
+        if pattern.match(text) and (after_speaker or kind != "error"):
+            return kind
+    return None
+
+
 def transcript_lines(message: Message) -> list[TranscriptLine]:
-    """The message's lines (private spans removed), each tagged speech / code / tool /
-    reasoning / patch. Unprefixed lines continue the block above them; a message without
-    any prefix is all speech."""
+    """The message's lines (private spans removed, speaker prefixes dropped), each tagged
+    speech / code / tool / reasoning / patch / error.
+
+    A block marker may follow the speaker (OpenCode: ``Assistant: Tool: bash: make lint
+    [error]``) or start a line of its own; unprefixed lines continue the block above them,
+    and a message without any prefix is all speech.
+    """
     out: list[TranscriptLine] = []
     kind: LineKind = "speech"
     for raw in strip_private(message.text).splitlines():
         speaker = _SPEAKER.match(raw)
         if speaker:
-            kind = "speech"
             raw = speaker.group(1)
+            kind = _marker(raw, after_speaker=True) or "speech"
         else:
-            for marker_kind, pattern in _MARKERS:
-                if pattern.match(raw):
-                    kind = marker_kind
-                    break
+            kind = _marker(raw, after_speaker=False) or kind
         if kind in ("speech", "code") and raw.lstrip().startswith("```"):
             kind = "code" if kind == "speech" else "speech"
             continue
@@ -168,15 +184,6 @@ def transcript_lines(message: Message) -> list[TranscriptLine]:
 def speech_lines(message: Message) -> list[str]:
     """The spoken lines of a message, without prefixes, tool output or code blocks."""
     return [line.text for line in transcript_lines(message) if line.kind == "speech"]
-
-
-def tool_output_lines(message: Message) -> list[str]:
-    """The lines printed under ``Tool: <name>`` (not the marker line itself)."""
-    return [
-        line.text
-        for line in transcript_lines(message)
-        if line.kind == "tool" and not line.text.startswith("Tool:")
-    ]
 
 
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "incl.", "no.")
@@ -215,7 +222,7 @@ _QUESTION_START = re.compile(
     r"isn't|aren't|am)\b",
     re.I,
 )
-_TODO = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
+_TODO = re.compile(r"\b(?:TODO|FIXME)\b")
 _CHECKBOX = re.compile(r"^\s*[-*+]\s+\[[ xX✓]\]")
 # A phrase made only of these, or (for decisions and preferences) starting with one,
 # depends on context the memory will not have: "let's go with it", "I prefer this one".
@@ -256,12 +263,11 @@ def _finish(text: str) -> str | None:
     text = re.sub(r"[\s,;:.!…—-]+$", "", text)
     if len(_words(text)) < MIN_WORDS:
         return None
-    if len(text) >= MAX_CONTENT_CHARS:
-        cut = text[: MAX_CONTENT_CHARS - 5]
-        text = cut.rsplit(" ", 1)[0] if " " in cut else cut
-        text += " ..."
     if text[0].islower():
         text = text[0].upper() + text[1:]
+    if len(text) >= MAX_CONTENT_CHARS:  # the store's limit; keep whole words
+        cut = text[: MAX_CONTENT_CHARS - 4]
+        return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " ..."
     return text + "."
 
 
@@ -299,14 +305,14 @@ TECH_TAGS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("rust", r"\brust\b|\bcargo\b"),
         ("go", r"\bgolang\b|\bgo\.mod\b|\bgo (?:test|build|run|mod)\b"),
         ("terraform", r"terraform"),
-        ("aws", r"\baws\b|\bs3\b|\blambda\b"),
+        ("aws", r"\baws\b|\bs3\b|\bec2\b"),
         ("deploy", r"\bdeploy|\breleases?\b|\brollouts?\b|\bblue-green\b"),
         ("testing", r"\btests?\b|\btesting\b|\be2e\b|\bfixtures?\b|\bmocks?\b|\bpytest\b|\bjest\b"),
         ("ci", r"\bci\b|github actions|\bpipelines?\b|\bjenkins\b"),
         ("database", r"\bdatabases?\b|\bdb\b|\bmigrations?\b|\bschema\b|\bsql\b|\borm\b"),
-        ("api", r"\bapi\b|\bendpoints?\b|\bhttp\b|\brest\b|graphql"),
+        ("api", r"\bapis?\b|\bendpoints?\b|\bhttps?\b|\brest api|graphql"),
         ("lint", r"\blint|\bruff\b|\beslint\b|\bflake8\b|\bmypy\b"),
-        ("formatting", r"\bformat(?:ting|ter)?\b|\bprettier\b|\bblack\b"),
+        ("formatting", r"\bformat(?:ting|ter)?\b|\bprettier\b"),
         ("security", r"\bsecrets?\b|\bcredentials?\b|\bpasswords?\b|\bauth\b|\bvpn\b"),
         ("dependencies", r"\bdependenc|\blockfile|\bpin(?:ned|ning)?\b"),
     )
@@ -365,7 +371,7 @@ _PREFERENCE_SAY = re.compile(
     re.I,
 )
 _RULE_SAY = re.compile(
-    r"^(?:please\s+)?(?:(?P<you>you (?:should|must|need to|have to)\s+)"
+    r"^(?:please,?\s+)?(?:(?P<you>you (?:should|must|need to|have to)\s+)"
     r"|(?P<we>we(?: should| must| need to| have to)?\s+))?"
     r"(?P<adverb>always|never)\s+(?P<verb>[a-z][\w'-]*)(?P<rest>.*)$",
     re.I,
@@ -417,8 +423,8 @@ _PREFERENCE_VERBS = _wordset(
 _IMPERATIVE_START = re.compile(
     r"^(?:always|never|don'?t|do not|make sure|ensure|avoid|"
     + "|".join(sorted(_PROCEDURE_VERBS | {"use", "set", "add", "keep", "put", "call"}))
-    + r")\b(?!(?:\s+\S+){0,2}\s+(?:is|are|was|were|has|have|can|should|must|will|needs?|"
-    r"lives?|runs|takes|uses|requires|depends|lives|goes)\b)",
+    + r")\b(?!(?:\s+\S+){0,2}\s+(?:is|are|was|were|has|have|can|should|must|will|needs|"
+    r"lives|runs|takes|uses|requires|depends|goes)\b)",
     re.I,
 )
 
@@ -497,10 +503,8 @@ def _sentence_hit(sentence: str) -> _Hit | None:
         return _remember_hit(m.group("body").rstrip("?").strip())
     if _is_question(s) or _TODO.search(s):
         return None
-    m = _DECISION_LABEL.match(s)
-    if m:
-        content = None if _vague(m.group("body")) else _finish(m.group("body"))
-        return _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
+    if _DECISION_LABEL.match(s):
+        return _label_hit(s)
     m = _DECISION_SAY.match(s)
     if m:
         if not m.group("body").strip() or _vague(m.group("body")):
@@ -520,11 +524,20 @@ def _sentence_hit(sentence: str) -> _Hit | None:
     return _howto_hit(s)
 
 
+def _label_hit(sentence: str) -> _Hit | None:
+    """A ``Decision: ...`` label, which counts from either role."""
+    m = _DECISION_LABEL.match(_FILLER.sub("", sentence.strip()))
+    if not m or _vague(m.group("body")) or _is_question(m.group("body")):
+        return None
+    content = _finish(m.group("body"))
+    return _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
+
+
 def _rule_hit(sentence: str, m: re.Match[str]) -> _Hit | None:
     if m.group("you"):  # "you should always X" -> "Always X"
         text = sentence[m.start("adverb") :]
     else:
-        text = re.sub(r"(?i)^please\s+", "", sentence)
+        text = re.sub(r"(?i)^please,?\s+", "", sentence)
     content = _finish(text)
     if not content:
         return None
@@ -572,42 +585,48 @@ def _statement_lines(message: Message) -> Iterator[tuple[str, bool]]:
 _LABEL = re.compile(r"^(?:\*\*|__)?[A-Za-z][\w -]{0,24}:?(?:\*\*|__)?:\s")
 
 
-def _marker_hits(message: Message) -> Iterator[_Hit]:
-    """``*Remember*: ...`` notes, from either role; the note runs to the paragraph's end."""
-    lines = list(_statement_lines(message))
-    for i, (line, _) in enumerate(lines):
-        m = _REMEMBER_MARK.search(line)
-        if not m:
-            continue
-        parts = [m.group("body")]
-        for nxt, continues in lines[i + 1 :]:
-            if not continues or _REMEMBER_MARK.search(nxt) or _LABEL.match(nxt):
-                break
-            parts.append(nxt)
-        sentences = split_sentences(" ".join(parts))
-        body = " ".join(s for s in sentences if not s.rstrip().endswith("?"))
-        hit = _remember_hit(body) if body else None
-        if hit:
-            yield hit
+def _marker_hit(lines: Sequence[tuple[str, bool]], i: int) -> tuple[_Hit | None, int]:
+    """The ``*Remember*: ...`` note starting on line ``i`` (from either role) and how many
+    lines it spans: it runs to the end of its paragraph or the next labelled line."""
+    m = _REMEMBER_MARK.search(lines[i][0])
+    parts = [m.group("body")] if m else []
+    for nxt, continues in lines[i + 1 :]:
+        if not continues or _REMEMBER_MARK.search(nxt) or _LABEL.match(nxt):
+            break
+        parts.append(nxt)
+    sentences = split_sentences(" ".join(parts))
+    body = " ".join(s for s in sentences if not s.rstrip().endswith("?"))
+    return (_remember_hit(body) if body else None), len(parts)
 
 
 def _message_hits(message: Message) -> Iterator[_Hit]:
-    yield from _marker_hits(message)
-    for line, _ in _statement_lines(message):
+    lines = list(_statement_lines(message))
+    i = 0
+    while i < len(lines):
+        line = lines[i][0]
         if _REMEMBER_MARK.search(line):
+            hit, used = _marker_hit(lines, i)
+            i += max(used, 1)
+            if hit:
+                yield hit
             continue
+        i += 1
         for sentence in split_sentences(line):
-            if message.role == "user":
-                hit = _sentence_hit(sentence)
-            else:  # an assistant's own claims are not the user's decisions; labels are
-                m = _DECISION_LABEL.match(_FILLER.sub("", sentence))
-                content = _finish(m.group("body")) if m and not _vague(m.group("body")) else None
-                hit = _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
+            # An assistant's own claims are not the user's decisions; its labels are.
+            hit = _sentence_hit(sentence) if message.role == "user" else _label_hit(sentence)
             if hit:
                 yield hit
 
 
 # -- candidates ---------------------------------------------------------------------------
+
+
+_STOPWORDS = _wordset(
+    "the and for are but not you all any can her was one our out has have his how its may "
+    "new now old see two way who did get let put say she too use that this with from they "
+    "will what when your which their there than them then these those into just also is "
+    "token key password secret value"
+)
 
 
 def _clean_content(content: str) -> str | None:
@@ -628,14 +647,6 @@ def _clean_content(content: str) -> str | None:
     return text if len(_words(text)) >= MIN_WORDS else None
 
 
-_STOPWORDS = _wordset(
-    "the and for are but not you all any can her was one our out has have his how its may "
-    "new now old see two way who did get let put say she too use that this with from they "
-    "will what when your which their there than them then these those into just also is "
-    "token key password secret value"
-)
-
-
 def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
     """The gate every candidate passes before it is stored, whatever produced it:
     registered type, clean content (no private spans, no credentials, at most 10,000
@@ -644,6 +655,8 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
     out: list[Candidate] = []
     seen: dict[str, Candidate] = {}
     for cand in candidates:
+        if not isinstance(cand.type, str) or not isinstance(cand.content, str):
+            continue  # a model's malformed output
         try:
             kind = check_memory_type(cand.type)
         except ValidationError:
@@ -653,24 +666,23 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
             continue
         content = content[:MAX_CONTENT_CHARS]
         key = _normalize_key(content)
+        ids = [i for i in cand.source_message_ids or () if isinstance(i, str)]
         if key in seen:
             first = seen[key]
-            first.source_message_ids.extend(
-                i for i in cand.source_message_ids if i not in first.source_message_ids
-            )
+            first.source_message_ids.extend(i for i in ids if i not in first.source_message_ids)
             continue
         try:
             confidence = min(1.0, max(0.0, float(cand.confidence)))
         except (TypeError, ValueError):
             continue
-        tags = _valid_tags([*cand.tags, *auto_tags(content, kind)]) or [kind]
+        tags = _valid_tags([*(cand.tags or ()), *auto_tags(content, kind)]) or [kind]
         clean = Candidate(
             type=kind,
             content=content,
             confidence=confidence,
             tags=tags,
             scope="global" if cand.scope == "global" else "project",
-            source_message_ids=list(dict.fromkeys(cand.source_message_ids)),
+            source_message_ids=list(dict.fromkeys(ids)),
         )
         seen[key] = clean
         out.append(clean)
@@ -693,6 +705,8 @@ class HeuristicExtractor:
     def extract(
         self, messages: Sequence[Message], *, project: str | None = None
     ) -> list[Candidate]:
+        """Candidates in the order they were said (``project`` is for extractors that
+        use it, such as a model prompt; the patterns do not need it)."""
         raw: list[Candidate] = []
         for message in messages:
             for hit in _message_hits(message):
@@ -831,32 +845,35 @@ def _is_error(line: str) -> bool:
     return bool(_ERROR_LINE.search(line)) and not _NO_ERROR_LINE.search(line)
 
 
-def _error_lines(message: Message) -> int:
-    return sum(1 for line in tool_output_lines(message) if _is_error(line))
-
-
-def _last_tool_failed(message: Message) -> bool:
-    """Whether the output of the message's last tool call shows an error."""
-    block: list[str] = []
+def _tool_calls(message: Message) -> list[bool]:
+    """For each tool call of the message, in order, whether it failed: its line says
+    ``[error]`` (OpenCode) or its printed output has an error line. A failed model call
+    (``Error: ...``) counts as one more failure."""
+    calls: list[bool] = []
     for line in transcript_lines(message):
-        if line.kind == "tool":
-            block = [] if line.text.startswith("Tool:") else [*block, line.text]
-    return any(_is_error(line) for line in block)
+        if line.kind == "error" and line.text.startswith("Error:"):
+            calls.append(True)
+        elif line.kind == "tool" and line.text.startswith("Tool:"):
+            calls.append(line.text.rstrip().endswith("[error]"))
+        elif line.kind == "tool" and calls and _is_error(line.text):
+            calls[-1] = True
+    return calls
 
 
 def self_assessment(messages: Sequence[Message]) -> str:
     """The degraded (no model) ``self_assessment`` text: counts only, no judgement.
 
-    "completed" only means the agent had the last word and its last tool call showed no
-    error, not that the goal was met; anything else is "unclear".
+    Tool errors are failed tool calls (and failed model calls) as the transcript shows
+    them. "completed" only means the agent had the last word and its last tool call did
+    not fail, not that the goal was met; anything else is "unclear".
     """
     if not messages:
         return ""
     turns = sum(1 for m in messages if m.role == "user")
-    errors = sum(_error_lines(m) for m in messages)
+    errors = sum(sum(_tool_calls(m)) for m in messages)
     files = unique_recent(_files(messages), 1000)
     last = messages[-1]
-    done = last.role == "assistant" and not _last_tool_failed(last)
+    done = last.role == "assistant" and not (_tool_calls(last) or [False])[-1]
     text = (
         f"Session self-assessment (heuristic): {_count(turns, 'turn')}, "
         f"{_count(errors, 'tool error')} seen, "

@@ -160,6 +160,8 @@ class Sidecar:
         self._clocks: dict[str, _Clock] = {}
         self._last_existence = 0.0
         self._observer: Any = None
+        self._handler: Any = None
+        self._watched: set[str] = set()
         self._load_active()
 
     # -- state -----------------------------------------------------------------------------
@@ -204,10 +206,17 @@ class Sidecar:
                 except Exception:
                     log.exception("%s adapter: poll failed", agent)
                     break
+                dirty: set[str] = set()
                 for ev in events:
                     self._handle(ev, now_ms)
-                if new_cursor != cursor:
-                    session_state.set_cursor(self.coord.store, key, new_cursor)
+                    dirty.add(ev.session_id)
+                # The sessions' clocks (a finished turn not yet idled) and the cursor past
+                # the events that set them commit together: a crash cannot lose a turn.
+                with self.coord.store.atomic():
+                    for sid in dirty:
+                        self._persist(sid)
+                    if new_cursor != cursor:
+                        session_state.set_cursor(self.coord.store, key, new_cursor)
                 if not events or new_cursor == cursor:
                     break
                 cursor = new_cursor
@@ -311,19 +320,34 @@ class Sidecar:
                     return
                 wake.set()
 
+        self._handler = _Handler()
+        self._watched: set[str] = set()
         observer = Observer()
-        watched = 0
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+        self._ensure_watches()
+
+    def _ensure_watches(self) -> None:
+        """Watch each store's folder; while it does not exist yet (the agent never ran),
+        watch its nearest existing parent so its creation wakes us, then switch."""
+        if self._observer is None:
+            return
         for adapter in self.coord.adapters.values():
             for p in adapter.watch_paths():
                 path = Path(p)
-                folder = path if path.is_dir() else path.parent
-                if folder.is_dir():
-                    observer.schedule(_Handler(), str(folder), recursive=False)
-                    watched += 1
-        if watched:
-            observer.daemon = True
-            observer.start()
-            self._observer = observer
+                folder = path if path.is_dir() or not path.suffix else path.parent
+                target = folder
+                while not target.is_dir() and target.parent != target:
+                    target = target.parent
+                if str(target) in self._watched:
+                    continue
+                try:
+                    self._observer.schedule(self._handler, str(target), recursive=False)
+                except OSError as exc:
+                    log.warning("cannot watch %s: %s", target, exc)
+                    continue
+                self._watched.add(str(target))
 
     def run(self) -> None:
         """Catch up, then loop until ``stop`` is set."""
@@ -335,6 +359,7 @@ class Sidecar:
             while not self.stop.is_set():
                 try:
                     self.tick()
+                    self._ensure_watches()
                 except Exception:
                     log.exception("sidecar pass failed")
                 if time.monotonic() - last_cleanup > 3600:

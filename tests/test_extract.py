@@ -281,6 +281,7 @@ def test_assistant_remember_notes_and_decision_labels_count() -> None:
 
 
 def test_tool_output_reasoning_and_patches_are_ignored() -> None:
+    # Markers on lines of their own, with printed tool output under them.
     msg = assistant(
         "Looking.\nReasoning: remember that the user prefers tabs\nTool: bash\n"
         "remember that this came from a file\nPatch\n+# Remember: never commit this\n"
@@ -289,6 +290,24 @@ def test_tool_output_reasoning_and_patches_are_ignored() -> None:
     assert extract(msg) == []
     kinds = [line.kind for line in transcript_lines(msg)]
     assert kinds == ["speech", "reasoning", "tool", "tool", "patch", "patch", "speech"]
+
+
+def test_opencode_transcript_form() -> None:
+    # Markers right after the speaker, as the OpenCode adapter writes them.
+    msg = Message(
+        "m1",
+        "s",
+        "user",
+        "User: Reasoning: remember that reasoning is not a user statement\n"
+        "User: Tool: bash: echo 'remember that tool input is not one either'\n"
+        "User: Patch: src/a.py\n"
+        "User: Error: remember that errors are not statements\n"
+        "User: remember that the worker pool size is eight\n"
+        "and this line continues the text part",
+    )
+    assert [c.content for c in extract(msg)] == ["The worker pool size is eight."]
+    kinds = [line.kind for line in transcript_lines(msg)]
+    assert kinds == ["reasoning", "tool", "patch", "error", "speech", "speech"]
 
 
 def test_several_memories_in_one_message_and_dedupe_across_messages() -> None:
@@ -421,6 +440,8 @@ class SloppyModel:
             Candidate("hunch", "This is not a registered memory type at all", 0.5),
             Candidate("decision", "Use httpx for all HTTP calls", 1.7, ["Bad Tag!", "HTTP"]),
             Candidate("decision", "use  HTTPX for all http calls.", 0.6, [], "global", ["m2"]),
+            Candidate("fact", None, 0.9),  # type: ignore[arg-type]
+            Candidate("fact", "Confidence that is not a number at all", "high"),  # type: ignore[arg-type]
         ]
 
 
@@ -460,8 +481,9 @@ def session() -> list[Message]:
             commands=("pytest -q",),
         ),
         assistant(
-            "Done.\nTool: bash\nFAILED tests/test_x.py::test_a - AssertionError\n"
-            "1 failed, 3 passed\nTool: bash\n5 passed, 0 failed\nAssistant: Fixed.",
+            "Running the tests.\nAssistant: Tool: bash: pytest -q [error]\n"
+            "Assistant: Tool: edit: api/client.py\nAssistant: Tool: bash: pytest -q\n"
+            "Assistant: Fixed.",
             "m3",
             files=("api/client.py", "tests/test_x.py"),
             commands=("pytest -q", f"git push https://x:{GITHUB_TOKEN}@github.com/o/r"),
@@ -488,13 +510,24 @@ def test_summarize_session() -> None:
 def test_self_assessment_is_counts_only() -> None:
     text = self_assessment(session())
     assert text == (
-        "Session self-assessment (heuristic): 2 turns, 2 tool errors seen, files touched: "
+        "Session self-assessment (heuristic): 2 turns, 1 tool error seen, files touched: "
         "api/client.py, tests/test_x.py, outcome: completed."
     )
-    failing = Message("m", "s", "assistant", "Tool: bash\nError: connection refused")
-    text = self_assessment([user("Deploy it"), failing])
-    assert text.startswith("Session self-assessment (heuristic): 1 turn, 1 tool error seen")
+    # Printed tool output (other transcript forms): error lines mark the call as failed.
+    printed = Message(
+        "m",
+        "s",
+        "assistant",
+        "Tool: bash\nFAILED tests/test_x.py::test_a - AssertionError\n1 failed, 3 passed\n"
+        "Tool: bash\n5 passed, 0 failed\nTool: bash\nTraceback (most recent call last):",
+    )
+    text = self_assessment([user("Deploy it"), printed])
+    assert text.startswith("Session self-assessment (heuristic): 1 turn, 2 tool errors seen")
     assert text.endswith("outcome: unclear.")
+    model_failed = Message("m", "s", "assistant", "Assistant: Error: rate limited")
+    assert self_assessment([user("Deploy it"), model_failed]).endswith(
+        "1 tool error seen, files touched: none, outcome: unclear."
+    )
     clean = [user("Add a README section"), assistant("Added.", files=("README.md",))]
     assert self_assessment(clean).endswith("files touched: README.md, outcome: completed.")
     assert self_assessment([user("Add a README section")]).endswith("outcome: unclear.")

@@ -1,0 +1,84 @@
+"""Fixtures for the OpenCode tests (helpers in ``oc_harness.py``).
+
+* ``opencode_bin``: ``opencode-ai`` installed into ``build/npm/`` once (reused afterwards).
+* ``opencode_config_template``: the config dir with ``@opencode-ai/plugin`` pre-installed.
+* ``fake_llm``: the fake OpenAI-compatible provider on 127.0.0.1 (daemon thread).
+* ``make_opencode_env`` / ``oc_env`` (one per module): isolated worlds, torn down at the end.
+
+Markers: ``e2e`` (the proof tests; they need the sidecar) and ``opencode`` (needs the
+OpenCode binary). ``pytest -m "not e2e and not opencode"`` skips both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+from oc_harness import OpenCodeEnv, ensure_config_template, ensure_opencode
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "e2e: end-to-end tests driving a real OpenCode with the llmem-hooks sidecar"
+    )
+    config.addinivalue_line("markers", "opencode: needs the OpenCode binary (npm opencode-ai)")
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> Path:
+    return ensure_opencode()
+
+
+@pytest.fixture(scope="session")
+def opencode_config_template(opencode_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ensure_config_template(opencode_bin, tmp_path_factory.mktemp("oc-template"))
+
+
+@pytest.fixture(scope="session")
+def fake_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI(tmp_path_factory.mktemp("fake-llm") / "requests.jsonl").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def make_opencode_env(
+    opencode_bin: Path,
+    opencode_config_template: Path,
+    fake_llm: FakeOpenAI,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., OpenCodeEnv]]:
+    """Factory for isolated worlds; every world is torn down at the end of the session
+    (or earlier with ``world.close()``)."""
+    made: list[OpenCodeEnv] = []
+
+    def make(autostart: bool = False) -> OpenCodeEnv:
+        world = OpenCodeEnv(
+            tmp_path_factory.mktemp("oc"),
+            opencode_bin,
+            opencode_config_template,
+            fake_llm,
+            autostart=autostart,
+        )
+        made.append(world)
+        return world
+
+    try:
+        yield make
+    finally:
+        for world in made:
+            world.close()
+
+
+@pytest.fixture(scope="module")
+def oc_env(make_opencode_env: Callable[..., OpenCodeEnv]) -> Iterator[OpenCodeEnv]:
+    """One world per test module (sessions are told apart by their ids)."""
+    world = make_opencode_env()
+    try:
+        yield world
+    finally:
+        world.close()

@@ -1,0 +1,208 @@
+// Drives the compiled plugin (dist/llmem.js) under Node without OpenCode.
+// Usage: node plugin_harness.mjs <compiled plugin.js> <scratch dir>
+// Prints one JSON object {checks: {name: true | "failure detail"}, timings: {...}} on stdout.
+import fs from "node:fs"
+import path from "node:path"
+import { pathToFileURL } from "node:url"
+
+const [pluginPath, scratch] = process.argv.slice(2)
+const home = path.join(scratch, "llmem")
+const ctx = path.join(home, "context")
+process.env.LLMEM_HOME = home
+fs.mkdirSync(ctx, { recursive: true })
+
+const checks = {}
+const timings = {}
+const check = (name, cond, detail) => {
+  checks[name] = cond ? true : String(detail ?? "failed")
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const sys = () => ({ system: ["BASE PROMPT"] })
+const now = () => performance.now()
+
+const mod = await import(pathToFileURL(pluginPath).href)
+check("exports only the plugin function", Object.keys(mod).length === 1 && typeof Object.values(mod)[0] === "function", Object.keys(mod))
+const Plugin = Object.values(mod)[0]
+
+// 1. no plugin.json: defaults (context dir under LLMEM_HOME, 300 ms wait, autostart of
+//    `llmem-hooks run`, which is not on PATH here: the spawn error must only be logged).
+process.env.PATH = "/nonexistent"
+let hooks = await Plugin({ directory: scratch, worktree: scratch }, undefined)
+check("hooks present", ["event", "experimental.chat.system.transform", "experimental.session.compacting"].every((k) => typeof hooks[k] === "function"), Object.keys(hooks))
+fs.writeFileSync(path.join(ctx, "ses_default.md"), "# default ctx\n")
+let out = sys()
+await hooks["experimental.chat.system.transform"]({ sessionID: "ses_default" }, out)
+check("defaults: context dir from LLMEM_HOME", out.system.length === 2 && out.system[1] === "# default ctx\n", JSON.stringify(out.system))
+let t0 = now()
+out = sys()
+await hooks["experimental.chat.system.transform"]({ sessionID: "ses_missing_default" }, out)
+timings.default_wait_ms = now() - t0
+check("defaults: waits about 300 ms for a missing file", timings.default_wait_ms >= 280 && timings.default_wait_ms < 1000, timings.default_wait_ms)
+await sleep(300) // let the failed spawn report its error
+const logFile = path.join(home, "logs", "plugin.log")
+const log1 = fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8") : ""
+check("failed autostart is logged", /cannot start sidecar/.test(log1), log1)
+check("log file is 0600", fs.existsSync(logFile) && (fs.statSync(logFile).mode & 0o777) === 0o600, fs.existsSync(logFile) && (fs.statSync(logFile).mode & 0o777).toString(8))
+check("log dir is 0700", (fs.statSync(path.dirname(logFile)).mode & 0o777) === 0o700, (fs.statSync(path.dirname(logFile)).mode & 0o777).toString(8))
+
+// 2. plugin.json: short wait, autostart off
+fs.writeFileSync(path.join(home, "plugin.json"), JSON.stringify({ context_dir: ctx, wait_ms: 100, autostart: false, command: ["false"], log: logFile }))
+hooks = await Plugin({ directory: scratch, worktree: scratch }, undefined)
+const transform = hooks["experimental.chat.system.transform"]
+const compacting = hooks["experimental.session.compacting"]
+
+const a = path.join(ctx, "ses_a.md")
+fs.writeFileSync(a, "# Memory\n\n- MARKER-A1\n")
+out = sys()
+await transform({ sessionID: "ses_a" }, out)
+check("pushes the file as one extra string", out.system.length === 2 && out.system[0] === "BASE PROMPT" && out.system[1] === "# Memory\n\n- MARKER-A1\n", JSON.stringify(out.system))
+out = sys()
+await transform({ sessionID: "ses_a" }, out)
+check("second call: same content", out.system[1] === "# Memory\n\n- MARKER-A1\n", JSON.stringify(out.system))
+fs.writeFileSync(a, "# Memory\n\n- MARKER-A2 (rewritten)\n")
+const later = new Date(Date.now() + 5000)
+fs.utimesSync(a, later, later)
+out = sys()
+await transform({ sessionID: "ses_a" }, out)
+check("re-reads when the mtime changes", out.system[1] === "# Memory\n\n- MARKER-A2 (rewritten)\n", JSON.stringify(out.system))
+
+// missing file: the first call waits wait_ms, later calls do not
+t0 = now()
+out = sys()
+await transform({ sessionID: "ses_none" }, out)
+timings.first_missing_ms = now() - t0
+check("first call without a file waits wait_ms", timings.first_missing_ms >= 90 && timings.first_missing_ms < 500, timings.first_missing_ms)
+check("nothing pushed without a file", out.system.length === 1, JSON.stringify(out.system))
+t0 = now()
+await transform({ sessionID: "ses_none" }, sys())
+timings.second_missing_ms = now() - t0
+check("later calls do not wait", timings.second_missing_ms < 20, timings.second_missing_ms)
+fs.writeFileSync(path.join(ctx, "ses_none.md"), "LATE CONTEXT\n")
+out = sys()
+await transform({ sessionID: "ses_none" }, out)
+check("a file written later is picked up by the next call", out.system[1] === "LATE CONTEXT\n", JSON.stringify(out.system))
+
+// the file appears while the first call waits
+setTimeout(() => fs.writeFileSync(path.join(ctx, "ses_slow.md"), "SLOW CONTEXT\n"), 40)
+t0 = now()
+out = sys()
+await transform({ sessionID: "ses_slow" }, out)
+timings.appears_during_wait_ms = now() - t0
+check("a file that appears during the wait is used", out.system[1] === "SLOW CONTEXT\n", JSON.stringify(out.system))
+check("the wait ends as soon as the file exists", timings.appears_during_wait_ms < 95, timings.appears_during_wait_ms)
+
+// concurrent first calls share one wait
+setTimeout(() => fs.writeFileSync(path.join(ctx, "ses_pair.md"), "PAIR\n"), 30)
+const outs = [sys(), sys()]
+await Promise.all(outs.map((o) => transform({ sessionID: "ses_pair" }, o)))
+check("concurrent first calls both get the file", outs.every((o) => o.system[1] === "PAIR\n"), JSON.stringify(outs))
+
+// empty file: nothing pushed
+fs.writeFileSync(path.join(ctx, "ses_empty.md"), "  \n")
+out = sys()
+await transform({ sessionID: "ses_empty" }, out)
+check("an empty file pushes nothing", out.system.length === 1, JSON.stringify(out.system))
+
+// sub-agent: child -> parent (also two levels)
+await hooks.event({ event: { type: "session.created", properties: { info: { id: "ses_child", parentID: "ses_a" } } } })
+await hooks.event({ event: { type: "session.created", properties: { info: { id: "ses_grandchild", parentID: "ses_child" } } } })
+await hooks.event({ event: { type: "session.created", properties: { info: { id: "ses_top" } } } })
+for (const sid of ["ses_child", "ses_grandchild"]) {
+  out = sys()
+  await transform({ sessionID: sid }, out)
+  check(`${sid} gets its parent's context`, out.system[1] === "# Memory\n\n- MARKER-A2 (rewritten)\n", JSON.stringify(out.system))
+}
+t0 = now()
+await transform({ sessionID: "ses_child" }, sys())
+check("a child does not wait again", now() - t0 < 20, now() - t0)
+
+// no sessionID, unsafe ids, broken output: nothing happens, nothing is thrown
+out = sys()
+await transform({}, out)
+check("no sessionID: untouched", out.system.length === 1)
+for (const bad of ["../ses_a", "ses_a/../../x", "", "a b"]) {
+  out = sys()
+  await transform({ sessionID: bad }, out)
+  check(`unsafe id ${JSON.stringify(bad)} ignored`, out.system.length === 1, JSON.stringify(out.system))
+}
+let threw = false
+try {
+  await transform({ sessionID: "ses_a" }, {})
+  await compacting({ sessionID: "ses_a" }, {})
+  await hooks.event({})
+  await hooks.event({ event: { type: "session.created", properties: {} } })
+} catch (err) {
+  threw = String(err)
+}
+check("hooks never throw", threw === false, threw)
+
+// compaction: the resume pack goes into output.context
+fs.writeFileSync(path.join(ctx, "ses_a.compact.md"), "## Goal\n\nMARKER-RESUME\n")
+const comp = { context: [] }
+await compacting({ sessionID: "ses_a" }, comp)
+check("compacting pushes the resume pack", comp.context.length === 1 && comp.context[0] === "## Goal\n\nMARKER-RESUME\n", JSON.stringify(comp))
+const comp2 = { context: [] }
+t0 = now()
+await compacting({ sessionID: "ses_nopack" }, comp2)
+check("compacting without a pack pushes nothing", comp2.context.length === 0, JSON.stringify(comp2))
+check("compacting without a pack waits at most wait_ms", now() - t0 < 500, now() - t0)
+
+// session.deleted forgets the session
+await hooks.event({ event: { type: "session.deleted", properties: { info: { id: "ses_child" } } } })
+out = sys()
+await transform({ sessionID: "ses_child" }, out)
+check("deleted child no longer maps to its parent", out.system.length === 1, JSON.stringify(out.system))
+
+// per-call cost with a cached file
+const N = 2000
+t0 = now()
+for (let i = 0; i < N; i++) await transform({ sessionID: "ses_a" }, sys())
+timings.cached_call_ms = (now() - t0) / N
+check("a cached call costs <= 2 ms", timings.cached_call_ms <= 2, timings.cached_call_ms)
+const big = "x".repeat(8000) + "\n"
+fs.writeFileSync(path.join(ctx, "ses_big.md"), big)
+await transform({ sessionID: "ses_big" }, sys())
+t0 = now()
+for (let i = 0; i < N; i++) await transform({ sessionID: "ses_big" }, sys())
+timings.cached_8k_call_ms = (now() - t0) / N
+
+// 3. autostart: spawned detached once, not again while the pid file names a live process
+const marker = path.join(scratch, "spawned.txt")
+const script = [
+  "const fs = require('fs'), path = require('path');",
+  `fs.appendFileSync(${JSON.stringify(marker)}, process.pid + ' ' + (process.env.LLMEM_HOME || '') + '\\n');`,
+  "fs.writeFileSync(path.join(process.env.LLMEM_HOME, 'sidecar.pid'), String(process.pid));",
+  "console.log('fake sidecar says hello');",
+  "setTimeout(() => {}, 20000);",
+].join(" ")
+fs.writeFileSync(path.join(home, "plugin.json"), JSON.stringify({ context_dir: ctx, wait_ms: 100, autostart: true, command: [process.execPath, "-e", script], log: logFile }))
+await Plugin({ directory: scratch, worktree: scratch }, undefined)
+for (let i = 0; i < 100 && !fs.existsSync(path.join(home, "sidecar.pid")); i++) await sleep(20)
+await Plugin({ directory: scratch, worktree: scratch }, undefined)
+await sleep(200)
+const spawned = fs.existsSync(marker) ? fs.readFileSync(marker, "utf8").trim().split("\n") : []
+check("autostart spawns the command once", spawned.length === 1, JSON.stringify(spawned))
+check("the sidecar inherits the environment", spawned.length === 1 && spawned[0].endsWith(" " + home), JSON.stringify(spawned))
+const pid = Number.parseInt(fs.readFileSync(path.join(home, "sidecar.pid"), "utf8"), 10)
+let alive = false
+try {
+  process.kill(pid, 0)
+  alive = true
+} catch {}
+check("the sidecar is running", alive, pid)
+check("the sidecar's output goes to the log", fs.readFileSync(logFile, "utf8").includes("fake sidecar says hello"), "not in log")
+try {
+  process.kill(pid, "SIGKILL")
+} catch {}
+
+// 4. options (the plugin's second argument) override plugin.json
+const other = path.join(scratch, "other-ctx")
+fs.mkdirSync(other, { recursive: true })
+fs.writeFileSync(path.join(other, "ses_o.md"), "FROM OPTIONS\n")
+fs.writeFileSync(path.join(home, "plugin.json"), "{ not json")
+hooks = await Plugin({ directory: scratch, worktree: scratch }, { context_dir: other, autostart: false, wait_ms: 0 })
+out = sys()
+await hooks["experimental.chat.system.transform"]({ sessionID: "ses_o" }, out)
+check("options override plugin.json", out.system[1] === "FROM OPTIONS\n", JSON.stringify(out.system))
+check("a broken plugin.json is logged", fs.readFileSync(logFile, "utf8").includes("plugin.json ignored"), "not in log")
+console.log(JSON.stringify({ checks, timings, pid }))
