@@ -13,6 +13,7 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -570,7 +571,11 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     typer.echo(f"sessions seen: {len(rows)}")
     for r in rows:
         ended = f" ({r['end_reason']})" if r["end_reason"] else ""
-        typer.echo(f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}")
+        seen = datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+        last = f", last extraction {r['last_extraction']}" if r["last_extraction"] else ""
+        typer.echo(
+            f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}"
+        )
 
 
 @app.command()

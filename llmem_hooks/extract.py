@@ -762,7 +762,7 @@ _ERROR_LINE = re.compile(r"(?i)\berror|\bfailed\b|\bfailure\b|\btraceback\b")
 _NO_ERROR_LINE = re.compile(r"(?i)\b(?:0|no|zero) (?:errors?|failed|failures)\b")
 
 
-def _one_line(text: str, limit: int) -> str:
+def one_line(text: str, limit: int) -> str:
     """Whitespace collapsed and cut at a word boundary to at most ``limit`` characters."""
     text = " ".join(text.split())
     if len(text) <= limit:
@@ -771,7 +771,7 @@ def _one_line(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "..."
 
 
-def _safe(text: str) -> str:
+def safe_text(text: str) -> str:
     """Private spans gone and credentials redacted; empty when nothing safe is left."""
     redacted = redact_secrets(strip_private(text))
     return redacted or ""
@@ -783,13 +783,13 @@ def session_goal(messages: Sequence[Message], limit: int = 500) -> str:
     for message in messages:
         if message.role != "user":
             continue
-        text = _safe("\n".join(speech_lines(message)))
+        text = safe_text("\n".join(speech_lines(message)))
         words = _normalize_key(text)
         if not words or words in _SMALL_TALK or re.fullmatch(r"/\S+", text.strip()):
             continue
         if all(w in _SMALL_TALK for w in words.split()):
             continue
-        return _one_line(text, limit)
+        return one_line(text, limit)
     return ""
 
 
@@ -805,15 +805,15 @@ def unique_recent(items: Iterable[str], limit: int) -> list[str]:
 
 
 def _files(messages: Sequence[Message]) -> list[str]:
-    return [f for f in (_safe(f) for m in messages for f in m.files) if f.strip()]
+    return [f for f in (safe_text(f) for m in messages for f in m.files) if f.strip()]
 
 
 def _commands(messages: Sequence[Message]) -> list[str]:
-    return [c for c in (_safe(c) for m in messages for c in m.commands) if c.strip()]
+    return [c for c in (safe_text(c) for m in messages for c in m.commands) if c.strip()]
 
 
 def _listing(items: Sequence[str], shown: int) -> str:
-    head = ", ".join(_one_line(i, 80) for i in items[:shown])
+    head = ", ".join(one_line(i, 80) for i in items[:shown])
     more = len(items) - shown
     return f"{head} (+{more} more)" if more > 0 else head
 
@@ -838,7 +838,7 @@ def summarize_session(messages: Sequence[Message]) -> str:
         parts.append(f"{_count(len(files), 'file')} touched: {_listing(files, 5)}")
     if commands:
         parts.append(f"{_count(len(commands), 'command')} run: {_listing(commands, 3)}")
-    return _one_line(". ".join(parts) + ".", SUMMARY_MAX_CHARS)
+    return one_line(". ".join(parts) + ".", SUMMARY_MAX_CHARS)
 
 
 def _is_error(line: str) -> bool:
@@ -880,4 +880,4 @@ def self_assessment(messages: Sequence[Message]) -> str:
         f"files touched: {_listing(files, 5) if files else 'none'}, "
         f"outcome: {'completed' if done else 'unclear'}."
     )
-    return _one_line(text, SUMMARY_MAX_CHARS)
+    return one_line(text, SUMMARY_MAX_CHARS)

@@ -16,10 +16,10 @@ from typing import Any
 from .events import Message
 from .extract import (
     HeuristicExtractor,
-    redact_secrets,
+    one_line,
+    safe_text,
     session_goal,
     split_sentences,
-    strip_private,
     transcript_lines,
     unique_recent,
 )
@@ -47,12 +47,7 @@ _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?P<text>.+)$")
 def _clean(text: str, limit: int = MAX_LINE_CHARS) -> str:
     """One safe line: private spans gone, credentials redacted, whitespace collapsed,
     cut at a word boundary. Empty when nothing safe is left."""
-    safe = redact_secrets(strip_private(text)) or ""
-    line = " ".join(safe.split())
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 3].rsplit(" ", 1)[0] or line[: limit - 3]
-    return cut.rstrip(" ,;:") + "..."
+    return one_line(safe_text(text), limit)
 
 
 def _key(text: str) -> str:
