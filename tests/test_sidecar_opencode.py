@@ -3,8 +3,10 @@ catch-up after a restart, no duplicates."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from opencode_db import PROJECT, OpenCodeDB, text
 
 from llmem_hooks import MemoryStore, SessionHookCoordinator
@@ -95,4 +97,27 @@ def test_subagent_sessions_share_the_parents_context(store: MemoryStore, tmp_pat
     sidecar.tick()
     assert (ctx / f"{parent}.md").exists()
     assert not (ctx / f"{child}.md").exists()
+    db.close()
+
+
+def test_status_and_context_commands_show_what_the_sidecar_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llmem_hooks.cli import main
+
+    db_file = tmp_path / "memory.db"
+    with MemoryStore(db_file) as store:
+        store.add("decision", "We release on Tuesdays only", project=PROJECT)
+        db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+        sidecar = make(store, db, tmp_path / "ctx")
+        sid = db.session("Work")
+        sidecar.tick()
+    assert main(["--db", str(db_file), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "sidecar: not running" in out and sid in out and "opencode" in out
+    assert main(["--db", str(db_file), "status", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert [s["session_id"] for s in status["sessions"]] == [sid]
+    assert main(["context", "no-such-session"]) == 2
+    assert "error:" in capsys.readouterr().err
     db.close()
