@@ -119,6 +119,7 @@ def setup_logging(home: Path | None = None, stream: TextIO | None = sys.stderr) 
     os.close(fd)
     root = logging.getLogger("llmem_hooks")
     root.setLevel(logging.INFO)
+    root.propagate = False  # the CLI's basicConfig handler would print every line twice
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     for h in list(root.handlers):
         if getattr(h, "_llmem_sidecar", False):
