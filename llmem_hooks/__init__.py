@@ -1,42 +1,92 @@
 """llmem-hooks: a local memory layer for coding agents.
 
 The public surface is re-exported here; everything else is private to its module.
+Imports are lazy (PEP 562): the Copilot hook command runs on every session start and must
+not pay for modules it does not use.
 """
 
 from __future__ import annotations
 
-from .config import load_config, write_config_yaml
-from .errors import (
-    ConfigError,
-    ImportFormatError,
-    LLMemError,
-    NotFoundError,
-    SearchError,
-    ValidationError,
-)
-from .events import LifecycleEvent, Message, SessionInfo
-from .paths import (
-    get_config_path,
-    get_context_dir,
-    get_db_path,
-    get_llmem_home,
-    validate_session_id,
-)
-from .registry import (
-    DEFAULT_MEMORY_TYPES,
-    VALID_SESSION_EVENT_TYPES,
-    get_registered_session_hooks,
-    get_registered_types,
-    register_memory_type,
-    register_session_hook,
-)
-from .retrieve import DEFAULT_ALPHA, DEFAULT_BLEND, DEFAULT_RRF_K, Retriever
-from .session_hooks import (
-    SessionEventManager,
-    SessionHookCoordinator,
-    create_session_hook_coordinator,
-)
-from .store import MemoryFilter, MemoryStore
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "ConfigError": "errors",
+    "DEFAULT_ALPHA": "retrieve",
+    "DEFAULT_BLEND": "retrieve",
+    "DEFAULT_MEMORY_TYPES": "registry",
+    "DEFAULT_RRF_K": "retrieve",
+    "ImportFormatError": "errors",
+    "LLMemError": "errors",
+    "LifecycleEvent": "events",
+    "MemoryFilter": "store",
+    "MemoryStore": "store",
+    "Message": "events",
+    "NotFoundError": "errors",
+    "Retriever": "retrieve",
+    "SearchError": "errors",
+    "SessionEventManager": "session_hooks",
+    "SessionHookCoordinator": "session_hooks",
+    "SessionInfo": "events",
+    "VALID_SESSION_EVENT_TYPES": "registry",
+    "ValidationError": "errors",
+    "create_session_hook_coordinator": "session_hooks",
+    "get_config_path": "paths",
+    "get_context_dir": "paths",
+    "get_db_path": "paths",
+    "get_llmem_home": "paths",
+    "get_registered_session_hooks": "registry",
+    "get_registered_types": "registry",
+    "load_config": "config",
+    "register_memory_type": "registry",
+    "register_session_hook": "registry",
+    "validate_session_id": "paths",
+    "write_config_yaml": "config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llmem_hooks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from .config import load_config, write_config_yaml
+    from .errors import (
+        ConfigError,
+        ImportFormatError,
+        LLMemError,
+        NotFoundError,
+        SearchError,
+        ValidationError,
+    )
+    from .events import LifecycleEvent, Message, SessionInfo
+    from .paths import (
+        get_config_path,
+        get_context_dir,
+        get_db_path,
+        get_llmem_home,
+        validate_session_id,
+    )
+    from .registry import (
+        DEFAULT_MEMORY_TYPES,
+        VALID_SESSION_EVENT_TYPES,
+        get_registered_session_hooks,
+        get_registered_types,
+        register_memory_type,
+        register_session_hook,
+    )
+    from .retrieve import DEFAULT_ALPHA, DEFAULT_BLEND, DEFAULT_RRF_K, Retriever
+    from .session_hooks import (
+        SessionEventManager,
+        SessionHookCoordinator,
+        create_session_hook_coordinator,
+    )
+    from .store import MemoryFilter, MemoryStore
 
 __version__ = "0.1.0"
 
