@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llmem_hooks.events import LifecycleEvent, Message, SessionInfo
@@ -19,6 +19,11 @@ class SessionAdapter(ABC):
     """
 
     agent: str = ""
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> SessionAdapter:
+        """An adapter configured from its config.yaml section (``opencode:``, ...)."""
+        return cls()
 
     @abstractmethod
     def list_sessions(self, limit: int = 50) -> list[SessionInfo]: ...

@@ -19,7 +19,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -335,6 +335,10 @@ class OpenCodeAdapter(SessionAdapter):
         return f"OpenCodeAdapter({str(self.db_path)!r})"
 
     # -- connection --------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> OpenCodeAdapter:
+        return cls(section.get("db_path"))
+
     def available(self) -> bool:
         """Whether the DB file exists (OpenCode has run at least once)."""
         try:

@@ -49,6 +49,10 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "autostart_sidecar": True,  # the plugin starts `llmem-hooks run` when none runs
         "plugin_wait_ms": 300,  # how long the plugin waits for a new session's context file
     },
+    "copilot": {
+        "enabled": True,
+        "home": None,  # None -> $COPILOT_HOME, else ~/.copilot
+    },
 }
 
 
@@ -114,6 +118,7 @@ VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
         "autostart_sidecar": _bool,
         "plugin_wait_ms": _int(0),
     },
+    "copilot": {"enabled": _bool, "home": _optional_path},
 }
 
 

@@ -285,6 +285,20 @@ class SessionHookCoordinator:
             text += f" Goal: {goal}"
         return f"{text} {count} memories were extracted from it."
 
+    def reopen(self, session_id: str) -> None:
+        """A session that ended was resumed (Copilot CLI ``--resume``): mark it active so
+        it is extracted, and summarized again when it ends."""
+        rec = session_state.find(self.store, session_id)
+        if rec is None:
+            return
+        with self.store.atomic():
+            self.store.conn.execute(
+                "DELETE FROM extraction_log WHERE source_type = ? AND source_id = ?",
+                (f"{rec.agent}:{ENDING_LOG}", session_id),
+            )
+            rec.state, rec.ended_ms, rec.end_reason = "active", None, None
+            session_state.save(self.store, rec)
+
     def cleanup_context_files(self, retention_days: float) -> int:
         """Remove the context files of sessions that ended more than ``retention_days``
         ago. Returns how many sessions were cleaned."""
@@ -325,8 +339,7 @@ def default_adapters(config: Mapping[str, Any]) -> dict[str, Any]:
         if section.get("enabled", True) is False:
             continue
         try:
-            cls = get_adapter_class(name)
-            out[name] = cls(section.get("db_path")) if "db_path" in section else cls()
+            out[name] = get_adapter_class(name).from_config(section)
         except (ValueError, OSError) as exc:
             log.warning("%s adapter disabled: %s", name, exc)
     return out

@@ -239,7 +239,9 @@ class Sidecar:
         if clock is None:
             rec = session_state.find(self.coord.store, sid)
             if rec is not None and rec.state == "ended":
-                return
+                if ev.detail != "resume":
+                    return
+                self.coord.reopen(sid)  # a resumed session lives (and will end) again
             if self.coord._record(sid, ev.session) is None:
                 return
             clock = self._clocks.setdefault(sid, _Clock(last_activity_ms=at))

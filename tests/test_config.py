@@ -38,6 +38,7 @@ EXPECTED_DEFAULTS = {
         "autostart_sidecar": True,
         "plugin_wait_ms": 300,
     },
+    "copilot": {"enabled": True, "home": None},
 }
 
 
