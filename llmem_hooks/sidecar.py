@@ -228,6 +228,9 @@ class Sidecar:
         sid = ev.session_id
         at = ev.at_ms or now_ms
         clock = self._clocks.get(sid)
+        # Replaying old history (a first start): a session resumed or compacted long ago
+        # needs no reopening or resume pack now.
+        stale = now_ms - at >= self.end_after_ms
         if ev.kind == "created":
             if sid in self._clocks:
                 return
@@ -239,7 +242,7 @@ class Sidecar:
         if clock is None:
             rec = session_state.find(self.coord.store, sid)
             if rec is not None and rec.state == "ended":
-                if ev.detail != "resume":
+                if ev.detail != "resume" or stale:
                     return
                 self.coord.reopen(sid)  # a resumed session lives (and will end) again
             if self.coord._record(sid, ev.session) is None:
@@ -248,7 +251,7 @@ class Sidecar:
         clock.last_activity_ms = max(clock.last_activity_ms, at)
         if ev.kind == "turn_done":
             clock.turn_done_ms = max(clock.turn_done_ms, at)
-        elif ev.kind == "compacting":
+        elif ev.kind == "compacting" and not stale:
             self.fire("compacting", sid)
         elif ev.kind == "ended":
             self._end(sid, ev.detail or "ended")

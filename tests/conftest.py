@@ -17,6 +17,10 @@ def llmem_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "llmem-home"
     monkeypatch.setenv("LLMEM_HOME", str(home))
     monkeypatch.delenv("LLMEM_DB", raising=False)
+    # Never read the developer's real agent stores.
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "copilot-home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.delenv("OPENCODE_DB", raising=False)
     return home
 
 
