@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import ConfigError
 from .paths import ensure_private_dir, get_config_path, write_private_file
 
@@ -52,6 +50,7 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
     "copilot": {
         "enabled": True,
         "home": None,  # None -> $COPILOT_HOME, else ~/.copilot
+        "autostart_sidecar": True,  # the sessionStart hook starts `llmem-hooks run` if none runs
     },
 }
 
@@ -118,7 +117,7 @@ VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
         "autostart_sidecar": _bool,
         "plugin_wait_ms": _int(0),
     },
-    "copilot": {"enabled": _bool, "home": _optional_path},
+    "copilot": {"enabled": _bool, "home": _optional_path, "autostart_sidecar": _bool},
 }
 
 
@@ -153,6 +152,8 @@ def write_config_yaml(path: Path, config: Mapping[str, Any], force: bool = False
     """Write ``config`` as YAML (mode 0600). Returns False if the file exists and not ``force``."""
     if path.exists() and not force:
         return False
+    import yaml  # lazy: the Copilot hook path must not pay ~20 ms for it
+
     text = "# llmem-hooks configuration (see docs/configuration.md)\n"
     text += yaml.safe_dump(dict(config), sort_keys=False)
     write_private_file(path, text)
@@ -167,6 +168,8 @@ def load_config(path: Path | None = None, create: bool = True) -> dict[str, dict
             ensure_private_dir(path.parent)
             write_config_yaml(path, DEFAULT_CONFIG)
         return copy.deepcopy(DEFAULT_CONFIG)
+    import yaml
+
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -1,16 +1,25 @@
-"""Install the OpenCode plugin: ``llmem.ts`` into OpenCode's global plugin folder and its
-settings into ``<LLMEM_HOME>/plugin.json``.
+"""Install the agent integrations.
 
-OpenCode loads every ``*.ts``/``*.js`` file in ``$XDG_CONFIG_HOME/opencode/plugin/``
-(default ``~/.config/opencode/plugin/``). The plugin reads ``plugin.json`` for where the
-context files are, how long to wait for a new session's file and how to start the sidecar.
-Both steps are idempotent; uninstalling removes only those two files.
+OpenCode: ``llmem.ts`` into OpenCode's global plugin folder and its settings into
+``<LLMEM_HOME>/plugin.json``. OpenCode loads every ``*.ts``/``*.js`` file in
+``$XDG_CONFIG_HOME/opencode/plugin/`` (default ``~/.config/opencode/plugin/``). The plugin
+reads ``plugin.json`` for where the context files are, how long to wait for a new
+session's file and how to start the sidecar.
+
+GitHub Copilot CLI: a user-level hooks file ``$COPILOT_HOME/hooks/llmem.json`` (always
+loaded, no folder trust needed) running ``<absolute llmem-hooks> hook copilot <event>``.
+The repository's ``hooks.json`` + ``.github/plugin/plugin.json`` are the same hooks as a
+plugin (``copilot --plugin-dir <repo>``); use one or the other, not both (each would
+inject the context once).
+
+Every step is idempotent; uninstalling removes only the files it wrote.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -149,4 +158,91 @@ def uninstall_opencode(report: Report | None = None) -> list[Path]:
             report(f"{STATUS_REMOVED} {path}")
         if not removed:
             report("nothing to remove: the OpenCode plugin is not installed")
+    return removed
+
+
+# -- GitHub Copilot CLI -------------------------------------------------------------------------
+COPILOT_HOOKS_FILE = "llmem.json"
+COPILOT_HOOK_EVENTS = (
+    "sessionStart",
+    "userPromptSubmitted",
+    "agentStop",
+    "preCompact",
+    "sessionEnd",
+)
+COPILOT_HOOK_TIMEOUT_S = 5  # the hook gives up after ~1.5 s on its own
+COPILOT_MARKER = "llmem-hooks hook copilot"  # in every command we write
+
+
+def copilot_home() -> Path:
+    """Copilot CLI's home: config ``copilot.home``, else ``$COPILOT_HOME``, else
+    ``~/.copilot``."""
+    from .copilot_hook import copilot_home as resolve
+
+    return resolve(load_config(create=False))
+
+
+def copilot_hooks_path() -> Path:
+    return copilot_home() / "hooks" / COPILOT_HOOKS_FILE
+
+
+def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
+    """The hooks file content for Copilot CLI: one command hook per lifecycle event that
+    fails open even when ``command`` is missing (stderr dropped, ``|| true``)."""
+    return {
+        "version": 1,
+        "hooks": {
+            event: [
+                {
+                    "type": "command",
+                    "bash": f"{command} hook copilot {event} 2>/dev/null || true",
+                    "timeoutSec": COPILOT_HOOK_TIMEOUT_S,
+                }
+            ]
+            for event in COPILOT_HOOK_EVENTS
+        },
+    }
+
+
+def hook_command() -> str:
+    """This installation's ``llmem-hooks`` as a shell word (absolute path), else
+    ``python -m llmem_hooks.cli``."""
+    return " ".join(shlex.quote(part) for part in sidecar_command()[:-1])
+
+
+def install_copilot(command: str | None = None, report: Report | None = None) -> list[Path]:
+    """Write ``$COPILOT_HOME/hooks/llmem.json`` (0644; the hooks folder is Copilot's). Returns
+    the path; ``report`` gets ``"installed ..."``, ``"updated ..."`` or
+    ``"already installed ..."``."""
+    target = copilot_hooks_path()
+    body = json.dumps(copilot_hooks(command or hook_command()), indent=2) + "\n"
+    status = _write_if_changed(target, body.encode(), private=False)
+    if report is not None:
+        report(f"{status} {target}")
+    return [target]
+
+
+def is_our_copilot_hooks(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        hooks = data["hooks"].values()
+        return any(COPILOT_MARKER in h.get("bash", "") for group in hooks for h in group)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def uninstall_copilot(report: Report | None = None) -> list[Path]:
+    """Remove ``$COPILOT_HOME/hooks/llmem.json`` if it is ours; returns what was removed."""
+    target = copilot_hooks_path()
+    removed: list[Path] = []
+    if is_our_copilot_hooks(target):
+        target.unlink()
+        removed.append(target)
+    elif target.exists() and report is not None:
+        report(f"left {target} alone: it is not the llmem-hooks hooks file")
+    if report is not None:
+        for path in removed:
+            report(f"{STATUS_REMOVED} {path}")
+        if not removed:
+            report("nothing to remove: the Copilot CLI hooks are not installed")
     return removed

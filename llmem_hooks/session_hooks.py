@@ -259,13 +259,17 @@ class SessionHookCoordinator:
         from .resume import build_resume_pack
 
         msgs = self._messages(rec, session_id) or []
+        path = resume_path(session_id, self.ctx_dir)
+        if not msgs and path.exists():
+            # Right after a compaction the transcript may be empty: keep the pack built
+            # from the messages before it rather than replace it with memories only.
+            return path
         keys = self.key_memories(rec.project if rec else None)
         if not msgs and not keys:
             return None
         text = build_resume_pack(msgs, keys, session_title=rec.title if rec else None)
         if not text.strip():
             return None
-        path = resume_path(session_id, self.ctx_dir)
         write_context_file(path, text)
         return path
 

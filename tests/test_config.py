@@ -38,7 +38,7 @@ EXPECTED_DEFAULTS = {
         "autostart_sidecar": True,
         "plugin_wait_ms": 300,
     },
-    "copilot": {"enabled": True, "home": None},
+    "copilot": {"enabled": True, "home": None, "autostart_sidecar": True},
 }
 
 

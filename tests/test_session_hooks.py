@@ -237,3 +237,14 @@ def test_event_manager_and_registry(coord: SessionHookCoordinator) -> None:
         manager.emit("exploded", "ses_a")
     with pytest.raises(TypeError):
         register_session_hook("created", "not callable")  # type: ignore[arg-type]
+
+
+def test_a_pack_is_not_replaced_by_an_empty_post_compaction_transcript(
+    store: MemoryStore, coord: SessionHookCoordinator, adapter: ListAdapter
+) -> None:
+    adapter.say("ses_a", "user", "Add retries to the HTTP client")
+    _, path = coord.on_compacting("ses_a")
+    before = path.read_text()
+    adapter.messages["ses_a"] = []  # after compaction: nothing newer yet
+    assert coord.on_compacting("ses_a") == ("success", path)
+    assert path.read_text() == before

@@ -1,12 +1,16 @@
-"""Fixtures for the OpenCode tests (helpers in ``oc_harness.py``).
+"""Fixtures for the OpenCode and Copilot CLI tests (helpers in ``oc_harness.py`` and
+``copilot_harness.py``).
 
 * ``opencode_bin``: ``opencode-ai`` installed into ``build/npm/`` once (reused afterwards).
 * ``opencode_config_template``: the config dir with ``@opencode-ai/plugin`` pre-installed.
 * ``fake_llm``: the fake OpenAI-compatible provider on 127.0.0.1 (daemon thread).
 * ``make_opencode_env`` / ``oc_env`` (one per module): isolated worlds, torn down at the end.
+* ``copilot_bin``: ``@github/copilot`` installed into ``build/npm/`` once (reused afterwards).
+* ``make_copilot_env`` / ``cp_env`` (one per module): isolated Copilot CLI worlds.
 
-Markers: ``e2e`` (the proof tests; they need the sidecar) and ``opencode`` (needs the
-OpenCode binary). ``pytest -m "not e2e and not opencode"`` skips both.
+Markers: ``e2e`` (the proof tests; they need the sidecar), ``opencode`` (needs the
+OpenCode binary) and ``copilot`` (needs the Copilot CLI binary).
+``pytest -m "not e2e and not opencode and not copilot"`` skips them all.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from copilot_harness import CopilotEnv, ensure_copilot
 from fake_openai import FakeOpenAI
 from oc_harness import OpenCodeEnv, ensure_config_template, ensure_opencode
 
@@ -24,6 +29,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "e2e: end-to-end tests driving a real OpenCode with the llmem-hooks sidecar"
     )
     config.addinivalue_line("markers", "opencode: needs the OpenCode binary (npm opencode-ai)")
+    config.addinivalue_line(
+        "markers", "copilot: needs the GitHub Copilot CLI binary (npm @github/copilot)"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +86,42 @@ def make_opencode_env(
 def oc_env(make_opencode_env: Callable[..., OpenCodeEnv]) -> Iterator[OpenCodeEnv]:
     """One world per test module (sessions are told apart by their ids)."""
     world = make_opencode_env()
+    try:
+        yield world
+    finally:
+        world.close()
+
+
+@pytest.fixture(scope="session")
+def copilot_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ensure_copilot(tmp_path_factory.mktemp("copilot-install"))
+
+
+@pytest.fixture(scope="session")
+def make_copilot_env(
+    copilot_bin: Path, fake_llm: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., CopilotEnv]]:
+    """Factory for isolated Copilot worlds (on top of an OpenCode world with ``base``);
+    every world is torn down at the end of the session (or earlier with ``close()``)."""
+    made: list[CopilotEnv] = []
+
+    def make(base: OpenCodeEnv | None = None) -> CopilotEnv:
+        root = base.root if base is not None else tmp_path_factory.mktemp("cp")
+        world = CopilotEnv(root, copilot_bin, fake_llm, base=base)
+        made.append(world)
+        return world
+
+    try:
+        yield make
+    finally:
+        for world in made:
+            world.close()
+
+
+@pytest.fixture(scope="module")
+def cp_env(make_copilot_env: Callable[..., CopilotEnv]) -> Iterator[CopilotEnv]:
+    """One Copilot world per test module (sessions are told apart by their ids)."""
+    world = make_copilot_env()
     try:
         yield world
     finally:

@@ -1,4 +1,5 @@
-"""A fake OpenAI-compatible chat-completions provider for driving OpenCode offline.
+"""A fake OpenAI-compatible chat-completions provider for driving OpenCode and GitHub
+Copilot CLI (BYOK mode) offline.
 
 Adapted from the OpenCode 1.18.33 reference notes. It binds 127.0.0.1 on a free port,
 serves from a daemon thread, keeps every request in memory (and appends it to a JSONL
@@ -26,7 +27,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-LOGGED_HEADERS = ("user-agent", "content-type", "x-session-affinity")
+# x-session-affinity: OpenCode's session id; x-initiator / x-interaction-type: Copilot CLI's
+# "user" | "agent" and "conversation-user" | "conversation-compaction".
+LOGGED_HEADERS = (
+    "user-agent",
+    "content-type",
+    "x-session-affinity",
+    "x-initiator",
+    "x-interaction-type",
+)
 TITLE_REPLY = "Fake session title"
 SUMMARY_PREFIX = "## Summary\n"
 

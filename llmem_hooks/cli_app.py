@@ -1,0 +1,700 @@
+"""The typer application behind `llmem-hooks` (loaded by `llmem_hooks.cli.main`).
+
+Every command reads the same database (``--db``, else config.yaml's memory.db_path, else
+``$LLMEM_HOME/memory.db``). Output is plain text by default, ``--json`` for programs and
+``--markdown`` for notes. Bad input prints one line starting with ``error:`` on stderr
+and exits with code 2; nothing is written in that case.
+
+`llmem_hooks.cli` is the entry point: it answers ``llmem-hooks hook ...`` (the Copilot CLI
+hook command, run on every session start) without importing this module or typer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+try:  # typer >= 0.2x vendors its own copy of click
+    from typer._click.exceptions import UsageError  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - older typer with click as a dependency
+    from click.exceptions import UsageError
+
+from . import archive
+from .config import load_config
+from .errors import ConfigError, LLMemError, NotFoundError, ValidationError
+from .paths import get_db_path
+from .redact import find_secrets
+from .registry import DEFAULT_MEMORY_TYPES
+from .retrieve import Retriever
+from .store import MemoryStore
+from .timestamps import parse_iso
+
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="llmem-hooks",
+    help="A local memory layer for coding agents: the sidecar, and memory commands.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class Format(StrEnum):
+    plain = "plain"
+    json = "json"
+    markdown = "markdown"
+
+
+class _State:
+    """Options given before the command, shared by all commands of one invocation."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.db: Path | None = None
+        self.fmt: Format = Format.plain
+        self.config: dict[str, Any] | None = None
+
+
+state = _State()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+MarkdownOpt = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
+
+
+def _fmt(as_json: bool, as_markdown: bool) -> Format:
+    if as_json and as_markdown:
+        raise ValidationError("--json and --markdown cannot be combined")
+    if as_json:
+        return Format.json
+    if as_markdown:
+        return Format.markdown
+    return state.fmt
+
+
+def _config() -> dict[str, Any]:
+    if state.config is None:
+        state.config = load_config()
+    return state.config
+
+
+@contextmanager
+def open_store() -> Iterator[MemoryStore]:
+    """The store named by --db / config / default, closed afterwards."""
+    cfg = _config()
+    path = state.db or (
+        Path(cfg["memory"]["db_path"]).expanduser() if cfg["memory"]["db_path"] else get_db_path()
+    )
+    store = MemoryStore(
+        path,
+        inbox_capacity=cfg["memory"]["inbox_capacity"],
+        default_confidence=cfg["memory"]["default_confidence"],
+    )
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _retriever(store: MemoryStore) -> Retriever:
+    r = _config()["retrieval"]
+    return Retriever(
+        store, alpha=r["alpha"], blend=r["blend"], fuzzy_threshold=r["fuzzy_threshold"]
+    )
+
+
+def _agent_guide() -> str:
+    return resources.files("llmem_hooks").joinpath("AGENT_GUIDE.md").read_text(encoding="utf-8")
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    db: Annotated[
+        Path | None, typer.Option("--db", envvar="LLMEM_DB", help="Database file.", dir_okay=False)
+    ] = None,
+    as_json: JsonOpt = False,
+    as_markdown: MarkdownOpt = False,
+    agent_context: Annotated[
+        bool,
+        typer.Option(
+            "--agent-context", help="Print the guide for agents (how to write and find memories)."
+        ),
+    ] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    """A local memory layer for coding agents: store, search and manage memories."""
+    state.db = db
+    state.fmt = _fmt(as_json, as_markdown)
+    if agent_context:
+        typer.echo(_agent_guide(), nl=False)
+        raise typer.Exit(0)
+    if version:
+        from . import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+
+
+# -- output -------------------------------------------------------------------------------
+def _public(mem: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in mem.items() if not k.startswith("_")}
+    if "_rerank_score" in mem:
+        out["score"] = round(mem["_rerank_score"], 4)
+        out["match"] = mem.get("_match", "fts")
+    return out
+
+
+def _one_line(mem: dict[str, Any], width: int = 100) -> str:
+    text = " ".join(mem["content"].split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
+    return f"{mem['id'][:8]}  {mem['type']:<14} {text}{tags}"
+
+
+def print_memories(memories: Sequence[dict[str, Any]], fmt: Format, empty: str) -> None:
+    if fmt is Format.json:
+        typer.echo(json.dumps([_public(m) for m in memories], ensure_ascii=False, indent=1))
+        return
+    if not memories:
+        typer.echo(empty, err=True)
+        return
+    for mem in memories:
+        if fmt is Format.markdown:
+            tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
+            typer.echo(
+                f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}"
+            )
+        else:
+            typer.echo(_one_line(mem))
+
+
+def print_memory(mem: dict[str, Any], relations: list[dict[str, Any]], fmt: Format) -> None:
+    if fmt is Format.json:
+        typer.echo(
+            json.dumps({**_public(mem), "relations": relations}, ensure_ascii=False, indent=1)
+        )
+        return
+    fields = [
+        "id",
+        "type",
+        "confidence",
+        "tags",
+        "project",
+        "entered_by",
+        "source",
+        "session_id",
+        "created_at",
+        "updated_at",
+        "accessed_at",
+        "access_count",
+        "expires_at",
+        "valid_until",
+        "invalidation_reason",
+    ]
+    if fmt is Format.markdown:
+        typer.echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
+        for f in fields[2:]:
+            if mem.get(f) not in (None, [], ""):
+                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
+                typer.echo(f"- **{f}**: {v}")
+    else:
+        for f in fields:
+            if mem.get(f) not in (None, [], ""):
+                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
+                typer.echo(f"{f + ':':<21}{v}")
+        if mem.get("summary"):
+            typer.echo(f"{'summary:':<21}{mem['summary']}")
+        typer.echo(f"\n{mem['content']}")
+    for rel in relations:
+        typer.echo(f"  {rel['relation_type']}: {rel['source_id'][:8]} -> {rel['target_id']}")
+
+
+# -- commands -----------------------------------------------------------------------------
+@app.command()
+def store(
+    content: Annotated[str | None, typer.Argument(help="The memory text (or use --file).")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file", "-f", help="Read the content from a file ('-' for stdin).", dir_okay=False
+        ),
+    ] = None,
+    type: Annotated[
+        str, typer.Option("--type", "-t", help=f"Memory type: {', '.join(DEFAULT_MEMORY_TYPES)}.")
+    ] = "fact",
+    tags: Annotated[str | None, typer.Option("--tags", help="Comma-separated tags.")] = None,
+    expires: Annotated[
+        str | None, typer.Option("--expires", help="Expiry date (ISO 8601).")
+    ] = None,
+    entered_by: Annotated[str, typer.Option("--entered-by", help="Who stores it.")] = "user",
+    project: Annotated[
+        str | None, typer.Option("--project", help="Project key (default: global).")
+    ] = None,
+    confidence: Annotated[
+        float | None, typer.Option("--confidence", help="0..1 (default 0.8).")
+    ] = None,
+    as_json: JsonOpt = False,
+    as_markdown: MarkdownOpt = False,
+) -> None:
+    """Store a memory. Prints its id."""
+    fmt = _fmt(as_json, as_markdown)
+    if content is None and file is None:
+        raise ValidationError("nothing to store: give the content as an argument or with --file")
+    if content is not None and file is not None:
+        raise ValidationError("give the content as an argument or with --file, not both")
+    if file is not None:
+        try:
+            content = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"cannot read {file}: {exc}") from None
+    assert content is not None
+    if expires:
+        expires = parse_iso(expires, field="--expires date")
+    secrets = find_secrets(content)
+    with open_store() as st:
+        mid = st.add(
+            type,
+            content,
+            tags=tags,
+            expires_at=expires,
+            entered_by=entered_by,
+            project=project,
+            confidence=confidence,
+            source="cli",
+        )
+    if secrets:
+        typer.echo(
+            f"warning: the content looks like it holds a credential ({', '.join(secrets)});"
+            " store a pointer to where the secret lives instead",
+            err=True,
+        )
+    typer.echo(json.dumps({"id": mid}) if fmt is Format.json else mid)
+
+
+@app.command()
+def search(
+    query: Annotated[
+        str,
+        typer.Argument(help='Words (ANDed), AND/OR/NOT, "phrase", prefix*, or a plain question.'),
+    ],
+    tags: Annotated[
+        str | None, typer.Option("--tags", help="Only memories with all these tags.")
+    ] = None,
+    any_tag: Annotated[
+        str | None, typer.Option("--any-tag", help="Only memories with any of these tags.")
+    ] = None,
+    after: Annotated[
+        str | None, typer.Option("--after", help="Created on/after (ISO date).")
+    ] = None,
+    before: Annotated[
+        str | None, typer.Option("--before", help="Created before (ISO date).")
+    ] = None,
+    entered_by: Annotated[str | None, typer.Option("--entered-by")] = None,
+    type: Annotated[str | None, typer.Option("--type", "-t")] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="This project's memories plus global ones.")
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", "-n", min=1, max=1000, help="Max results (config: 10)."),
+    ] = None,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    fuzzy: Annotated[
+        bool | None,
+        typer.Option(
+            "--fuzzy/--no-fuzzy",
+            help="Typo-tolerant matching (default: when fewer than 5 exact hits).",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option("--threshold", min=0.0, max=1.0, help="Fuzzy similarity threshold (0.7)."),
+    ] = None,
+    as_json: JsonOpt = False,
+    as_markdown: MarkdownOpt = False,
+) -> None:
+    """Search memories, best match first."""
+    fmt = _fmt(as_json, as_markdown)
+    with open_store() as st:
+        results = _retriever(st).search(
+            query,
+            limit=limit or _config()["retrieval"]["limit"],
+            offset=offset,
+            type=type,
+            fuzzy=fuzzy,
+            threshold=threshold,
+            tags=tags,
+            any_tags=any_tag,
+            after=after,
+            before=before,
+            entered_by=entered_by,
+            project=project,
+        )
+    print_memories(results, fmt, "No memories found.")
+
+
+class SortField(StrEnum):
+    created = "created"
+    updated = "updated"
+    accessed = "accessed"
+    expires = "expires"
+    confidence = "confidence"
+    content = "content"
+    type = "type"
+
+
+class Order(StrEnum):
+    asc = "asc"
+    desc = "desc"
+
+
+@app.command(name="list")
+def list_(
+    sort: Annotated[SortField, typer.Option("--sort")] = SortField.created,
+    order: Annotated[Order, typer.Option("--order")] = Order.desc,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100000)] = 20,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    type: Annotated[str | None, typer.Option("--type", "-t")] = None,
+    tags: Annotated[str | None, typer.Option("--tags")] = None,
+    project: Annotated[str | None, typer.Option("--project")] = None,
+    entered_by: Annotated[str | None, typer.Option("--entered-by")] = None,
+    include_invalid: Annotated[
+        bool, typer.Option("--all", help="Include forgotten and expired memories.")
+    ] = False,
+    as_json: JsonOpt = False,
+    as_markdown: MarkdownOpt = False,
+) -> None:
+    """List memories (newest first by default)."""
+    fmt = _fmt(as_json, as_markdown)
+    with open_store() as st:
+        rows = st.list_all(
+            type=type,
+            valid_only=not include_invalid,
+            limit=limit,
+            offset=offset,
+            sort=sort.value,
+            order=order.value,
+            tags_all=(tags or "").split(",") if tags else (),
+            project=project,
+            entered_by=entered_by,
+            include_expired=include_invalid,
+        )
+    print_memories(rows, fmt, "No memories.")
+
+
+@app.command()
+def show(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique id prefix.")],
+    as_json: JsonOpt = False,
+    as_markdown: MarkdownOpt = False,
+) -> None:
+    """Show one memory with all its fields and relations."""
+    fmt = _fmt(as_json, as_markdown)
+    with open_store() as st:
+        mem = st.get(st.resolve_id(memory_id))
+        assert mem is not None
+        print_memory(mem, st.get_relations(mem["id"]), fmt)
+
+
+@app.command()
+def forget(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique id prefix.")],
+    reason: Annotated[str | None, typer.Option("--reason", help="Why it no longer holds.")] = None,
+) -> None:
+    """Invalidate a memory: it stays in history but is no longer returned."""
+    with open_store() as st:
+        full = st.resolve_id(memory_id)
+        if not st.invalidate(full, reason):
+            raise ValidationError(f"memory {full} is already forgotten")
+    typer.echo(f"forgot {full}")
+
+
+@app.command()
+def prune(
+    before: Annotated[
+        str | None,
+        typer.Option("--before", help="Also delete memories created before this date (ISO 8601)."),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would go.")] = False,
+    as_json: JsonOpt = False,
+    as_markdown: MarkdownOpt = False,
+) -> None:
+    """Delete expired memories for good (and, with --before, older ones)."""
+    fmt = _fmt(as_json, as_markdown)
+    if before:
+        before = parse_iso(before, field="--before date")
+    with open_store() as st:
+        gone = st.prune(before=before, dry_run=dry_run)
+    if fmt is Format.json:
+        typer.echo(
+            json.dumps({"dry_run": dry_run, "count": len(gone), "ids": [m["id"] for m in gone]})
+        )
+        return
+    for mem in gone:
+        typer.echo(_one_line(mem))
+    verb = "would delete" if dry_run else "deleted"
+    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}", err=True)
+
+
+@app.command()
+def stats(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
+    """Counts by type, tag, agent and project, and the database size."""
+    fmt = _fmt(as_json, as_markdown)
+    with open_store() as st:
+        s = st.stats()
+    if fmt is Format.json:
+        typer.echo(json.dumps(s, indent=1))
+        return
+    bullet = "- " if fmt is Format.markdown else "  "
+    typer.echo(f"database: {s['db_path']} ({s['db_size_bytes'] / 1024:.0f} KiB)")
+    typer.echo(
+        f"memories: {s['active']} active, {s['invalidated']} forgotten, "
+        f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}"
+    )
+    for title, key in (
+        ("by type", "by_type"),
+        ("by agent", "by_agent"),
+        ("by project", "by_project"),
+        ("top tags", "by_tag"),
+    ):
+        if s[key]:
+            typer.echo(f"{title}:")
+            for name, n in s[key].items():
+                typer.echo(f"{bullet}{name}: {n}")
+
+
+@app.command(name="export")
+def export_(
+    file: Annotated[
+        Path, typer.Argument(help="JSON file to write ('-' for stdout).", dir_okay=False)
+    ],
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many (default: all).")
+    ] = None,
+) -> None:
+    """Export all memories (with tags, relations and embeddings) to a JSON file."""
+    with open_store() as st:
+        memories = st.export_all(limit=limit)
+    if str(file) == "-":
+        typer.echo(json.dumps(archive.wrap(memories), ensure_ascii=False, indent=1))
+        return
+    archive.write_export(file, memories)
+    typer.echo(f"exported {len(memories)} memories to {file}", err=True)
+
+
+@app.command(name="import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="JSON file written by 'export'.", dir_okay=False)],
+) -> None:
+    """Import memories from an export file: all or nothing, existing ids are skipped."""
+    memories = archive.read_export(file)
+    with open_store() as st:
+        added = st.import_memories(memories)
+    typer.echo(f"imported {added} memories ({len(memories) - added} already present)", err=True)
+
+
+# -- entry point --------------------------------------------------------------------------
+
+
+# -- the sidecar and sessions ---------------------------------------------------------------
+@app.command()
+def run() -> None:
+    """Run the sidecar in the foreground: watch the agents' session stores and fire the
+    created / idle / compacting / ending hooks (Ctrl-C or SIGTERM stops it). One per
+    LLMEM_HOME: a second one exits with a message."""
+    from .sidecar import AlreadyRunning, run_foreground
+
+    cfg = _config()
+    if state.db is not None:
+        cfg = {**cfg, "memory": {**cfg["memory"], "db_path": str(state.db)}}
+    try:
+        code = run_foreground(cfg)
+    except AlreadyRunning as exc:
+        typer.echo(f"llmem-hooks run: {exc}", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
+    """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
+    and the last event of each."""
+    from . import session_state
+    from .session_hooks import default_adapters
+    from .sidecar import running_pid
+
+    fmt = _fmt(as_json, as_markdown)
+    cfg = _config()
+    pid = running_pid()
+    stores = {name: [str(p) for p in a.watch_paths()] for name, a in default_adapters(cfg).items()}
+    with open_store() as st:
+        sessions = session_state.all_sessions(st, limit=50)
+        rows = []
+        for rec in sessions:
+            last = st.conn.execute(
+                "SELECT extracted_at FROM extraction_log WHERE source_id = ? "
+                "ORDER BY extracted_at DESC LIMIT 1",
+                (rec.session_id,),
+            ).fetchone()
+            rows.append(
+                {
+                    "session_id": rec.session_id,
+                    "agent": rec.agent,
+                    "project": rec.project,
+                    "state": rec.state,
+                    "end_reason": rec.end_reason,
+                    "last_activity_ms": rec.last_activity_ms,
+                    "last_extraction": last[0] if last else None,
+                }
+            )
+    out = {"sidecar": {"running": pid is not None, "pid": pid}, "stores": stores, "sessions": rows}
+    if fmt is Format.json:
+        typer.echo(json.dumps(out, indent=1))
+        return
+    typer.echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
+    for name, paths in stores.items():
+        typer.echo(f"watching {name}: {', '.join(paths) or '-'}")
+    typer.echo(f"sessions seen: {len(rows)}")
+    for r in rows:
+        ended = f" ({r['end_reason']})" if r["end_reason"] else ""
+        seen = datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+        last = f", last extraction {r['last_extraction']}" if r["last_extraction"] else ""
+        typer.echo(
+            f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}"
+        )
+
+
+@app.command()
+def context(
+    session_id: Annotated[str, typer.Argument(help="The agent's session id.")],
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Print the resume pack instead.")
+    ] = False,
+) -> None:
+    """Print a session's context file (what its prompt carries), or its resume pack."""
+    from .context import context_path, resume_path
+    from .paths import validate_session_id
+
+    validate_session_id(session_id)
+    ctx_dir = _config()["context"]["dir"]
+    folder = Path(ctx_dir).expanduser() if ctx_dir else None
+    path = resume_path(session_id, folder) if resume else context_path(session_id, folder)
+    if not path.exists():
+        raise NotFoundError(f"no {'resume pack' if resume else 'context'} for session {session_id}")
+    typer.echo(path.read_text(encoding="utf-8"), nl=False)
+
+
+@app.command()
+def install(
+    opencode: Annotated[
+        bool, typer.Option("--opencode", help="Install the OpenCode plugin.")
+    ] = False,
+    copilot: Annotated[
+        bool,
+        typer.Option("--copilot", help="Install the GitHub Copilot CLI hooks."),
+    ] = False,
+) -> None:
+    """Set up the agents: with no flag, every agent found on this machine (OpenCode: the
+    plugin in ~/.config/opencode/plugin/ and its settings; GitHub Copilot CLI: the hooks
+    file ~/.copilot/hooks/llmem.json). Safe to run again."""
+    import shutil
+
+    from . import install as installer
+
+    targets = {"opencode": opencode, "copilot": copilot}
+    if not any(targets.values()):
+        found_oc = shutil.which("opencode") or installer.opencode_plugin_dir().parent.exists()
+        targets["opencode"] = bool(found_oc)
+        targets["copilot"] = bool(shutil.which("copilot") or installer.copilot_home().exists())
+        if not any(targets.values()):
+            typer.echo(
+                "no supported agent found (OpenCode, GitHub Copilot CLI); "
+                "use --opencode or --copilot to force",
+                err=True,
+            )
+            raise typer.Exit(1)
+    if targets["opencode"]:
+        installer.install_opencode(report=typer.echo)
+    if targets["copilot"]:
+        installer.install_copilot(report=typer.echo)
+
+
+@app.command()
+def uninstall(
+    opencode: Annotated[
+        bool, typer.Option("--opencode", help="Remove the OpenCode plugin only.")
+    ] = False,
+    copilot: Annotated[
+        bool, typer.Option("--copilot", help="Remove the GitHub Copilot CLI hooks only.")
+    ] = False,
+) -> None:
+    """Remove what `install` put in place (memories, config and context files stay)."""
+    from . import install as installer
+
+    both = not (opencode or copilot)
+    if opencode or both:
+        installer.uninstall_opencode(report=typer.echo)
+    if copilot or both:
+        installer.uninstall_copilot(report=typer.echo)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the typer CLI; map errors to one line on stderr and an exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    state.reset()
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="llmem-hooks",
+            standalone_mode=False,
+        )
+        if isinstance(rv, int) and not isinstance(rv, bool):  # typer.Exit(code), non-standalone
+            return rv
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    except UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `llmem-hooks`: show the help
+            typer.echo(exc.format_message())
+            return 0
+        typer.echo(f"error: {exc.format_message()}", err=True)
+        return EXIT_USAGE
+    except (ValidationError, NotFoundError, ConfigError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return EXIT_USAGE
+    except LLMemError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return 1
+    except OSError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return 1
+    except Exception as exc:  # sqlite errors from a damaged or foreign database file
+        if type(exc).__name__ in ("DatabaseError", "OperationalError", "IntegrityError"):
+            typer.echo(f"error: database: {exc}", err=True)
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,533 @@
+"""`llmem-hooks hook copilot <event>`: the GitHub Copilot CLI hook command.
+
+Copilot CLI runs it for every configured hook event with a JSON payload on stdin
+(camelCase keys for camelCase-configured events such as ``sessionStart``; snake_case keys
+for the PascalCase aliases such as ``SessionStart``). It prints at most one JSON object:
+
+* ``sessionStart``: ``{"additionalContext": <the session's context file>}``. The file
+  ``<context_dir>/<session_id>.md`` is the one the sidecar writes; if the sidecar has not
+  written it yet, the hook builds it through the same `SessionHookCoordinator.on_created`,
+  so both always agree. Copilot places it first in the conversation.
+* ``userPromptSubmitted``: ``{"additionalContext": <resume pack>}`` once after each
+  compaction (Copilot's ``checkpoints/NNN-*.md`` count went up since the last injection,
+  remembered in ``<session_id>.compact.injected``).
+* every other event: nothing. The session store (``events.jsonl``) is the source of
+  truth and the sidecar tails it; the hook only starts a sidecar when none runs (config
+  ``copilot.autostart_sidecar``, default true).
+
+Fail open: on any error, bad input or a slow database the hook prints nothing and exits
+0 (errors go to ``<LLMEM_HOME>/logs/copilot-hook.log``), always within `DEADLINE_S`.
+Imports are lazy: this runs on every session start and prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+
+if TYPE_CHECKING:
+    from .events import SessionInfo
+
+AGENT = "copilot"
+MAX_STDIN_BYTES = 1 << 20  # payloads are < 2 KB; anything near this is not ours to parse
+MAX_CONTEXT_CHARS = 200_000
+DEADLINE_S = 1.2  # the whole process (with interpreter start-up) must finish within 2 s
+DB_MARGIN_S = 0.25  # SQLite gives up this long before the deadline
+LOG_NAME = "copilot-hook.log"
+LOG_MAX_BYTES = 1_000_000
+MARKER_SUFFIX = ".compact.injected"
+SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
+
+# PascalCase (VS Code / Claude compatible) names -> Copilot's camelCase names.
+EVENT_ALIASES = {
+    "SessionStart": "sessionStart",
+    "UserPromptSubmit": "userPromptSubmitted",
+    "Stop": "agentStop",
+    "PreCompact": "preCompact",
+    "SessionEnd": "sessionEnd",
+    "SubagentStart": "subagentStart",
+    "SubagentStop": "subagentStop",
+    "ErrorOccurred": "errorOccurred",
+}
+EVENTS = (
+    "sessionStart",
+    "userPromptSubmitted",
+    "agentStop",
+    "preCompact",
+    "sessionEnd",
+    "subagentStart",
+    "subagentStop",
+    "errorOccurred",
+)
+# Events on which a missing sidecar is started (not userPromptSubmitted: it runs at the
+# same time as sessionStart, and one start attempt per process launch is enough).
+AUTOSTART_EVENTS = frozenset(
+    {"sessionStart", "agentStop", "preCompact", "sessionEnd", "subagentStop", "errorOccurred"}
+)
+
+
+class HookError(Exception):
+    """Input the hook cannot use (logged, never shown to Copilot)."""
+
+
+# -- payload ---------------------------------------------------------------------------------
+def _field(payload: Mapping[str, Any], *names: str) -> Any:
+    for name in names:
+        value = payload.get(name)
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def normalize_event(name: str | None) -> str | None:
+    """A camelCase event name for ``name`` (PascalCase aliases mapped), or None."""
+    if not name:
+        return None
+    name = EVENT_ALIASES.get(name, name)
+    return name if name in EVENTS else None
+
+
+def session_of(payload: Mapping[str, Any]) -> tuple[str, bool]:
+    """``(session id, is_subagent)``: hooks fired for a sub-agent's turn carry the
+    sub-agent's id as ``sessionId`` and the real session in ``parentAgentId``."""
+    sid = _field(payload, "sessionId", "session_id")
+    agent_id = _field(payload, "agentId", "agent_id")
+    parent = _field(payload, "parentAgentId", "parent_agent_id")
+    if not isinstance(sid, str):
+        raise HookError("payload without a session id")
+    if isinstance(parent, str) and (agent_id is not None or sid == parent):
+        return parent, True
+    return sid, agent_id is not None
+
+
+def read_payload(stream: BinaryIO) -> dict[str, Any]:
+    """The stdin JSON object, read up to `MAX_STDIN_BYTES`."""
+    data = stream.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise HookError(f"payload larger than {MAX_STDIN_BYTES} bytes")
+    if not data.strip():
+        raise HookError("empty payload")
+    payload = json.loads(data)
+    if not isinstance(payload, dict):
+        raise HookError("payload is not a JSON object")
+    return payload
+
+
+# -- settings --------------------------------------------------------------------------------
+class Settings:
+    """What the hook needs from config.yaml (read without creating it)."""
+
+    def __init__(self, config: Mapping[str, Any], autostart: bool) -> None:
+        from .paths import get_context_dir
+
+        self.config = config
+        ctx = config["context"]
+        # Same rule as SessionHookCoordinator.ctx_dir, so hook and sidecar use one folder.
+        self.context_dir = Path(ctx["dir"]) if ctx.get("dir") else get_context_dir()
+        self.autostart = autostart
+
+    @property
+    def copilot_home(self) -> Path:
+        return copilot_home(self.config)
+
+
+def load_settings() -> Settings:
+    """config.yaml as the sidecar reads it, plus ``copilot.autostart_sidecar``.
+
+    Parsing YAML means importing PyYAML (~40 ms of regex compiling per process), so the
+    validated result is kept in `SETTINGS_CACHE` next to config.yaml and used while
+    config.yaml (and the defaults in config.py) are unchanged."""
+    from .paths import get_config_path
+
+    path = get_config_path()
+    stamp = _settings_stamp(path)
+    cache = path.with_name(SETTINGS_CACHE)
+    try:
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if cached["stamp"] == stamp:
+            return Settings(cached["config"], bool(cached["autostart"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    config, autostart = _parse_config(path)
+    try:
+        from .paths import write_private_file
+
+        body = {"stamp": stamp, "config": config, "autostart": autostart}
+        write_private_file(cache, json.dumps(body) + "\n")
+    except OSError as exc:
+        log_line(f"cannot write {cache}: {exc!r}")
+    return Settings(config, autostart)
+
+
+def _settings_stamp(config_path: Path) -> list[Any]:
+    """What the cached settings depend on: config.yaml's identity and config.py's."""
+    from . import __version__
+
+    stamp: list[Any] = [__version__, Path(__file__).with_name("config.py").stat().st_mtime_ns]
+    try:
+        st = config_path.stat()
+        stamp += [st.st_mtime_ns, st.st_size, st.st_ino]
+    except FileNotFoundError:
+        stamp.append(None)
+    return stamp
+
+
+def _parse_config(path: Path) -> tuple[dict[str, Any], bool]:
+    """Validated config (without creating config.yaml) and the autostart flag."""
+    from .config import DEFAULT_CONFIG, validate_config
+
+    raw: Any = {}
+    if path.exists():
+        import yaml
+
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(raw, dict):
+        raw = {}
+    autostart = True
+    section = raw.get("copilot")
+    if isinstance(section, dict) and "autostart_sidecar" in section:
+        autostart = section["autostart_sidecar"] is not False
+        if "autostart_sidecar" not in DEFAULT_CONFIG["copilot"]:  # not (yet) a known key
+            rest = {k: v for k, v in section.items() if k != "autostart_sidecar"}
+            raw = {**raw, "copilot": rest}
+    return validate_config(raw), autostart
+
+
+def copilot_home(config: Mapping[str, Any] | None = None) -> Path:
+    """Copilot CLI's home: config ``copilot.home``, else ``$COPILOT_HOME``, else
+    ``~/.copilot``."""
+    configured = ((config or {}).get("copilot") or {}).get("home")
+    if configured:
+        return Path(configured).expanduser()
+    env = os.environ.get("COPILOT_HOME")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".copilot"
+
+
+# -- logging ---------------------------------------------------------------------------------
+def _log_path() -> Path:
+    from .paths import get_llmem_home
+
+    return get_llmem_home() / "logs" / LOG_NAME
+
+
+def log_line(message: str) -> None:
+    """Append one line to the hook log (0600 in a 0700 folder); never raises."""
+    try:
+        path = _log_path()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            if path.stat().st_size > LOG_MAX_BYTES:
+                os.replace(path, path.with_name(LOG_NAME + ".1"))
+        except FileNotFoundError:
+            pass
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, f"{stamp} pid={os.getpid()} {message}\n".encode(errors="replace"))
+        finally:
+            os.close(fd)
+    except Exception:  # logging must never break the hook
+        pass
+
+
+def _route_library_logs() -> None:
+    """Send the coordinator's warnings to the hook log instead of stderr."""
+    import logging
+
+    root = logging.getLogger("llmem_hooks")
+    if any(getattr(h, "_llmem_copilot_hook", False) for h in root.handlers):
+        return
+
+    class _Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            log_line(f"{record.levelname} {record.name}: {self.format(record)}")
+
+    handler = _Handler(logging.WARNING)
+    handler._llmem_copilot_hook = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.propagate = False
+
+
+# -- the events ------------------------------------------------------------------------------
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")[:MAX_CONTEXT_CHARS]
+    except FileNotFoundError:
+        return None
+
+
+def session_info(sid: str, payload: Mapping[str, Any]) -> SessionInfo:
+    """The `SessionInfo` the adapter would report: cwd, and for a new session the first
+    prompt as title (Copilot's workspace.yaml ``name``) and the start time."""
+    from .events import SessionInfo  # lazy: only when the hook builds the context
+
+    cwd = _field(payload, "cwd")
+    title = None
+    if _field(payload, "source") != "resume":
+        prompt = _field(payload, "initialPrompt", "initial_prompt")
+        title = prompt if isinstance(prompt, str) else None
+    return SessionInfo(
+        id=sid,
+        agent=AGENT,
+        directory=cwd if isinstance(cwd, str) else None,
+        title=title,
+        created_ms=_epoch_ms(_field(payload, "timestamp")),
+    )
+
+
+def _epoch_ms(value: Any) -> int:
+    """Epoch ms (camelCase payloads) or an ISO-8601 string (snake_case payloads)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        from datetime import datetime
+
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return 0
+    return 0
+
+
+def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float) -> str:
+    """The session's context: the sidecar's file, else built now by the coordinator."""
+    from .paths import validate_session_id
+
+    path = settings.context_dir / f"{validate_session_id(sid)}.md"
+    text = _read_text(path)
+    if text is not None:
+        return text
+    _route_library_logs()
+    from .session_hooks import SessionHookCoordinator
+    from .store import MemoryStore
+
+    store = MemoryStore(settings.config["memory"]["db_path"])
+    try:
+        # A writer holding the lock must not keep us past the deadline.
+        wait_ms = max(0, int((deadline - time.monotonic() - DB_MARGIN_S) * 1000))
+        store.conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        coord = SessionHookCoordinator(
+            store, adapters={}, config=settings.config, extractor=_NO_EXTRACTOR
+        )
+        result, _ = coord.on_created(sid, session_info(sid, payload))
+        if result == "error":
+            raise HookError(f"on_created failed for session {sid}")
+    finally:
+        store.close()
+    return _read_text(path) or ""
+
+
+def checkpoint_count(session_dir: Path) -> int | None:
+    """How many compactions Copilot recorded for a session (``checkpoints/NNN-*.md``);
+    None when the session folder is unknown."""
+    folder = session_dir / "checkpoints"
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return 0 if session_dir.is_dir() else None
+    return sum(1 for n in names if n[:3].isdigit() and n.endswith(".md"))
+
+
+def _read_marker(path: Path) -> dict[str, int]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {k: int(v) for k, v in data.items() if k in ("checkpoints", "pack_mtime_ns")}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def prompt_submitted(sid: str, settings: Settings, session_dir: Path) -> str:
+    """The resume pack, the first time a prompt follows a new compaction; else ''."""
+    from .paths import validate_session_id, write_private_file
+
+    validate_session_id(sid)
+    count = checkpoint_count(session_dir)
+    if not count:
+        return ""
+    marker_path = settings.context_dir / f"{sid}{MARKER_SUFFIX}"
+    marker = _read_marker(marker_path)
+    if count <= marker.get("checkpoints", 0):
+        return ""
+    pack_path = settings.context_dir / f"{sid}.compact.md"
+    try:
+        mtime_ns = pack_path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return ""  # no pack (yet): try again at the next prompt
+    text = _read_text(pack_path) or ""
+    if not text.strip():
+        return ""
+    body = json.dumps({"checkpoints": count, "pack_mtime_ns": mtime_ns}) + "\n"
+    write_private_file(marker_path, body)
+    return text
+
+
+def session_dir_for(sid: str, payload: Mapping[str, Any], settings: Settings) -> Path:
+    transcript = _field(payload, "transcriptPath", "transcript_path")
+    if isinstance(transcript, str) and Path(transcript).parent.name == sid:
+        return Path(transcript).parent
+    return settings.copilot_home / "session-state" / sid
+
+
+class _NoExtractor:
+    """on_created never extracts; this spares importing the extraction engine."""
+
+    def extract(self, *args: Any, **kwargs: Any) -> list[Any]:  # pragma: no cover
+        return []
+
+
+_NO_EXTRACTOR = _NoExtractor()
+
+
+# -- the sidecar -----------------------------------------------------------------------------
+def sidecar_running() -> bool:
+    """`llmem_hooks.sidecar.running_pid` without importing that module (it imports the
+    store): a live pid in ``sidecar.pid`` whose ``sidecar.lock`` is held."""
+    import fcntl
+
+    from .paths import get_llmem_home
+
+    home = get_llmem_home()
+    try:
+        pid = int((home / "sidecar.pid").read_text().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        fd = os.open(home / "sidecar.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True  # the live sidecar holds it
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False  # a recycled pid
+    finally:
+        os.close(fd)
+
+
+def start_sidecar() -> int | None:
+    """Start ``llmem-hooks run`` detached (own session, no inherited pipes: Copilot waits
+    for the hook's stdout to close). Returns its pid."""
+    import subprocess
+
+    from .install import sidecar_command
+    from .paths import ensure_private_dir, get_llmem_home
+
+    home = ensure_private_dir(get_llmem_home())
+    proc = subprocess.Popen(
+        sidecar_command(),
+        cwd=home,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    return proc.pid
+
+
+def maybe_start_sidecar(settings: Settings) -> None:
+    if settings.autostart and not sidecar_running():
+        pid = start_sidecar()
+        log_line(f"started the sidecar (pid {pid})")
+
+
+# -- entry point -----------------------------------------------------------------------------
+def handle(agent: str, event_arg: str | None, stream: BinaryIO, deadline: float) -> str | None:
+    """The JSON text to print for one hook call (None: print nothing)."""
+    if agent != AGENT:
+        raise HookError(f"unsupported agent {agent!r} (only 'copilot')")
+    payload = read_payload(stream)
+    event = normalize_event(event_arg) or normalize_event(
+        _field(payload, "hook_event_name", "hookEventName")
+    )
+    if event is None:
+        raise HookError(f"unknown event {event_arg!r}")
+    sid, subagent = session_of(payload)
+    settings = load_settings()
+    text = ""
+    if event == "sessionStart":
+        text = session_start(sid, payload, settings, deadline)
+    elif event == "userPromptSubmitted" and not subagent:
+        text = prompt_submitted(sid, settings, session_dir_for(sid, payload, settings))
+    if event in AUTOSTART_EVENTS:
+        try:
+            maybe_start_sidecar(settings)
+        except Exception as exc:
+            log_line(f"{event} session={sid}: cannot start the sidecar: {exc!r}")
+    if not text.strip():
+        return None
+    return json.dumps({"additionalContext": text})
+
+
+def main(
+    argv: Sequence[str],
+    stdin: BinaryIO | None = None,
+    stdout: TextIO | None = None,
+    *,
+    deadline_s: float = DEADLINE_S,
+    exit_on_timeout: bool = False,
+) -> int:
+    """Run one hook call; always returns 0 (fail open). ``argv`` is ``[agent, event]``.
+
+    The work runs in a daemon thread: if it is still busy after ``deadline_s`` (a C-level
+    wait such as a SQLite lock cannot be interrupted), nothing is printed; with
+    ``exit_on_timeout`` (the command line) the process then ends at once."""
+    started = time.monotonic()
+    deadline = started + deadline_s
+    args = list(argv)
+    agent = args[0] if args else ""
+    event = args[1] if len(args) > 1 else None
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    result: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            result["out"] = handle(agent, event, stream, deadline)
+        except BaseException as exc:  # fail open on everything
+            result["error"] = exc
+
+    worker = threading.Thread(target=work, name="copilot-hook", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if worker.is_alive():
+        log_line(f"{event} timed out after {deadline_s:.1f} s: printed nothing")
+        if exit_on_timeout:
+            os._exit(0)
+        return 0
+    if "error" in result:
+        exc = result["error"]
+        log_line(f"{event} failed: {type(exc).__name__}: {exc}")
+        return 0
+    out = result.get("out")
+    if out:
+        try:
+            target = stdout if stdout is not None else sys.stdout
+            target.write(out + "\n")
+            target.flush()
+        except (OSError, ValueError) as exc:
+            log_line(f"{event}: cannot write the output: {exc!r}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:], exit_on_timeout=True))
