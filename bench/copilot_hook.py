@@ -45,6 +45,7 @@ for _p in (REPO / "tests", REPO / "tests" / "e2e"):
         sys.path.insert(0, str(_p))
 
 from oc_harness import SidecarProcess, isolated_env  # noqa: E402
+from report import cpu_name, pct, verdict  # noqa: E402
 
 from llmem_hooks.project import project_key  # noqa: E402
 from llmem_hooks.store import MemoryStore  # noqa: E402
@@ -58,26 +59,10 @@ NO_AUTOSTART = "copilot:\n  autostart_sidecar: false\n"
 
 
 # -- helpers --------------------------------------------------------------------------------
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))
-    return ordered[int(rank) - 1]
-
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "**missed**"
 
 
 def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     u = platform.uname()
     return (
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {u.system} {u.release} {u.machine}, {cpu}, "

@@ -56,6 +56,7 @@ from oc_harness import (  # noqa: E402
     npm,
 )
 from opencode_db import OpenCodeDB, text, tool  # noqa: E402
+from report import cpu_name, pct, verdict  # noqa: E402
 
 from llmem_hooks.config import DEFAULT_CONFIG  # noqa: E402
 from llmem_hooks.store import MemoryStore  # noqa: E402
@@ -71,30 +72,14 @@ HOOK_LINE = re.compile(r"session=(\S+) event=(\w+) result=(\S+) value=.* ms=([\d
 
 
 # -- helpers --------------------------------------------------------------------------------
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))
-    return ordered[int(rank) - 1]
 
 
 def stats(values: list[float]) -> tuple[float, float, float]:
     return pct(values, 50), pct(values, 95), max(values)
 
 
-def verdict(ok: bool) -> str:
-    return "met" if ok else "**missed**"
-
-
 def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     u = platform.uname()
     node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
     return (

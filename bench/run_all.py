@@ -20,17 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import import_speed
 import quality
 import search_speed
+from report import cpu_name
 
 
 def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     try:
         import sqlean
 

@@ -37,13 +37,13 @@ from oc_harness import (
     BUILD_NPM,
     REPO,
     SIDECAR_CONFIG,
+    LlmemCli,
     OpenCodeEnv,
     SidecarProcess,
     _own_process,
     _stop_pid,
     file_lock,
     isolated_env,
-    llmem_hooks_exe,
     npm,
     wait_until,
 )
@@ -216,7 +216,7 @@ class InteractiveCopilot:
 
 
 # -- the world -------------------------------------------------------------------------------
-class CopilotEnv:
+class CopilotEnv(LlmemCli):
     """One isolated world for Copilot CLI (see the module docstring)."""
 
     def __init__(
@@ -274,30 +274,6 @@ class CopilotEnv:
         path.write_text(text + ("" if on else COPILOT_CONFIG))
 
     # -- llmem-hooks ----------------------------------------------------------------------------
-    @property
-    def project_key(self) -> str:
-        from llmem_hooks.project import project_key
-
-        return project_key(self.repo)
-
-    def llmem(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [llmem_hooks_exe(), *args],
-            env=self.env,
-            cwd=self.repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if check and proc.returncode != 0:
-            pytest.fail(f"llmem-hooks {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-        return proc
-
-    def memories(self, *filters: str) -> list[dict[str, Any]]:
-        out = self.llmem("list", "--json", "--limit", "100000", *filters).stdout
-        return json.loads(out) if out.strip() else []
-
     def sessions(self) -> dict[str, dict[str, Any]]:
         """``llmem-hooks status --json`` sessions by id."""
         out = json.loads(self.llmem("status", "--json").stdout)

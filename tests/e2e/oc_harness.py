@@ -453,7 +453,43 @@ class OpenCodeServer:
         return self._ok(self.http.get(f"/session/{session_id}/message"))
 
 
-class OpenCodeEnv:
+class LlmemCli:
+    """``llmem-hooks`` run inside an isolated world (needs ``self.env`` and ``self.repo``)."""
+
+    env: dict[str, str]
+    repo: Path
+
+    @property
+    def project_key(self) -> str:
+        from llmem_hooks.project import project_key
+
+        return project_key(self.repo)
+
+    def llmem(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [llmem_hooks_exe(), *args],
+            env=self.env,
+            cwd=self.repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            pytest.fail(f"llmem-hooks {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def memories(self, *filters: str) -> list[dict[str, Any]]:
+        """``llmem-hooks list --json`` (all of them, newest first)."""
+        out = self.llmem("list", "--json", "--limit", "100000", *filters).stdout
+        return json.loads(out) if out.strip() else []
+
+    def search(self, query: str) -> list[dict[str, Any]]:
+        out = self.llmem("search", query, "--json").stdout
+        return json.loads(out) if out.strip() else []
+
+
+class OpenCodeEnv(LlmemCli):
     """One isolated world: env, repo, LLMEM_HOME, the fake provider and process helpers."""
 
     def __init__(
@@ -515,35 +551,6 @@ class OpenCodeEnv:
         settings = json.loads(self.plugin_settings_path.read_text())
         settings.update(changes)
         self.plugin_settings_path.write_text(json.dumps(settings, indent=2))
-
-    @property
-    def project_key(self) -> str:
-        from llmem_hooks.project import project_key
-
-        return project_key(self.repo)
-
-    def llmem(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [llmem_hooks_exe(), *args],
-            env=self.env,
-            cwd=self.repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if check and proc.returncode != 0:
-            pytest.fail(f"llmem-hooks {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-        return proc
-
-    def memories(self, *filters: str) -> list[dict[str, Any]]:
-        """``llmem-hooks list --json`` (all of them, newest first)."""
-        out = self.llmem("list", "--json", "--limit", "100000", *filters).stdout
-        return json.loads(out) if out.strip() else []
-
-    def search(self, query: str) -> list[dict[str, Any]]:
-        out = self.llmem("search", query, "--json").stdout
-        return json.loads(out) if out.strip() else []
 
     @property
     def opencode_db(self) -> Path:
