@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 
 from .errors import ValidationError
 from .events import Message
-from .redact import SECRET_PATTERNS
+from .redact import SECRET_PATTERNS, high_entropy_spans
 from .registry import check_memory_type
 from .store import MAX_CONTENT_CHARS, normalize_tags
 
@@ -95,9 +95,9 @@ def _redact_match(name: str, m: re.Match[str]) -> str:
     if name == "password in a URL":  # keep scheme and host: scheme://[REDACTED]@host
         scheme, _, _ = found.partition("://")
         return f"{scheme}://{REDACTED}@"
-    if name == "password or secret assignment":  # keep the key name: password=[REDACTED]
-        key = re.match(r"(?i)[a-z_-]+\s*[:=]\s*['\"]?", found)
-        return f"{key.group(0) if key else ''}{REDACTED}"
+    if "secret" in m.re.groupindex and m.group("secret"):  # keep the key name / header
+        start, end = m.span("secret")
+        return found[: start - m.start()] + REDACTED + found[end - m.start() :]
     return REDACTED
 
 
@@ -127,6 +127,8 @@ def redact_secrets(text: str) -> str | None:
                 return None
             continue
         text = pattern.sub(lambda m, n=name: _redact_match(n, m), text)
+    for start, end in reversed(high_entropy_spans(text)):
+        text = text[:start] + REDACTED + text[end:]
     return _SPOKEN_SECRET.sub(_redact_spoken, text)
 
 
