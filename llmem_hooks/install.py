@@ -116,7 +116,7 @@ def install_opencode(
 ) -> list[Path]:
     """Copy the plugin into OpenCode's plugin folder and write plugin.json (0600 in a 0700
     folder). Returns both paths; ``report`` gets one line per file, e.g.
-    ``"installed /home/me/.config/opencode/plugin/llmem.ts"`` or ``"already installed ..."``."""
+    ``"installed <plugin dir>/llmem.ts"`` or ``"already installed <plugin dir>/llmem.ts"``."""
     target = opencode_plugin_dir() / PLUGIN_FILE
     settings_path = plugin_settings_path()
     ensure_private_dir(settings_path.parent)

@@ -344,8 +344,7 @@ class Session:
             "compactionAttemptId": attempt,
             "trigger": "manual",
             "checkpointNumber": self.checkpoints,
-            # recorded on another machine: only the file name is usable
-            "checkpointPath": f"/home/dev/.copilot/session-state/{self.id}/checkpoints/{name}",
+            "checkpointPath": str(path),
         }
         if in_event:
             data["summaryContent"] = summary
