@@ -519,7 +519,8 @@ def run() -> None:
     """Run the sidecar in the foreground: watch the agents' session stores and fire the
     created / idle / compacting / ending hooks (Ctrl-C or SIGTERM stops it). One per
     LLMEM_HOME: a second one exits with a message."""
-    from .sidecar import AlreadyRunning, run_foreground
+    from .sidecar import run_foreground
+    from .sidecar_lock import AlreadyRunning
 
     cfg = _config()
     if state.db is not None:
@@ -538,7 +539,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     and the last event of each."""
     from . import session_state
     from .session_hooks import default_adapters
-    from .sidecar import running_pid
+    from .sidecar_lock import running_pid
 
     fmt = _fmt(as_json, as_markdown)
     cfg = _config()

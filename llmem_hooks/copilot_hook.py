@@ -388,40 +388,10 @@ _NO_EXTRACTOR = _NoExtractor()
 
 # -- the sidecar -----------------------------------------------------------------------------
 def sidecar_running() -> bool:
-    """`llmem_hooks.sidecar.running_pid` without importing that module (it imports the
-    store): a live pid in ``sidecar.pid`` whose ``sidecar.lock`` is held."""
-    import fcntl
+    """Whether a live sidecar holds the lock (`sidecar_lock.running_pid`)."""
+    from .sidecar_lock import running_pid
 
-    from .paths import get_llmem_home
-
-    home = get_llmem_home()
-    try:
-        pid = int((home / "sidecar.pid").read_text().strip())
-    except (OSError, ValueError):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        fd = os.open(home / "sidecar.lock", os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True  # the live sidecar holds it
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False  # a recycled pid
-    finally:
-        os.close(fd)
+    return running_pid() is not None
 
 
 def start_sidecar() -> int | None:

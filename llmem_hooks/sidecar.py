@@ -19,7 +19,6 @@ were deleted while it was down).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import logging.handlers
 import os
@@ -27,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,6 +35,7 @@ from . import session_state
 from .events import LifecycleEvent
 from .paths import ensure_private_dir, get_llmem_home
 from .session_hooks import RESULT_DEBOUNCED, SessionHookCoordinator
+from .sidecar_lock import single_instance
 
 log = logging.getLogger("llmem_hooks.sidecar")
 
@@ -43,71 +43,6 @@ EXISTENCE_CHECK_S = 1.0  # how often active sessions are checked for deletion
 COALESCE_S = 0.03  # a burst of file events becomes one pass
 LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
-
-
-class AlreadyRunning(RuntimeError):
-    """Another sidecar holds the lock for this LLMEM_HOME."""
-
-
-def lock_path(home: Path | None = None) -> Path:
-    return (home or get_llmem_home()) / "sidecar.lock"
-
-
-def pid_path(home: Path | None = None) -> Path:
-    return (home or get_llmem_home()) / "sidecar.pid"
-
-
-def running_pid(home: Path | None = None) -> int | None:
-    """The pid of the running sidecar, or None (a stale pid file does not count)."""
-    try:
-        pid = int(pid_path(home).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    # The lock tells a live sidecar from a recycled pid.
-    try:
-        with open(lock_path(home), "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return pid
-            fcntl.flock(fh, fcntl.LOCK_UN)
-            return None
-    except OSError:
-        return pid
-
-
-@contextlib.contextmanager
-def single_instance(home: Path | None = None) -> Iterator[None]:
-    """Hold the sidecar lock (raises AlreadyRunning) and publish our pid meanwhile."""
-    home = ensure_private_dir(home or get_llmem_home())
-    fd = os.open(lock_path(home), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = running_pid(home)
-            raise AlreadyRunning(
-                f"another sidecar is already running for {home}" + (f" (pid {pid})" if pid else "")
-            ) from None
-        pid_file = pid_path(home)
-        tmp = pid_file.with_suffix(".tmp")
-        tmp.write_text(f"{os.getpid()}\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, pid_file)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                if pid_file.read_text().strip() == str(os.getpid()):
-                    pid_file.unlink()
-    finally:
-        os.close(fd)
 
 
 def setup_logging(home: Path | None = None, stream: TextIO | None = sys.stderr) -> Path:

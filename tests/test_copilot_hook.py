@@ -501,7 +501,7 @@ def test_settings_are_cached_until_config_yaml_changes(
 
 
 def test_sidecar_running_agrees_with_the_sidecar_module(llmem_home: Path) -> None:
-    from llmem_hooks.sidecar import lock_path, pid_path, running_pid, single_instance
+    from llmem_hooks.sidecar_lock import lock_path, pid_path, running_pid, single_instance
 
     assert (pid_path(), lock_path()) == (llmem_home / "sidecar.pid", llmem_home / "sidecar.lock")
     assert copilot_hook.sidecar_running() is False and running_pid() is None

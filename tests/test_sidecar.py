@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks.sidecar import AlreadyRunning, running_pid, single_instance
+from llmem_hooks.sidecar_lock import AlreadyRunning, running_pid, single_instance
 
 
 def _env(home: Path, tmp_path: Path) -> dict[str, str]:
