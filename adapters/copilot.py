@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from llmem_hooks.events import EventKind, LifecycleEvent, Message, SessionInfo
+from llmem_hooks.paths import copilot_home
 
 from .base import SessionAdapter
 
@@ -124,12 +125,6 @@ KNOWN_TYPES = frozenset(
 
 
 # -- locating the home ---------------------------------------------------------------------
-
-
-def copilot_home() -> Path:
-    """Where Copilot CLI keeps its state: ``$COPILOT_HOME``, else ``~/.copilot``."""
-    env = os.environ.get("COPILOT_HOME", "")
-    return Path(env).expanduser() if env else Path.home() / ".copilot"
 
 
 def validate_home(path: str | Path) -> Path:

@@ -591,11 +591,10 @@ def context(
 ) -> None:
     """Print a session's context file (what its prompt carries), or its resume pack."""
     from .context import context_path, resume_path
-    from .paths import validate_session_id
+    from .paths import get_context_dir, validate_session_id
 
     validate_session_id(session_id)
-    ctx_dir = _config()["context"]["dir"]
-    folder = Path(ctx_dir).expanduser() if ctx_dir else None
+    folder = get_context_dir(_config()["context"]["dir"])
     path = resume_path(session_id, folder) if resume else context_path(session_id, folder)
     if not path.exists():
         raise NotFoundError(f"no {'resume pack' if resume else 'context'} for session {session_id}")

@@ -128,13 +128,14 @@ class Settings:
 
         self.config = config
         ctx = config["context"]
-        # Same rule as SessionHookCoordinator.ctx_dir, so hook and sidecar use one folder.
-        self.context_dir = Path(ctx["dir"]) if ctx.get("dir") else get_context_dir()
+        self.context_dir = get_context_dir(ctx.get("dir"))
         self.autostart = autostart
 
     @property
     def copilot_home(self) -> Path:
-        return copilot_home(self.config)
+        from .paths import copilot_home
+
+        return copilot_home(self.config["copilot"]["home"])
 
 
 def load_settings() -> Settings:
@@ -197,18 +198,6 @@ def _parse_config(path: Path) -> tuple[dict[str, Any], bool]:
             rest = {k: v for k, v in section.items() if k != "autostart_sidecar"}
             raw = {**raw, "copilot": rest}
     return validate_config(raw), autostart
-
-
-def copilot_home(config: Mapping[str, Any] | None = None) -> Path:
-    """Copilot CLI's home: config ``copilot.home``, else ``$COPILOT_HOME``, else
-    ``~/.copilot``."""
-    configured = ((config or {}).get("copilot") or {}).get("home")
-    if configured:
-        return Path(configured).expanduser()
-    env = os.environ.get("COPILOT_HOME")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".copilot"
 
 
 # -- logging ---------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import paths
 from .config import load_config
 from .paths import ensure_private_dir, get_context_dir, get_llmem_home, write_private_file
 
@@ -80,10 +81,9 @@ def plugin_settings(command: Sequence[str] | None = None) -> dict[str, Any]:
     """The content of plugin.json (honours ``context.dir`` and the ``opencode`` section of
     config.yaml when it exists)."""
     cfg = load_config(create=False)
-    ctx_dir = cfg["context"]["dir"]
     home = get_llmem_home()
     return {
-        "context_dir": str(Path(ctx_dir).expanduser() if ctx_dir else get_context_dir()),
+        "context_dir": str(get_context_dir(cfg["context"]["dir"])),
         "wait_ms": int(cfg["opencode"]["plugin_wait_ms"]),
         "autostart": bool(cfg["opencode"]["autostart_sidecar"]),
         "command": list(command) if command else sidecar_command(),
@@ -177,9 +177,7 @@ COPILOT_MARKER = "llmem-hooks hook copilot"  # in every command we write
 def copilot_home() -> Path:
     """Copilot CLI's home: config ``copilot.home``, else ``$COPILOT_HOME``, else
     ``~/.copilot``."""
-    from .copilot_hook import copilot_home as resolve
-
-    return resolve(load_config(create=False))
+    return paths.copilot_home(load_config(create=False)["copilot"]["home"])
 
 
 def copilot_hooks_path() -> Path:

@@ -33,8 +33,20 @@ def get_db_path() -> Path:
     return get_llmem_home() / "memory.db"
 
 
-def get_context_dir() -> Path:
-    return get_llmem_home() / "context"
+def get_context_dir(configured: str | None = None) -> Path:
+    """The context-file folder: config ``context.dir`` when set, else
+    ``<LLMEM_HOME>/context``. One rule for the sidecar, the hooks, the plugin settings
+    and the CLI, so they always meet in the same folder."""
+    return Path(configured).expanduser() if configured else get_llmem_home() / "context"
+
+
+def copilot_home(configured: str | None = None) -> Path:
+    """Copilot CLI's home: config ``copilot.home``, else ``$COPILOT_HOME``, else
+    ``~/.copilot`` (one rule for the adapter, the hook command and the installer)."""
+    if configured:
+        return Path(configured).expanduser()
+    env = os.environ.get("COPILOT_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".copilot"
 
 
 def ensure_private_dir(path: Path) -> Path:

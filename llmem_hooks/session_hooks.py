@@ -70,7 +70,7 @@ class SessionHookCoordinator:
         self.adapters = dict(adapters or {})
         self.config = dict(config or load_config())
         ctx = self.config.get("context", {})
-        self.context_dir = context_dir or (Path(ctx["dir"]) if ctx.get("dir") else None)
+        self.context_dir = context_dir or get_context_dir(ctx.get("dir"))
         self.budget_tokens = int(ctx.get("budget_tokens", 1500))
         sess = self.config.get("session", {})
         self.debounce_s = float(sess.get("idle_debounce_seconds", 30))
@@ -85,7 +85,7 @@ class SessionHookCoordinator:
     # -- session bookkeeping -------------------------------------------------------------
     @property
     def ctx_dir(self) -> Path:
-        return self.context_dir or get_context_dir()
+        return self.context_dir
 
     def _record(
         self, session_id: str, info: SessionInfo | None = None
