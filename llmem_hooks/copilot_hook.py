@@ -180,24 +180,12 @@ def _settings_stamp(config_path: Path) -> list[Any]:
 
 
 def _parse_config(path: Path) -> tuple[dict[str, Any], bool]:
-    """Validated config (without creating config.yaml) and the autostart flag."""
-    from .config import DEFAULT_CONFIG, validate_config
+    """Validated config (the sidecar's loader, without creating config.yaml) and the
+    autostart flag."""
+    from .config import load_config
 
-    raw: Any = {}
-    if path.exists():
-        import yaml
-
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(raw, dict):
-        raw = {}
-    autostart = True
-    section = raw.get("copilot")
-    if isinstance(section, dict) and "autostart_sidecar" in section:
-        autostart = section["autostart_sidecar"] is not False
-        if "autostart_sidecar" not in DEFAULT_CONFIG["copilot"]:  # not (yet) a known key
-            rest = {k: v for k, v in section.items() if k != "autostart_sidecar"}
-            raw = {**raw, "copilot": rest}
-    return validate_config(raw), autostart
+    config = load_config(path, create=False)
+    return config, bool(config["copilot"]["autostart_sidecar"])
 
 
 # -- logging ---------------------------------------------------------------------------------
