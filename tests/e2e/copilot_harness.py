@@ -44,7 +44,7 @@ from oc_harness import (
     _stop_pid,
     file_lock,
     isolated_env,
-    npm,
+    npm_install_pinned,
     wait_until,
 )
 
@@ -100,14 +100,7 @@ def ensure_copilot(scratch: Path) -> Path:
     exe = COPILOT_DIR / "node_modules" / ".bin" / "copilot"
     with file_lock(BUILD_NPM / f"copilot-{COPILOT_VERSION}.lock"):
         if COPILOT_VERSION not in (_copilot_version(exe, scratch) or ""):
-            COPILOT_DIR.mkdir(parents=True, exist_ok=True)
-            manifest = {
-                "name": "llmem-e2e-copilot",
-                "private": True,
-                "dependencies": {"@github/copilot": COPILOT_VERSION},
-            }
-            (COPILOT_DIR / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
-            npm(["install"], cwd=COPILOT_DIR)
+            npm_install_pinned(COPILOT_DIR, "llmem-e2e-copilot", "@github/copilot", COPILOT_VERSION)
             got = _copilot_version(exe, scratch)
             if COPILOT_VERSION not in (got or ""):
                 pytest.fail(f"npm installed @github/copilot but {exe} --version says {got!r}")

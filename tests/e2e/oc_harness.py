@@ -152,6 +152,14 @@ def _opencode_version(exe: Path) -> str | None:
     return out.stdout.strip() or None
 
 
+def npm_install_pinned(folder: Path, name: str, package: str, version: str) -> None:
+    """``npm install`` exactly ``package@version`` into ``folder`` (a private manifest)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {"name": name, "private": True, "dependencies": {package: version}}
+    (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    npm(["install"], cwd=folder)
+
+
 def ensure_opencode() -> Path:
     """``build/npm/opencode-<v>/node_modules/.bin/opencode``, installed with npm on first use
     (file-locked; an npm failure fails the test with npm's output)."""
@@ -159,14 +167,7 @@ def ensure_opencode() -> Path:
     exe = folder / "node_modules" / ".bin" / "opencode"
     with file_lock(BUILD_NPM / f"opencode-{OPENCODE_VERSION}.lock"):
         if _opencode_version(exe) != OPENCODE_VERSION:
-            folder.mkdir(parents=True, exist_ok=True)
-            manifest = {
-                "name": "llmem-e2e-opencode",
-                "private": True,
-                "dependencies": {"opencode-ai": OPENCODE_VERSION},
-            }
-            (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
-            npm(["install"], cwd=folder)
+            npm_install_pinned(folder, "llmem-e2e-opencode", "opencode-ai", OPENCODE_VERSION)
             got = _opencode_version(exe)
             if got != OPENCODE_VERSION:
                 pytest.fail(f"npm installed opencode-ai but {exe} --version says {got!r}")
