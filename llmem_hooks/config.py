@@ -23,6 +23,8 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "db_path": None,  # None -> <LLMEM_HOME>/memory.db
         "default_confidence": 0.8,
         "inbox_capacity": 100,
+        "vec_dimensions": 768,  # must match the embedding model (nomic-embed-text: 768)
+        "duplicate_cosine": 0.92,  # a new memory this close to one of its project merges
     },
     "retrieval": {
         "alpha": 0.7,
@@ -51,6 +53,21 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
         "enabled": True,
         "home": None,  # None -> $COPILOT_HOME, else ~/.copilot
         "autostart_sidecar": True,  # the sessionStart hook starts `llmem-hooks run` if none runs
+    },
+    "ollama": {
+        "enabled": True,  # use a local model when one answers; heuristics otherwise
+        "base_url": "http://localhost:11434",
+        "allow_remote": False,  # only loopback URLs unless set
+        "model": "llama3.2",  # extraction and self-assessment model
+        "embed_model": "nomic-embed-text",
+        "timeout_seconds": 30.0,
+        "context_tokens": 4096,  # the model's context; transcripts are chunked to fit
+    },
+    "budget": {
+        "session_tokens": 50_000,  # per session, prompt + output tokens
+        "session_seconds": 300.0,
+        "day_tokens": 500_000,  # per day (UTC), all sessions
+        "day_seconds": 3600.0,
     },
 }
 
@@ -91,11 +108,25 @@ def _optional_path(value: Any) -> str | None:
     return value
 
 
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise ValueError(f"expected a model name, got {value!r}")
+    return value.strip()
+
+
+def _url(value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ValueError("expected an http(s) URL")  # never echo it: it may hold a password
+    return value.rstrip("/")
+
+
 VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "memory": {
         "db_path": _optional_path,
         "default_confidence": _number(0.0, 1.0),
         "inbox_capacity": _int(1),
+        "vec_dimensions": _int(1),
+        "duplicate_cosine": _number(0.0, 1.0),
     },
     "retrieval": {
         "alpha": _number(0.0, 1.0),
@@ -118,6 +149,21 @@ VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
         "plugin_wait_ms": _int(0),
     },
     "copilot": {"enabled": _bool, "home": _optional_path, "autostart_sidecar": _bool},
+    "ollama": {
+        "enabled": _bool,
+        "base_url": _url,
+        "allow_remote": _bool,
+        "model": _name,
+        "embed_model": _name,
+        "timeout_seconds": _number(0.1, 3600.0),
+        "context_tokens": _int(256),
+    },
+    "budget": {
+        "session_tokens": _int(0),
+        "session_seconds": _number(0.0),
+        "day_tokens": _int(0),
+        "day_seconds": _number(0.0),
+    },
 }
 
 

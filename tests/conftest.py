@@ -38,3 +38,17 @@ def permissive_umask() -> Iterator[None]:
         yield
     finally:
         os.umask(old)
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[tuple[object, str]]:
+    """A real HTTP fake of Ollama on 127.0.0.1 (tests/fake_ollama.py); stopped after the
+    test. Yields (server, base_url); steer it through ``server.control``."""
+    from fake_ollama import start_server
+
+    srv, url = start_server()
+    try:
+        yield srv, url
+    finally:
+        srv.shutdown()
+        srv.server_close()
