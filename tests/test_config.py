@@ -39,6 +39,21 @@ EXPECTED_DEFAULTS = {
         "plugin_wait_ms": 300,
     },
     "copilot": {"enabled": True, "home": None, "autostart_sidecar": True},
+    "ollama": {
+        "enabled": True,
+        "base_url": "http://localhost:11434",
+        "allow_remote": False,
+        "model": "llama3.2",
+        "embed_model": "nomic-embed-text",
+        "timeout_seconds": 30.0,
+        "context_tokens": 4096,
+    },
+    "budget": {
+        "session_tokens": 50_000,
+        "session_seconds": 300.0,
+        "day_tokens": 500_000,
+        "day_seconds": 3600.0,
+    },
 }
 
 
