@@ -22,7 +22,13 @@ from llmem_hooks.cli import main
 from llmem_hooks.config import DEFAULT_CONFIG
 
 EXPECTED_DEFAULTS = {
-    "memory": {"db_path": None, "default_confidence": 0.8, "inbox_capacity": 100},
+    "memory": {
+        "db_path": None,
+        "default_confidence": 0.8,
+        "inbox_capacity": 100,
+        "vec_dimensions": 768,
+        "duplicate_cosine": 0.92,
+    },
     "retrieval": {"alpha": 0.7, "blend": 0.3, "fuzzy_threshold": 0.7, "limit": 10},
     "context": {"dir": None, "budget_tokens": 1500},
     "session": {
