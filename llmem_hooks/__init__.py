@@ -16,20 +16,31 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_BLEND": "retrieve",
     "DEFAULT_MEMORY_TYPES": "registry",
     "DEFAULT_RRF_K": "retrieve",
+    "ERROR_TAXONOMY": "taxonomy",
+    "ERROR_TAXONOMY_KEYS": "taxonomy",
+    "EmbeddingEngine": "embed",
+    "EmbeddingMetrics": "metrics",
     "ImportFormatError": "errors",
     "LLMemError": "errors",
     "LifecycleEvent": "events",
     "MemoryFilter": "store",
     "MemoryStore": "store",
     "Message": "events",
+    "ModelBudget": "budget",
     "NotFoundError": "errors",
+    "OllamaClient": "ollama",
+    "OllamaError": "ollama",
+    "OllamaExtractor": "llm_extract",
     "Retriever": "retrieve",
+    "SELF_ASSESSMENT_FIELDS": "taxonomy",
     "SearchError": "errors",
     "SessionEventManager": "session_hooks",
     "SessionHookCoordinator": "session_hooks",
     "SessionInfo": "events",
     "VALID_SESSION_EVENT_TYPES": "registry",
     "ValidationError": "errors",
+    "build_extraction_engine": "llm_extract",
+    "compute_metrics": "metrics",
     "create_session_hook_coordinator": "session_hooks",
     "get_config_path": "paths",
     "get_context_dir": "paths",
@@ -38,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "get_registered_session_hooks": "registry",
     "get_registered_types": "registry",
     "load_config": "config",
+    "parse_self_assessment": "taxonomy",
     "register_memory_type": "registry",
     "register_session_hook": "registry",
     "validate_session_id": "paths",
@@ -55,7 +67,9 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from .budget import ModelBudget
     from .config import load_config, write_config_yaml
+    from .embed import EmbeddingEngine
     from .errors import (
         ConfigError,
         ImportFormatError,
@@ -65,6 +79,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         ValidationError,
     )
     from .events import LifecycleEvent, Message, SessionInfo
+    from .llm_extract import OllamaExtractor, build_extraction_engine
+    from .metrics import EmbeddingMetrics, compute_metrics
+    from .ollama import OllamaClient, OllamaError
     from .paths import (
         get_config_path,
         get_context_dir,
@@ -87,6 +104,12 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         create_session_hook_coordinator,
     )
     from .store import MemoryFilter, MemoryStore
+    from .taxonomy import (
+        ERROR_TAXONOMY,
+        ERROR_TAXONOMY_KEYS,
+        SELF_ASSESSMENT_FIELDS,
+        parse_self_assessment,
+    )
 
 __version__ = "0.1.0"
 
@@ -95,15 +118,24 @@ __all__ = [
     "DEFAULT_BLEND",
     "DEFAULT_MEMORY_TYPES",
     "DEFAULT_RRF_K",
+    "ERROR_TAXONOMY",
+    "ERROR_TAXONOMY_KEYS",
+    "SELF_ASSESSMENT_FIELDS",
     "VALID_SESSION_EVENT_TYPES",
     "ConfigError",
+    "EmbeddingEngine",
+    "EmbeddingMetrics",
     "ImportFormatError",
     "LLMemError",
     "LifecycleEvent",
     "MemoryFilter",
     "MemoryStore",
     "Message",
+    "ModelBudget",
     "NotFoundError",
+    "OllamaClient",
+    "OllamaError",
+    "OllamaExtractor",
     "Retriever",
     "SearchError",
     "SessionEventManager",
@@ -111,6 +143,8 @@ __all__ = [
     "SessionInfo",
     "ValidationError",
     "__version__",
+    "build_extraction_engine",
+    "compute_metrics",
     "create_session_hook_coordinator",
     "get_config_path",
     "get_context_dir",
@@ -119,6 +153,7 @@ __all__ = [
     "get_registered_session_hooks",
     "get_registered_types",
     "load_config",
+    "parse_self_assessment",
     "register_memory_type",
     "register_session_hook",
     "validate_session_id",

@@ -453,12 +453,75 @@ def prune(
     typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}", err=True)
 
 
+def _embedding_stats(fmt: Format) -> None:
+    """`stats --embeddings`: quality metrics of the stored vectors (llmem_hooks.metrics)."""
+    import time
+
+    from .metrics import (
+        ANISOTROPY_WARNING_THRESHOLD,
+        METRICS_MAX_EMBEDDINGS,
+        SIMILARITY_RANGE_WARNING_THRESHOLD,
+        metrics_from_rows,
+    )
+
+    started = time.monotonic()
+    with open_store() as st:
+        stored = st.count_embeddings()
+        rows = st.get_embeddings_with_types(limit=METRICS_MAX_EMBEDDINGS)
+    m = metrics_from_rows(rows)
+    seconds = time.monotonic() - started
+    if fmt is Format.json:
+        out = {"embedded_memories": stored, **m.to_dict(), "seconds": round(seconds, 3)}
+        typer.echo(json.dumps(out, indent=1))
+        return
+    if not m.count:
+        typer.echo("embeddings: none stored (memories get one when an embed model answers)")
+        return
+    bullet = "- " if fmt is Format.markdown else "  "
+    measured = f"; measured the newest {m.count}" if m.count < stored else ""
+    typer.echo(f"embeddings: {stored} memories, {m.dimensions} dimensions{measured}")
+    gap = m.discrimination_gap
+    lines = [
+        f"anisotropy: {m.anisotropy:.3f} (lower is better, warning above "
+        f"{ANISOTROPY_WARNING_THRESHOLD})",
+        f"similarity range: {m.similarity_range:.3f} (higher is better, warning below "
+        f"{SIMILARITY_RANGE_WARNING_THRESHOLD})",
+        f"discrimination gap: {gap:.3f} across {m.classes} memory types (higher is better)"
+        if gap is not None and m.classes > 1
+        else "discrimination gap: n/a (one memory type)",
+        f"pairs: {m.pairs:,}"
+        + (
+            f" (similarity range over a sample of {m.sampled_pairs:,}; the means are exact)"
+            if m.sampled_pairs is not None
+            else ""
+        ),
+        f"computed in {seconds:.2f} s",
+    ]
+    for line in lines:
+        typer.echo(f"{bullet}{line}")
+    for warning in m.warnings:
+        typer.echo(f"{'- **warning**' if fmt is Format.markdown else 'warning'}: {warning}")
+
+
 @app.command()
-def stats(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
-    """Counts by type, tag, agent and project, and the database size."""
+def stats(
+    as_json: JsonOpt = False,
+    as_markdown: MarkdownOpt = False,
+    embeddings: Annotated[
+        bool, typer.Option("--embeddings", help="Embedding quality metrics instead.")
+    ] = False,
+) -> None:
+    """Counts by type, tag, agent and project, and the database size; with --embeddings,
+    the quality of the stored vectors (anisotropy, similarity range, discrimination gap)."""
     fmt = _fmt(as_json, as_markdown)
+    if embeddings:
+        _embedding_stats(fmt)
+        return
+    from .budget import BudgetLimits, ModelBudget
+
     with open_store() as st:
         s = st.stats()
+        s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config()["budget"])).report()
     if fmt is Format.json:
         typer.echo(json.dumps(s, indent=1))
         return
@@ -478,6 +541,34 @@ def stats(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
             typer.echo(f"{title}:")
             for name, n in s[key].items():
                 typer.echo(f"{bullet}{name}: {n}")
+    use, caps = s["model_usage"]["today"], s["model_usage"]["caps"]
+    typer.echo(f"model usage today ({s['model_usage']['day']} UTC):")
+    typer.echo(
+        f"{bullet}{use['calls']} calls, {use['tokens']} tokens ({use['prompt_tokens']} prompt"
+        f" + {use['output_tokens']} output) of {caps['day_tokens']}, "
+        f"{use['seconds']:.1f} s of {caps['day_seconds']:g} s"
+    )
+    typer.echo(
+        f"{bullet}per session: {caps['session_tokens']} tokens, {caps['session_seconds']:g} s"
+    )
+
+
+@app.command()
+def doctor(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
+    """Which extractor the hooks use and why: Ollama enabled and reachable, base URL
+    allowed, model pulled, budget left today. Exit 0 even without Ollama (the heuristics
+    run); 2 for a configuration that cannot work."""
+    from .doctor import diagnose, exit_code, render
+
+    fmt = _fmt(as_json, as_markdown)
+    cfg = _config()
+    with open_store() as st:
+        checks = diagnose(cfg, st)
+    if fmt is Format.json:
+        typer.echo(json.dumps({"checks": [c.as_dict() for c in checks]}, indent=1))
+    else:
+        typer.echo(render(checks, markdown=fmt is Format.markdown), nl=False)
+    raise typer.Exit(exit_code(checks))
 
 
 @app.command(name="export")

@@ -1,11 +1,12 @@
 """Turning session transcripts into memory candidates, summaries and self-assessments.
 
-`ExtractionEngine` is what the session hooks call. Today it runs `HeuristicExtractor`,
+`ExtractionEngine` is what the session hooks call. It always runs `HeuristicExtractor`,
 which only picks up statements people make on purpose ("remember that ...", "we decided
 ...", "always ...", "I prefer ...", explicit how-tos): a missed memory costs little, a
-wrong one is injected into every later session. An Ollama-backed extractor will plug in
-as another `Extractor`; whatever produces candidates, `finalize_candidates` is the one gate
-they all pass (private spans, credentials, type, tags, length, duplicates).
+wrong one is injected into every later session. A model-backed `Extractor`
+(`llm_extract.OllamaExtractor`) adds its candidates to the heuristics' when it can run;
+whatever produces candidates, `finalize_candidates` is the one gate they all pass
+(private spans, credentials, type, tags, length, duplicates).
 
 Transcript text comes as ``User: ...`` / ``Assistant: ...`` lines with ``Reasoning:``,
 ``Tool: <name>`` and ``Patch`` blocks (see `llmem_hooks.events.Message`); only spoken
@@ -14,16 +15,19 @@ lines are mined, never tool output, reasoning, patches, code fences or quotes.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from .errors import ValidationError
 from .events import Message
 from .redact import SECRET_PATTERNS, high_entropy_spans
 from .registry import check_memory_type
 from .store import MAX_CONTENT_CHARS, normalize_tags
+
+log = logging.getLogger(__name__)
 
 Scope = Literal["project", "global"]
 LineKind = Literal["speech", "code", "tool", "reasoning", "patch", "error"]
@@ -50,8 +54,20 @@ class Candidate:
     source_message_ids: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Assessment:
+    """A session-end ``self_assessment`` memory: text, tags, metadata and who made it
+    (``"ollama"`` or ``"heuristic: <why not the model>"``)."""
+
+    content: str
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    assessed_by: str = "heuristic"
+
+
 class Extractor(Protocol):
-    """Anything that proposes memories from messages (heuristics now, an LLM later)."""
+    """Anything that proposes memories from messages (`HeuristicExtractor`,
+    `llm_extract.OllamaExtractor`)."""
 
     def extract(
         self, messages: Sequence[Message], *, project: str | None = None
@@ -728,14 +744,26 @@ class HeuristicExtractor:
 class ExtractionEngine:
     """What the session hooks call to turn new messages into memory candidates.
 
-    Runs one `Extractor` (the heuristic one unless given another, e.g. an Ollama-backed
-    extractor) and falls back to the heuristics if it raises, so an unreachable model
-    degrades extraction instead of stopping it. Every result passes `finalize_candidates`.
+    The heuristics always run; a model extractor (e.g. `llm_extract.OllamaExtractor`),
+    when given, runs too and its candidates are added to theirs, so explicit "remember
+    that ..." notes survive a model that misses them. If the model cannot run (no server,
+    timeout, missing model, budget spent) the heuristics' candidates are the result.
+    Every result passes `finalize_candidates`.
+
+    ``last_run`` says which extractor produced the last result and why: ``"ollama: ..."``
+    or ``"heuristic: <reason>"``; ``last_assessment`` the same for `assess_session`.
     """
 
-    def __init__(self, extractor: Extractor | None = None) -> None:
+    def __init__(self, extractor: Extractor | None = None, *, reason: str | None = None) -> None:
         self.heuristic = HeuristicExtractor()
         self.extractor: Extractor = extractor or self.heuristic
+        self.reason = reason or ("no model configured" if extractor is None else "")
+        self.last_run = ""
+        self.last_assessment = ""
+
+    @property
+    def uses_model(self) -> bool:
+        return self.extractor is not self.heuristic
 
     def check_available(self) -> bool:
         """Whether extraction can run (the heuristics always can)."""
@@ -744,13 +772,53 @@ class ExtractionEngine:
     def extract(
         self, messages: Sequence[Message], *, project: str | None = None
     ) -> list[Candidate]:
+        found = self.heuristic.extract(messages, project=project)
+        if not self.uses_model:
+            self.last_run = f"heuristic: {self.reason}"
+            return found
         try:
-            candidates = self.extractor.extract(messages, project=project)
-        except Exception:
-            if self.extractor is self.heuristic:
-                raise
-            candidates = self.heuristic.extract(messages, project=project)
-        return finalize_candidates(candidates)
+            model = self.extractor.extract(messages, project=project)
+        except Exception as exc:
+            self.last_run = f"heuristic: {_reason(exc)}"
+            log.info("extraction fell back to the heuristics: %s", _reason(exc))
+            return found
+        name = getattr(self.extractor, "name", type(self.extractor).__name__)
+        self.last_run = getattr(self.extractor, "last_status", "") or str(name)
+        return finalize_candidates([*found, *model])
+
+    def assess_session(
+        self, messages: Sequence[Message], *, session_key: str | None = None
+    ) -> Assessment | None:
+        """The session-end self-assessment: the model's when the extractor can make one,
+        else the plain-text counts of `self_assessment`; None for an empty session."""
+        if not messages:
+            return None
+        assess = getattr(self.extractor, "assess", None) if self.uses_model else None
+        reason = self.reason
+        if assess is not None:
+            try:
+                result: Assessment = assess(messages, session_key=session_key)
+                self.last_assessment = result.assessed_by
+                return result
+            except Exception as exc:
+                reason = _reason(exc)
+                log.info("self-assessment without the model: %s", reason)
+        elif self.uses_model:
+            reason = "the extractor cannot assess sessions"
+        self.last_assessment = f"heuristic: {reason}"
+        text = self_assessment(messages)
+        return Assessment(text, ["self-assessment"], {}, self.last_assessment) if text else None
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one short line for ``last_run`` and logs (our errors carry their
+    own wording; anything else is named by its type)."""
+    from .errors import LLMemError
+
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, LLMemError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # -- session summary and self-assessment --------------------------------------------------

@@ -258,6 +258,27 @@ def m006_sessions(conn: Any) -> None:
     )
 
 
+def m007_model_usage(conn: Any) -> None:
+    """What the local model cost, per UTC day and per session (``<agent>:<session id>``),
+    so the budget caps hold across hook calls and sidecar restarts (see `budget.py`)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE model_usage (
+            day TEXT NOT NULL,
+            session_key TEXT NOT NULL,
+            calls INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            seconds REAL NOT NULL DEFAULT 0.0,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (day, session_key)
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_model_usage_session ON model_usage(session_key);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -265,6 +286,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "inbox", m004_inbox),
     (5, "fts_scope", m005_fts_scope),
     (6, "sessions", m006_sessions),
+    (7, "model_usage", m007_model_usage),
 ]
 
 

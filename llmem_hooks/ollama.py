@@ -30,6 +30,9 @@ from .errors import LLMemError
 from .url_validate import strip_credentials, validate_base_url
 
 log = logging.getLogger(__name__)
+# httpx logs every request URL at INFO, user:password included: keep it quiet.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+logging.getLogger("httpcore").setLevel(logging.WARNING)
 
 DEFAULT_BASE_URL = "http://localhost:11434"
 DEFAULT_TIMEOUT_S = 30.0
@@ -151,8 +154,10 @@ class OllamaClient:
             data = resp.json()
         except ValueError:
             data = None
-        if resp.status_code == 404 and isinstance(data, dict) and "not found" in str(
-            data.get("error", "")
+        if (
+            resp.status_code == 404
+            and isinstance(data, dict)
+            and "not found" in str(data.get("error", ""))
         ):
             model = (body or {}).get("model", "?")
             raise ModelNotFound(f"model {model!r} not found on {self.shown_url}")

@@ -65,6 +65,7 @@ class SessionHookCoordinator:
         context_dir: Path | None = None,
         extractor: Any | None = None,
         clock: Callable[[], float] = time.monotonic,
+        embedder: Any | None = None,
     ) -> None:
         self.store = store
         self.adapters = dict(adapters or {})
@@ -79,6 +80,7 @@ class SessionHookCoordinator:
 
             extractor = ExtractionEngine()
         self.extractor = extractor
+        self.embedder = embedder
         self._clock = clock
         self._last_idle: dict[str, float] = {}
 
@@ -185,12 +187,14 @@ class SessionHookCoordinator:
             if rec.agent in self.adapters:
                 self.on_idle(session_id, force=True)
             msgs = self._messages(rec, session_id) or []
-            from .extract import self_assessment, summarize_session
+            from .extract import summarize_session
 
             if msgs:
                 summary = summarize_session(msgs)
             else:  # deleted sessions leave no rows: say what we know
                 summary = self._summary_without_transcript(rec, reason)
+            # Before the write transaction: the model may take seconds to answer.
+            assessment = self._assess(rec, session_id, msgs) if msgs else None
             written = 0
             with self.store.atomic():
                 common = {
@@ -202,11 +206,15 @@ class SessionHookCoordinator:
                 if summary:
                     self.store.add("event", summary, tags=["session-summary"], **common)
                     written += 1
-                if msgs:
-                    text = self_assessment(msgs)
-                    if text:
-                        self.store.add("self_assessment", text, tags=["self-assessment"], **common)
-                        written += 1
+                if assessment is not None and assessment.content:
+                    self.store.add(
+                        "self_assessment",
+                        assessment.content,
+                        tags=assessment.tags,
+                        metadata=assessment.metadata or None,
+                        **common,
+                    )
+                    written += 1
                 self.store.log_extraction(
                     f"{rec.agent}:{ENDING_LOG}", session_id, cursor=reason, memory_count=written
                 )
@@ -220,12 +228,27 @@ class SessionHookCoordinator:
             return RESULT_ERROR, 0
 
     # -- helpers -------------------------------------------------------------------------
+    def _assess(
+        self, rec: session_state.SessionRecord, session_id: str, msgs: list[Message]
+    ) -> Any:
+        """The session's self-assessment: the model's when the extraction engine can ask
+        one (it degrades to the plain-text counts by itself), else the counts."""
+        from .extract import Assessment, self_assessment
+
+        assess = getattr(self.extractor, "assess_session", None)
+        if assess is not None:
+            return assess(msgs, session_key=f"{rec.agent}:{session_id}")
+        text = self_assessment(msgs)
+        return Assessment(text, ["self-assessment"]) if text else None
+
     def _store_candidates(
         self, rec: session_state.SessionRecord, session_id: str, msgs: list[Message]
     ) -> int:
         candidates = self.extractor.extract(msgs, project=rec.project)
+        # Outside the write transaction: the embedder may take a while to answer.
+        vectors = self._embed([c.content for c in candidates])
         with self.store.atomic():
-            for c in candidates:
+            for c, vec in zip(candidates, vectors, strict=True):
                 self.store.add(
                     c.type,
                     c.content,
@@ -236,6 +259,7 @@ class SessionHookCoordinator:
                     project=rec.project if c.scope == "project" else None,
                     session_id=session_id,
                     source_message_ids=c.source_message_ids,
+                    embedding=vec,
                 )
             self.store.log_extraction(
                 rec.agent,
@@ -245,6 +269,18 @@ class SessionHookCoordinator:
                 message_count=len(msgs),
             )
         return len(candidates)
+
+    def _embed(self, texts: list[str]) -> list[list[float] | None]:
+        """A vector per text, or Nones when there is no embedder or it fails: a memory
+        without a vector is still found by keyword search, and near-duplicate merging
+        then falls back to the exact-text check."""
+        if self.embedder is None or not texts:
+            return [None] * len(texts)
+        try:
+            return list(self.embedder.embed_batch(texts))
+        except Exception as exc:  # a dead or misconfigured server must not cost the memory
+            log.info("memories stored without embeddings: %s", exc)
+            return [None] * len(texts)
 
     def key_memories(self, project: str | None, limit: int = 20) -> list[dict[str, Any]]:
         mems = self.store.list_all(
@@ -331,7 +367,13 @@ def create_session_hook_coordinator(
         store = MemoryStore(db)
     if adapters is None:
         adapters = default_adapters(config)
-    return SessionHookCoordinator(store, adapters, config)
+    from .embed import embedder_from_config
+    from .llm_extract import build_extraction_engine
+
+    # With the local model when ollama.enabled (a bad base_url is logged, never raised).
+    engine = build_extraction_engine(config, store)
+    embedder = embedder_from_config(config)
+    return SessionHookCoordinator(store, adapters, config, extractor=engine, embedder=embedder)
 
 
 def default_adapters(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from .migrations import migrate
 from .paths import FILE_MODE, ensure_private_dir, get_db_path
 from .registry import check_memory_type, register_memory_type
 from .timestamps import now_iso, parse_iso
+from .vectors import PREFILTER_THRESHOLD, VectorIndex
 
 MAX_CONTENT_CHARS = 10_000
 MAX_ID_LENGTH = 256
@@ -38,6 +39,11 @@ MAX_TRAVERSAL_DEPTH = 5
 DEFAULT_CONFIDENCE = 0.8
 DEFAULT_EXPORT_LIMIT = 10_000
 BRUTE_FORCE_MAX_ROWS = 10_000
+DUPLICATE_COSINE = 0.92
+REINFORCEMENT = 0.05
+KNN_OVERFETCH = 5
+KNN_MIN_K = 100
+KNN_MAX_ROUNDS = 3
 RELATION_TYPES = ("supersedes", "related_to", "derived_from", "references")
 TARGET_TYPES = ("memory", "code")
 INBOX_SOURCES = ("note", "learn", "extract", "consolidation")
@@ -250,6 +256,13 @@ class MemoryStore:
     """Memories in one SQLite file (default ``<LLMEM_HOME>/memory.db``).
 
     Usable as a context manager; thread-safe (one connection guarded by a lock).
+
+    ``vec_dimensions``: the embedding size (config memory.vec_dimensions); None adopts the
+    one recorded in the database, or the first stored vector's. ``duplicate_cosine``: a
+    new memory at least this similar to a valid one of its project is merged into it.
+    ``load_vec=False`` opens without sqlite-vec (FTS and a Python scan only), as a Python
+    that cannot load extensions would. ``prefilter_threshold``: from this many vectors on,
+    KNN goes through the binary prefilter (see `llmem_hooks.vectors`).
     """
 
     def __init__(
@@ -258,6 +271,10 @@ class MemoryStore:
         *,
         inbox_capacity: int = 100,
         default_confidence: float = DEFAULT_CONFIDENCE,
+        vec_dimensions: int | None = None,
+        duplicate_cosine: float = DUPLICATE_COSINE,
+        load_vec: bool = True,
+        prefilter_threshold: int = PREFILTER_THRESHOLD,
     ) -> None:
         path = Path(db_path) if db_path is not None else get_db_path()
         if str(path) != ":memory:":
@@ -268,10 +285,22 @@ class MemoryStore:
         self.db_path = path
         self.inbox_capacity = inbox_capacity
         self.default_confidence = _check_confidence(default_confidence, "default confidence")
+        self.duplicate_cosine = _check_confidence(duplicate_cosine, "duplicate cosine")
         self._lock = threading.RLock()
         self._has_vec: bool | None = None
-        self._conn = connect(path)
+        self._conn = connect(path, load_vec=load_vec)
         migrate(self._conn)
+        try:
+            self.vectors = VectorIndex(
+                self._conn,
+                vec_dimensions,
+                enabled=load_vec,
+                prefilter_threshold=prefilter_threshold,
+            )
+            self.vectors.open()
+        except BaseException:
+            self._conn.close()
+            raise
         for (name,) in self._conn.execute("SELECT DISTINCT type FROM memories"):
             register_memory_type(name)
 
@@ -323,9 +352,12 @@ class MemoryStore:
     ) -> str:
         """Store a memory and return its id.
 
-        With ``dedupe`` (the default) an exact duplicate (same text up to case and spacing,
-        same type and project) of a valid memory is not stored twice: the existing id is
-        returned and the new tags are added to it.
+        With ``dedupe`` (the default) a duplicate of a valid memory is not stored twice:
+        same text up to case and spacing (same type and project), or, given an embedding,
+        cosine similarity >= ``duplicate_cosine`` with a memory of the same project (any
+        type: an extractor may call the same statement a fact once and a decision the next
+        time). The existing memory is reinforced instead (see `_reinforce`) and its id
+        returned.
         """
         record = self._prepare(
             {
@@ -350,15 +382,55 @@ class MemoryStore:
         )
         with self._lock, transaction(self._conn):
             if dedupe:
-                existing = self._find_duplicate(record)
+                existing = self._find_duplicate(record) or self._find_near_duplicate(record)
                 if existing is not None:
-                    seq, mid, tag_text = existing
-                    if record["tags"]:
-                        merged = normalize_tags(tag_text.split() + record["tags"])
-                        self._set_tags(seq, merged)
-                    return mid
+                    self._reinforce(existing, record)
+                    return existing[1]
             self._insert([record])
         return record["id"]
+
+    def _find_near_duplicate(self, record: dict[str, Any]) -> tuple[int, str, str] | None:
+        """The valid memory of the same project nearest to the new one's embedding, if its
+        cosine similarity reaches ``duplicate_cosine``."""
+        if record["embedding"] is None:
+            return None
+        now = now_iso()
+        hits = self._nearest_rows(
+            record["embedding"],
+            "m.project IS ? AND (m.valid_until IS NULL OR m.valid_until > ?) "
+            "AND (m.expires_at IS NULL OR m.expires_at > ?)",
+            [record["project"], now, now],
+            1,
+            max_distance=1.0 - self.duplicate_cosine,
+        )
+        if not hits:
+            return None
+        row = hits[0][1]
+        return (row["seq"], row["id"], row["tag_text"])
+
+    def _reinforce(self, existing: tuple[int, str, str], record: dict[str, Any]) -> None:
+        """Seeing a memory again makes it more credible: tags merged, confidence raised
+        to the higher of the two plus REINFORCEMENT (at most 1), ``updated_at`` bumped and
+        ``metadata.reinforcements`` counted. An embedding it lacked is taken over."""
+        seq, _, tag_text = existing
+        row = self._conn.execute(
+            "SELECT confidence, metadata, embedding IS NULL FROM memories WHERE seq = ?", (seq,)
+        ).fetchone()
+        meta = json.loads(row[1] or "{}")
+        count = meta.get("reinforcements")
+        meta["reinforcements"] = (count if isinstance(count, int) else 0) + 1
+        confidence = min(1.0, max(row[0], record["confidence"]) + REINFORCEMENT)
+        sets = {"confidence": confidence, "metadata": _json_dict(meta), "updated_at": now_iso()}
+        if row[2] and record["embedding"] is not None:
+            sets["embedding"] = record["embedding"]
+        assignments = ", ".join(f"{col} = ?" for col in sets)
+        self._conn.execute(
+            f"UPDATE memories SET {assignments} WHERE seq = ?", [*sets.values(), seq]
+        )
+        if "embedding" in sets:
+            self.vectors.write([(seq, record["embedding"])])
+        if record["tags"]:
+            self._set_tags(seq, normalize_tags(tag_text.split() + record["tags"]))
 
     def _find_duplicate(self, record: dict[str, Any]) -> tuple[int, str, str] | None:
         now = now_iso()
@@ -435,8 +507,12 @@ class MemoryStore:
             "content_hash": content_hash(content),
             "tags": tags,
             "tag_text": " ".join(tags),
-            "embedding": pack_embedding(embedding),
+            "embedding": self._check_vector(pack_embedding(embedding)),
         }
+
+    def _check_vector(self, blob: bytes | None) -> bytes | None:
+        self.vectors.check(blob)
+        return blob
 
     _INSERT_COLUMNS = (
         "seq",
@@ -473,6 +549,10 @@ class MemoryStore:
         self._conn.executemany(
             f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
             [tuple(rec[c] for c in cols) for rec in records],
+        )
+        self.vectors.inserted(
+            start + 1,
+            [(rec["seq"], rec["embedding"]) for rec in records if rec["embedding"] is not None],
         )
         tag_ids = self._tag_ids({t for rec in records for t in rec["tags"]})
         self._conn.executemany(
@@ -595,7 +675,7 @@ class MemoryStore:
         if expires_at is not None:
             sets["expires_at"] = parse_iso(expires_at, field="expires_at")
         if embedding is not None:
-            sets["embedding"] = pack_embedding(embedding)
+            sets["embedding"] = self._check_vector(pack_embedding(embedding))
         elif clear_embedding:
             sets["embedding"] = None
         new_tags = normalize_tags(tags) if tags is not None else None
@@ -612,6 +692,8 @@ class MemoryStore:
             )
             if new_tags is not None:
                 self._set_tags(row[0], new_tags)
+            if "embedding" in sets:
+                self.vectors.write([(row[0], sets["embedding"])])
             fuzzy.index_terms(self._conn, fuzzy.extract_terms(f"{content or ''} {summary or ''}"))
         return True
 
@@ -619,18 +701,32 @@ class MemoryStore:
         """Soft-delete: the memory stays for history but is no longer returned by default."""
         now = now_iso()
         with self._lock, transaction(self._conn):
-            cur = self._conn.execute(
+            row = self._conn.execute(
+                "SELECT seq FROM memories WHERE id = ? "
+                "AND (valid_until IS NULL OR valid_until > ?)",
+                (memory_id, now),
+            ).fetchone()
+            if row is None:
+                return False
+            self._conn.execute(
                 "UPDATE memories SET valid_until = ?, invalidation_reason = ?, updated_at = ?, "
-                "embedding = NULL WHERE id = ? AND (valid_until IS NULL OR valid_until > ?)",
-                (now, reason, now, memory_id, now),
+                "embedding = NULL WHERE seq = ?",
+                (now, reason, now, row[0]),
             )
-            return cur.rowcount > 0
+            self.vectors.remove([row[0]])
+            return True
 
     def delete(self, memory_id: str) -> bool:
         """Remove a memory for good (its tags links and relations go with it)."""
         with self._lock, transaction(self._conn):
-            cur = self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            return cur.rowcount > 0
+            row = self._conn.execute(
+                "SELECT seq FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            self._conn.execute("DELETE FROM memories WHERE seq = ?", (row[0],))
+            self.vectors.remove([row[0]])
+            return True
 
     def touch_batch(self, ids: Sequence[str]) -> int:
         """Count one access for each id in one UPDATE; returns the rows updated."""
@@ -707,39 +803,102 @@ class MemoryStore:
     ) -> list[dict[str, Any]]:
         """Memories with an embedding of the same size, nearest (cosine) first.
 
-        Uses sqlite-vec's ``vec_distance_cosine`` when loaded, else a Python scan capped
-        at BRUTE_FORCE_MAX_ROWS rows. Each result carries ``_distance``.
+        KNN over the sqlite-vec index (`llmem_hooks.vectors`): exact below the prefilter
+        threshold, binary prefilter + exact re-rank above; the filter is applied to the
+        neighbours, fetching more while too few pass. Without sqlite-vec, a Python scan
+        capped at BRUTE_FORCE_MAX_ROWS rows. Each result carries ``_distance``.
+        A query of another dimension than the store's raises ValidationError.
         """
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
-        cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
-        base = (
-            f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
-        )
         with self._lock:
-            if self._vec_loaded():
-                rows = self._conn.execute(
-                    f"SELECT {cols}, vec_distance_cosine(m.embedding, ?) AS _distance {base} "
-                    "ORDER BY _distance LIMIT ?",
-                    [query_vec, len(query_vec), *params, limit],
-                ).fetchall()
-                scored = [(r["_distance"], r) for r in rows]
-            else:
-                rows = self._conn.execute(
-                    f"SELECT {cols}, m.embedding AS _emb {base} LIMIT ?",
-                    [len(query_vec), *params, BRUTE_FORCE_MAX_ROWS],
-                ).fetchall()
-                scored = sorted(
-                    ((_cosine_distance(query_vec, r["_emb"]), r) for r in rows),
-                    key=lambda dr: dr[0],
-                )[:limit]
+            scored = self._nearest_rows(query_vec, cond, params, limit)
         out = []
         for dist, row in scored:
             mem = row_to_memory(row)
             mem.pop("_emb", None)
+            mem.pop("_distance", None)
             mem["_distance"] = dist
             out.append(mem)
         return out
+
+    def _nearest_rows(
+        self,
+        query: bytes,
+        cond: str,
+        params: Sequence[Any],
+        limit: int,
+        max_distance: float | None = None,
+    ) -> list[tuple[float, Any]]:
+        """(distance, row) of the ``limit`` nearest memories satisfying ``cond`` (over
+        alias ``m``), at most ``max_distance`` away. Call under the lock."""
+        vi = self.vectors
+        if limit < 1 or not vi.usable(query):
+            return self._scan_rows(query, cond, params, limit, max_distance)
+        total = vi.count()
+        cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
+        k = min(total, max(limit * KNN_OVERFETCH, KNN_MIN_K))
+        for _ in range(KNN_MAX_ROUNDS):
+            if k <= 0:
+                return []
+            cands = vi.knn(query, k, total)
+            near = cands if max_distance is None else [c for c in cands if c[1] <= max_distance]
+            dist = dict(near)
+            rows = self._conn.execute(
+                f"SELECT {cols}, m.seq FROM memories m WHERE m.seq IN "
+                f"(SELECT value FROM json_each(?)) AND {cond}",
+                [json.dumps(list(dist)), *params],
+            ).fetchall()
+            scored = sorted(((dist[r["seq"]], r) for r in rows), key=lambda dr: dr[0])
+            # Done when enough passed the filter, or no vector is left to look at (all
+            # seen, or the rest are farther than max_distance).
+            if len(scored) >= limit or k >= total or len(near) < len(cands):
+                return scored[:limit]
+            if not rows:
+                break  # a very selective filter: scanning its rows beats a bigger KNN
+            k = min(total, 2 * k * max(2, (limit * len(cands)) // len(rows)))
+            if k > total // 4:
+                break
+        return self._scan_rows(query, cond, params, limit, max_distance)
+
+    def _scan_rows(
+        self,
+        query: bytes,
+        cond: str,
+        params: Sequence[Any],
+        limit: int,
+        max_distance: float | None = None,
+    ) -> list[tuple[float, Any]]:
+        """Exact distances of every memory satisfying ``cond``: ``vec_distance_cosine``
+        when sqlite-vec is loaded, else Python over at most BRUTE_FORCE_MAX_ROWS rows."""
+        cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
+        base = (
+            f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
+        )
+        if self._vec_loaded():
+            where_d = "" if max_distance is None else "AND _distance <= ?"
+            rows = self._conn.execute(
+                f"SELECT {cols}, m.seq, vec_distance_cosine(m.embedding, ?) AS _distance {base} "
+                f"{where_d} ORDER BY _distance LIMIT ?",
+                [
+                    query,
+                    len(query),
+                    *params,
+                    *([] if max_distance is None else [max_distance]),
+                    limit,
+                ],
+            ).fetchall()
+            return [(r["_distance"], r) for r in rows if r["_distance"] is not None]
+        rows = self._conn.execute(
+            f"SELECT {cols}, m.seq, m.embedding AS _emb {base} LIMIT ?",
+            [len(query), *params, BRUTE_FORCE_MAX_ROWS],
+        ).fetchall()
+        scored = sorted(
+            ((_cosine_distance(query, r["_emb"]), r) for r in rows), key=lambda dr: dr[0]
+        )
+        if max_distance is not None:
+            scored = [dr for dr in scored if dr[0] <= max_distance]
+        return scored[:limit]
 
     def _vec_loaded(self) -> bool:
         if self._has_vec is None:
@@ -864,10 +1023,11 @@ class MemoryStore:
             params.append(parse_iso(before, field="--before date"))
         with self._lock, transaction(self._conn):
             rows = self._conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {cond} ORDER BY seq", params
+                f"SELECT {_MEMORY_COLUMNS}, seq FROM memories WHERE {cond} ORDER BY seq", params
             ).fetchall()
             if not dry_run and rows:
                 self._conn.execute(f"DELETE FROM memories WHERE {cond}", params)
+                self.vectors.remove([r["seq"] for r in rows])
         return [row_to_memory(r) for r in rows]
 
     # -- export / import -----------------------------------------------------------------
@@ -1193,3 +1353,28 @@ class MemoryStore:
             (source_type, source_id),
         ).fetchone()
         return dict(row) if row else None
+
+    # -- embeddings (for llmem_hooks.metrics) ----------------------------------------------
+    def get_embeddings_with_types(self, limit: int | None = 10_000) -> list[tuple[bytes, str]]:
+        """(embedding BLOB, type) of live memories with an embedding, newest first; at most
+        ``limit`` (None or 0: all, negative: 10,000) since the metrics are O(n^2)."""
+        limit = 10_000 if limit is not None and limit < 0 else limit
+        cond, params = MemoryFilter().to_sql(now_iso())
+        sql = (
+            f"SELECT m.embedding, m.type FROM memories m WHERE m.embedding IS NOT NULL AND {cond}"
+            " ORDER BY m.seq DESC"
+        )
+        if limit:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._lock:
+            rows = self._conn.execute(sql, params).fetchall()
+        return [(bytes(r[0]), str(r[1])) for r in rows]
+
+    def count_embeddings(self) -> int:
+        """How many live memories have an embedding."""
+        cond, params = MemoryFilter().to_sql(now_iso())
+        with self._lock:
+            return self._conn.execute(
+                f"SELECT COUNT(*) FROM memories m WHERE m.embedding IS NOT NULL AND {cond}", params
+            ).fetchone()[0]

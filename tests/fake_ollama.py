@@ -136,6 +136,7 @@ class Control:
 class Handler(BaseHTTPRequestHandler):
     server_version = "FakeOllama/" + VERSION
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # real Ollama answers at once; no 40 ms delayed-ACK wait
 
     def log_message(self, *a):  # quiet
         pass
@@ -304,7 +305,7 @@ def start_server(port: int = 0):
     srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     srv.control = Control()  # type: ignore[attr-defined]
     srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return srv, f"http://127.0.0.1:{srv.server_address[1]}"
 
 

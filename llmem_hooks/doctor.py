@@ -1,0 +1,159 @@
+"""``llmem-hooks doctor``: which extractor the hooks will use, and why.
+
+Extraction silently falling back to the heuristics is the designed behaviour when the
+model cannot be used, so a person needs one place that says why: is Ollama enabled, is
+its base URL allowed (loopback unless ``ollama.allow_remote``), does it answer, is the
+model pulled, is today's budget left. No Ollama at all is a valid setup (the heuristics
+run): only a configuration that cannot work is an error (exit code 2).
+
+URLs are printed without credentials (`url_validate.strip_credentials`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from .budget import BudgetLimits, ModelBudget
+from .errors import ConfigError
+from .paths import get_config_path
+from .store import MemoryStore
+from .url_validate import is_loopback_host, strip_credentials, validate_base_url
+
+Status = Literal["ok", "warn", "error", "skip"]
+EXIT_OK = 0
+EXIT_BAD_CONFIG = 2
+PROBE_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the diagnosis. ``warn``: works, but degraded (e.g. no Ollama: the
+    heuristics run); ``error``: the configuration cannot work as written; ``skip``: not
+    applicable (e.g. Ollama disabled)."""
+
+    name: str
+    status: Status
+    detail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "skip")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def exit_code(checks: list[Check]) -> int:
+    """0 unless a check found a configuration that cannot work (2)."""
+    return EXIT_BAD_CONFIG if any(c.status == "error" for c in checks) else EXIT_OK
+
+
+def _budget_check(
+    config: Mapping[str, Any], store: MemoryStore | None, clock: Callable[[], float]
+) -> tuple[Check, str | None]:
+    """Today's model usage against the day caps; the reason the model is skipped, if so."""
+    if store is None:
+        return Check("budget", "skip", "no database opened"), None
+    limits = BudgetLimits.from_config(config.get("budget"))
+    report = ModelBudget(store, limits, clock=clock).report()
+    today = report["today"]
+    detail = (
+        f"today ({report['day']} UTC): {today['calls']} calls, {today['tokens']} of "
+        f"{limits.day_tokens} tokens, {today['seconds']:.1f} of {limits.day_seconds:g} s; "
+        f"per session: {limits.session_tokens} tokens, {limits.session_seconds:g} s"
+    )
+    if report["day_tokens_left"] <= 0 or report["day_seconds_left"] <= 0:
+        why = "today's model budget is spent (heuristics until the next UTC day)"
+        return Check("budget", "warn", f"{detail}; {why}"), why
+    return Check("budget", "ok", detail), None
+
+
+def _ollama_checks(
+    section: Mapping[str, Any], timeout: float
+) -> tuple[list[Check], str | None, Status]:
+    """(checks, why the model cannot be used or None, status of that reason)."""
+    from .ollama import OllamaClient, OllamaError
+
+    url = str(section.get("base_url") or "http://localhost:11434")
+    shown = strip_credentials(url)
+    allow_remote = bool(section.get("allow_remote", False))
+    model = str(section.get("model") or "llama3.2")
+    checks: list[Check] = []
+    try:
+        validate_base_url(url, allow_remote)
+    except ConfigError as exc:
+        checks.append(Check("base_url", "error", str(exc)))
+        return checks, f"ollama.base_url {shown} is refused", "error"
+    from urllib.parse import urlsplit
+
+    local = is_loopback_host(urlsplit(url).hostname or "")
+    where = "on this machine" if local else "remote, allowed by ollama.allow_remote"
+    checks.append(Check("base_url", "ok", f"{shown} ({where})"))
+    try:
+        with OllamaClient(url, allow_remote=allow_remote, timeout=timeout) as client:
+            version = client.version(timeout)
+            checks.append(Check("ollama", "ok", f"Ollama {version} answers at {shown}"))
+            names = client.models(timeout)
+    except OllamaError as exc:
+        checks.append(Check("ollama", "warn", f"not reachable: {exc}"))
+        return checks, f"Ollama does not answer at {shown}", "warn"
+    want = model if ":" in model else f"{model}:latest"
+    if want in names or model in names:
+        checks.append(Check("model", "ok", f"{model} is installed"))
+        return checks, None, "ok"
+    checks.append(Check("model", "warn", f"{model} is not installed (run: ollama pull {model})"))
+    return checks, f"model {model} is not installed", "warn"
+
+
+def _vector_checks(config: Mapping[str, Any], store: MemoryStore | None) -> list[Check]:
+    """EMBEDDINGS: the embedder and sqlite-vec checks go here (owned by the embeddings
+    work: which embedder is active, its model and dimensions, whether sqlite-vec loads).
+    Returns no checks until then."""
+    return []
+
+
+def diagnose(
+    config: Mapping[str, Any],
+    store: MemoryStore | None = None,
+    *,
+    timeout: float = PROBE_TIMEOUT_S,
+    clock: Callable[[], float] = time.time,
+) -> list[Check]:
+    """Every check, ending with ``extractor``: what the hooks will extract with and why."""
+    path = get_config_path()
+    checks = [
+        Check("config", "ok", str(path) if path.exists() else "defaults (no config.yaml yet)")
+    ]
+    section = config.get("ollama") or {}
+    why: str | None
+    severity: Status = "ok"
+    if not section.get("enabled", True):
+        checks.append(Check("ollama", "skip", "ollama.enabled is false"))
+        why, severity = "ollama.enabled is false", "ok"
+    else:
+        found, why, severity = _ollama_checks(section, timeout)
+        checks.extend(found)
+    budget, over = _budget_check(config, store, clock)
+    checks.append(budget)
+    if why is None and over is not None:
+        why, severity = over, "warn"
+    if why is None:
+        model = section.get("model") or "llama3.2"
+        shown = strip_credentials(str(section.get("base_url")))
+        checks.append(Check("extractor", "ok", f"ollama ({model} at {shown}) + heuristics"))
+    else:
+        status: Status = "ok" if severity == "ok" else "warn"
+        checks.append(Check("extractor", status, f"heuristic: {why}"))
+    checks.extend(_vector_checks(config, store))
+    return checks
+
+
+def render(checks: list[Check], markdown: bool = False) -> str:
+    """Plain text (one aligned line per check) or a markdown list."""
+    if markdown:
+        return "\n".join(f"- **{c.name}**: {c.status} — {c.detail}" for c in checks) + "\n"
+    width = max((len(c.name) for c in checks), default=0)
+    return "\n".join(f"{c.status:<5} {c.name:<{width}}  {c.detail}" for c in checks) + "\n"
