@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 
 from .errors import ValidationError
 from .events import Message
-from .redact import SECRET_PATTERNS, high_entropy_spans
+from .redact import REDACTED, redact_secrets, strip_private
 from .registry import check_memory_type
 from .store import MAX_CONTENT_CHARS, normalize_tags
 
@@ -39,7 +39,6 @@ CONFIDENCE_PREFERENCE = 0.8
 CONFIDENCE_HOWTO = 0.8
 MIN_WORDS = 3
 MAX_TECH_TAGS = 5
-REDACTED = "[REDACTED]"
 
 
 @dataclass
@@ -72,80 +71,6 @@ class Extractor(Protocol):
     def extract(
         self, messages: Sequence[Message], *, project: str | None = None
     ) -> list[Candidate]: ...
-
-
-# -- privacy ------------------------------------------------------------------------------
-
-_PRIVATE_TAG = re.compile(r"<(/?)private\s*>", re.I)
-
-
-def strip_private(text: str) -> str:
-    """``text`` without ``<private>...</private>`` spans, failing closed.
-
-    Nested spans count as one; an unclosed ``<private>`` drops everything after it, and a
-    stray ``</private>`` drops everything before it (its opening tag was lost, so what
-    precedes may be private). One pass, linear in the length of ``text``.
-    """
-    kept: list[str] = []
-    depth = 0
-    pos = 0
-    for tag in _PRIVATE_TAG.finditer(text):
-        if not tag.group(1):
-            if depth == 0:
-                kept.append(text[pos : tag.start()])
-            depth += 1
-        elif depth == 0:
-            kept, pos = [], tag.end()
-        else:
-            depth -= 1
-            if depth == 0:
-                kept.append(" ")
-                pos = tag.end()
-    if depth == 0:
-        kept.append(text[pos:])
-    return "".join(kept)
-
-
-def _redact_match(name: str, m: re.Match[str]) -> str:
-    found = m.group(0)
-    if name == "password in a URL":  # keep scheme and host: scheme://[REDACTED]@host
-        scheme, _, _ = found.partition("://")
-        return f"{scheme}://{REDACTED}@"
-    if "secret" in m.re.groupindex and m.group("secret"):  # keep the key name / header
-        start, end = m.span("secret")
-        return found[: start - m.start()] + REDACTED + found[end - m.start() :]
-    return REDACTED
-
-
-# "the password is hunter2!" in prose: a value with a digit or symbol is taken as the
-# secret itself ("the token is expired" is left alone).
-_SPOKEN_SECRET = re.compile(
-    r"(?i)\b(?P<key>(?:password|passwd|passphrase|pwd|secret|token|api[ _-]?key)s?"
-    r"\s+(?:is|was|are|were)\s+['\"`]?)(?P<value>[^\s'\"`]+)"
-)
-
-
-def _redact_spoken(m: re.Match[str]) -> str:
-    value = m.group("value")
-    token = value.rstrip(".,;:!?)")
-    if len(token) < 4 or not re.search(r"[\d\W_]", token) or token == REDACTED:
-        return m.group(0)
-    return m.group("key") + REDACTED + value[len(token) :]
-
-
-def redact_secrets(text: str) -> str | None:
-    """``text`` with credentials (`redact.SECRET_PATTERNS`, plus "the password is x1y2"
-    in prose) replaced by ``[REDACTED]``; None when it holds a private key, as only its
-    header is recognizable and nothing after it is safe."""
-    for name, pattern in SECRET_PATTERNS:
-        if name == "private key":
-            if pattern.search(text):
-                return None
-            continue
-        text = pattern.sub(lambda m, n=name: _redact_match(n, m), text)
-    for start, end in reversed(high_entropy_spans(text)):
-        text = text[:start] + REDACTED + text[end:]
-    return _SPOKEN_SECRET.sub(_redact_spoken, text)
 
 
 # -- transcript parsing -------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks.extract import REDACTED, redact_secrets, strip_private
+from llmem_hooks.redact import REDACTED, redact_secrets, strip_private
 from llmem_hooks.redact import SECRET_PATTERNS, find_secrets, high_entropy_tokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
