@@ -35,7 +35,7 @@ from .errors import ConfigError, LLMemError, NotFoundError, ValidationError
 from .paths import get_db_path
 from .redact import find_secrets
 from .registry import DEFAULT_MEMORY_TYPES
-from .retrieve import Retriever
+from .retrieve import SEARCH_MODES, Retriever
 from .store import MemoryStore
 from .timestamps import parse_iso
 
@@ -98,21 +98,43 @@ def open_store() -> Iterator[MemoryStore]:
     path = state.db or (
         Path(cfg["memory"]["db_path"]).expanduser() if cfg["memory"]["db_path"] else get_db_path()
     )
-    store = MemoryStore(
-        path,
-        inbox_capacity=cfg["memory"]["inbox_capacity"],
-        default_confidence=cfg["memory"]["default_confidence"],
-    )
+    store = MemoryStore.from_config(cfg, path)
     try:
         yield store
     finally:
         store.close()
 
 
-def _retriever(store: MemoryStore) -> Retriever:
-    r = _config()["retrieval"]
+def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
+    """The configured Retriever. With ``probe`` (the query), also the embedding engine if
+    Ollama is enabled and embeds ``probe`` now (cached, so the search does not ask again);
+    otherwise none and no message: no embedder is a normal setup, search is then FTS."""
+    cfg = _config()
+    r = cfg["retrieval"]
+    embedder = None
+    if probe is not None and cfg["ollama"]["enabled"]:
+        embed_log = logging.getLogger("llmem_hooks.embed")
+        level = embed_log.level
+        embed_log.setLevel(logging.CRITICAL)  # its "embeddings paused" warning is noise here
+        engine = None
+        try:
+            from .embed import EmbeddingEngine
+
+            engine = EmbeddingEngine.from_config(cfg)
+            engine.embed(probe)
+            embedder = engine
+        except Exception as exc:  # not installed, not running, no model, wrong size...
+            logging.getLogger(__name__).debug("search without embeddings: %s", exc)
+            if engine is not None:
+                engine.close()
+        finally:
+            embed_log.setLevel(level)
     return Retriever(
-        store, alpha=r["alpha"], blend=r["blend"], fuzzy_threshold=r["fuzzy_threshold"]
+        store,
+        embedder=embedder,
+        alpha=r["alpha"],
+        blend=r["blend"],
+        fuzzy_threshold=r["fuzzy_threshold"],
     )
 
 
@@ -327,26 +349,43 @@ def search(
         float | None,
         typer.Option("--threshold", min=0.0, max=1.0, help="Fuzzy similarity threshold (0.7)."),
     ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="hybrid (keywords + embeddings), fts or semantic. Default: hybrid when the"
+            " embedding model answers, else fts.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """Search memories, best match first."""
     fmt = _fmt(as_json, as_markdown)
+    if mode is not None and mode not in SEARCH_MODES:
+        raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
     with open_store() as st:
-        results = _retriever(st).search(
-            query,
-            limit=limit or _config()["retrieval"]["limit"],
-            offset=offset,
-            type=type,
-            fuzzy=fuzzy,
-            threshold=threshold,
-            tags=tags,
-            any_tags=any_tag,
-            after=after,
-            before=before,
-            entered_by=entered_by,
-            project=project,
-        )
+        retriever = _retriever(st, probe=None if mode == "fts" else query)
+        try:
+            results = retriever.hybrid_search(
+                query,
+                limit=limit or _config()["retrieval"]["limit"],
+                offset=offset,
+                type=type,
+                search_mode=mode or ("hybrid" if retriever.embedder else "fts"),
+                fuzzy=fuzzy,
+                threshold=threshold,
+                tags=tags,
+                any_tags=any_tag,
+                after=after,
+                before=before,
+                entered_by=entered_by,
+                project=project,
+            )
+        finally:
+            close = getattr(retriever.embedder, "close", None)
+            if close is not None:
+                close()
     print_memories(results, fmt, "No memories found.")
 
 

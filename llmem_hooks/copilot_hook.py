@@ -286,7 +286,7 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     from .session_hooks import SessionHookCoordinator
     from .store import MemoryStore
 
-    store = MemoryStore(settings.config["memory"]["db_path"])
+    store = MemoryStore.from_config(settings.config)
     try:
         # A writer holding the lock must not keep us past the deadline.
         wait_ms = max(0, int((deadline - time.monotonic() - DB_MARGIN_S) * 1000))

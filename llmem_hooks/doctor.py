@@ -111,8 +111,29 @@ def _ollama_checks(
 def _vector_checks(config: Mapping[str, Any], store: MemoryStore | None) -> list[Check]:
     """EMBEDDINGS: the embedder and sqlite-vec checks go here (owned by the embeddings
     work: which embedder is active, its model and dimensions, whether sqlite-vec loads).
-    Returns no checks until then."""
-    return []
+
+    ``vectors``: whether sqlite-vec loads (else why: search is FTS-only), how many
+    vectors are indexed and which KNN path they take, and a recorded dimension that
+    differs from memory.vec_dimensions (warn: rebuilt on the next open with the setting)."""
+    if store is None:
+        return [Check("vectors", "skip", "no database opened")]
+    from .vectors import vector_status
+
+    available, reason, _ = vector_status(store)
+    if not available:
+        return [Check("vectors", "warn", reason)]
+    want = (config.get("memory") or {}).get("vec_dimensions")
+    have = store.vectors.dimensions
+    if want is not None and have is not None and have != want:
+        return [
+            Check(
+                "vectors",
+                "warn",
+                f"{reason}; memory.vec_dimensions is {want}: the index is rebuilt for"
+                f" {want}-dimensional vectors when the store is next opened with it",
+            )
+        ]
+    return [Check("vectors", "ok", reason)]
 
 
 def diagnose(

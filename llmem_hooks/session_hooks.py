@@ -363,8 +363,7 @@ def create_session_hook_coordinator(
     it reports nothing until the agent has run)."""
     config = dict(config or load_config())
     if store is None:
-        db = config.get("memory", {}).get("db_path")
-        store = MemoryStore(db)
+        store = MemoryStore.from_config(config)
     if adapters is None:
         adapters = default_adapters(config)
     from .embed import embedder_from_config

@@ -30,7 +30,7 @@ from .migrations import migrate
 from .paths import FILE_MODE, ensure_private_dir, get_db_path
 from .registry import check_memory_type, register_memory_type
 from .timestamps import now_iso, parse_iso
-from .vectors import PREFILTER_THRESHOLD, VectorIndex
+from .vectors import PREFILTER_THRESHOLD, SCOPE_GLOBAL, SCOPE_PROJECT, VectorIndex
 
 MAX_CONTENT_CHARS = 10_000
 MAX_ID_LENGTH = 256
@@ -41,9 +41,10 @@ DEFAULT_EXPORT_LIMIT = 10_000
 BRUTE_FORCE_MAX_ROWS = 10_000
 DUPLICATE_COSINE = 0.92
 REINFORCEMENT = 0.05
-KNN_OVERFETCH = 5
-KNN_MIN_K = 100
+KNN_OVERFETCH = 2
+KNN_MIN_K = 20
 KNN_MAX_ROUNDS = 3
+OWN_SCAN_MAX = 2_000
 RELATION_TYPES = ("supersedes", "related_to", "derived_from", "references")
 TARGET_TYPES = ("memory", "code")
 INBOX_SOURCES = ("note", "learn", "extract", "consolidation")
@@ -304,6 +305,23 @@ class MemoryStore:
         for (name,) in self._conn.execute("SELECT DISTINCT type FROM memories"):
             register_memory_type(name)
 
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], db_path: Path | str | None = None
+    ) -> MemoryStore:
+        """The store config.yaml's ``memory`` section describes (``db_path`` overrides its
+        path): one rule for the CLI, the sidecar and the hooks."""
+        mem = config.get("memory") or {}
+        if db_path is None and mem.get("db_path"):
+            db_path = Path(str(mem["db_path"])).expanduser()
+        return cls(
+            db_path,
+            inbox_capacity=int(mem.get("inbox_capacity", 100)),
+            default_confidence=float(mem.get("default_confidence", DEFAULT_CONFIDENCE)),
+            vec_dimensions=mem.get("vec_dimensions"),
+            duplicate_cosine=float(mem.get("duplicate_cosine", DUPLICATE_COSINE)),
+        )
+
     # -- lifecycle -----------------------------------------------------------------------
     @property
     def conn(self) -> Any:
@@ -402,6 +420,7 @@ class MemoryStore:
             [record["project"], now, now],
             1,
             max_distance=1.0 - self.duplicate_cosine,
+            scope=(record["project"], record["project"] is None),
         )
         if not hits:
             return None
@@ -812,7 +831,8 @@ class MemoryStore:
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
         with self._lock:
-            scored = self._nearest_rows(query_vec, cond, params, limit)
+            scope = (flt.project, not flt.project_only) if flt.project else None
+            scored = self._nearest_rows(query_vec, cond, params, limit, scope=scope)
         out = []
         for dist, row in scored:
             mem = row_to_memory(row)
@@ -829,19 +849,64 @@ class MemoryStore:
         params: Sequence[Any],
         limit: int,
         max_distance: float | None = None,
+        scope: tuple[str | None, bool] | None = None,
     ) -> list[tuple[float, Any]]:
         """(distance, row) of the ``limit`` nearest memories satisfying ``cond`` (over
-        alias ``m``), at most ``max_distance`` away. Call under the lock."""
+        alias ``m``), at most ``max_distance`` away. Call under the lock.
+
+        ``scope``: None searches every vector; ``(project, with_global)`` only that
+        project's memories (if project is not None) and the global ones (if with_global).
+        A project's own memories are scanned exactly when at most OWN_SCAN_MAX, else found
+        by KNN in the project partition; the global ones by KNN in theirs."""
         vi = self.vectors
         if limit < 1 or not vi.usable(query):
             return self._scan_rows(query, cond, params, limit, max_distance)
         total = vi.count()
+        if scope is None:
+            return self._knn_rows(query, cond, params, limit, max_distance, None, total)
+        project, with_global = scope
+        hits: list[tuple[float, Any]] = []
+        n_global = vi.count_scope(None, total) if with_global else 0
+        if project is not None:
+            own = (f"{cond} AND m.project = ?", [*params, project])
+            if vi.count_scope(project, OWN_SCAN_MAX + 1) <= OWN_SCAN_MAX:
+                hits += self._scan_rows(query, *own, limit, max_distance)
+            else:
+                hits += self._knn_rows(
+                    query, *own, limit, max_distance, SCOPE_PROJECT, total - n_global
+                )
+        if n_global:
+            hits += self._knn_rows(
+                query,
+                f"{cond} AND m.project IS NULL",
+                params,
+                limit,
+                max_distance,
+                SCOPE_GLOBAL,
+                n_global,
+            )
+        hits.sort(key=lambda dr: dr[0])
+        return hits[:limit]
+
+    def _knn_rows(
+        self,
+        query: bytes,
+        cond: str,
+        params: Sequence[Any],
+        limit: int,
+        max_distance: float | None,
+        scope: str | None,
+        searched: int,
+    ) -> list[tuple[float, Any]]:
+        """KNN in one partition (or all vectors), the filter applied to the neighbours;
+        more are fetched while too few pass, and a filter too selective for that is
+        answered by scanning its rows instead."""
         cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
-        k = min(total, max(limit * KNN_OVERFETCH, KNN_MIN_K))
+        k = min(searched, max(limit * KNN_OVERFETCH, KNN_MIN_K))
         for _ in range(KNN_MAX_ROUNDS):
             if k <= 0:
                 return []
-            cands = vi.knn(query, k, total)
+            cands = self.vectors.knn(query, k, scope=scope, searched=searched)
             near = cands if max_distance is None else [c for c in cands if c[1] <= max_distance]
             dist = dict(near)
             rows = self._conn.execute(
@@ -852,12 +917,12 @@ class MemoryStore:
             scored = sorted(((dist[r["seq"]], r) for r in rows), key=lambda dr: dr[0])
             # Done when enough passed the filter, or no vector is left to look at (all
             # seen, or the rest are farther than max_distance).
-            if len(scored) >= limit or k >= total or len(near) < len(cands):
+            if len(scored) >= limit or k >= searched or len(near) < len(cands):
                 return scored[:limit]
             if not rows:
                 break  # a very selective filter: scanning its rows beats a bigger KNN
-            k = min(total, 2 * k * max(2, (limit * len(cands)) // len(rows)))
-            if k > total // 4:
+            k = min(searched, 2 * k * max(2, (limit * len(cands)) // len(rows)))
+            if k > searched // 4:
                 break
         return self._scan_rows(query, cond, params, limit, max_distance)
 
@@ -1083,6 +1148,7 @@ class MemoryStore:
         records: list[dict[str, Any]] = []
         relations: list[tuple[str, str, str, str, str]] = []
         seen: set[str] = set()
+        first_vec: dict[str, Any] | None = None
         for i, item in enumerate(data):
             if not isinstance(item, Mapping):
                 raise ValidationError(f"memory #{i + 1}: expected an object")
@@ -1106,6 +1172,16 @@ class MemoryStore:
                 raise ValidationError(f"memory {ident}: {exc}") from None
             if rec["id"] in seen:
                 raise ValidationError(f"memory {rec['id']}: duplicate id in import data")
+            if rec["embedding"] is not None:
+                # The store checked the dimension it knows; a first import sets it.
+                if first_vec is None:
+                    first_vec = rec
+                elif len(rec["embedding"]) != len(first_vec["embedding"]):
+                    raise ValidationError(
+                        f"memory {rec['id']}: embedding has {len(rec['embedding']) // 4} "
+                        f"dimensions, memory {first_vec['id']}'s "
+                        f"{len(first_vec['embedding']) // 4}"
+                    )
             seen.add(rec["id"])
             records.append(rec)
         with self._lock, transaction(self._conn):

@@ -7,16 +7,26 @@ loads and the first vector of that dimension exists, and rebuilt when the dimens
 
 Tables (rowid = ``memories.seq``):
 
-* ``memories_vec``      vec0 ``embedding float[D] distance_metric=cosine``: exact KNN.
-* ``memories_vec_bit``  vec0 ``embedding bit[D]`` (``vec_quantize_binary``): the prefilter.
+* ``memories_vec``      vec0 ``scope text partition key, embedding float[D]
+  distance_metric=cosine``: exact KNN.
+* ``memories_vec_bit``  vec0 ``scope text partition key, embedding bit[D]``
+  (``vec_quantize_binary``): the prefilter.
 * ``_vec_meta``         plain key/value table: the dimension D every stored vector must have.
 * ``_vec_pending``      plain table: seqs whose vector changed in a process without sqlite-vec.
 
 Invariant: the vec tables hold exactly one row per memory whose embedding has D dimensions.
 The store keeps it inside the same transaction as the memory write; `reconcile` (run when a
-store opens) repairs what a process without the extension left behind: a cheap count and
-sum of seqs on both sides (an expression index makes the memories side index-only), then
-the missing rows are filled and orphans removed.
+store opens) repairs what a process without the extension left behind: the seqs it noted
+in ``_vec_pending``, and a cheap count and highest seq on both sides (an expression index
+makes the memories side index-only); on a difference the missing rows are filled and
+orphans removed.
+
+``scope`` is ``g`` for global memories (project NULL) and ``p`` for project memories: a
+session searches its project's memories plus the global ones, and the global ones would
+otherwise be a needle in the other projects' haystack (the nearest vectors to a question
+about one project's port are the other projects' ports). Two partitions cost one extra
+preallocated chunk; a partition per project would cost one per project. The project's
+own memories are found through ``idx_memories_vec_scope`` and scanned exactly when few.
 
 sqlite-vec 0.1.9 has no SIMD: every KNN is brute force (float32 cosine at 100k x 768 is
 about 176 ms, bit[768] about 10 ms). Below ``PREFILTER_THRESHOLD`` vectors the float
@@ -43,9 +53,12 @@ VEC_TABLE = "memories_vec"
 BIT_TABLE = "memories_vec_bit"
 META_TABLE = "_vec_meta"
 PENDING_TABLE = "_vec_pending"
-LENGTH_INDEX = "idx_memories_embedding_len"
+LENGTH_INDEX = "idx_memories_vec_scope"
 PREFILTER_THRESHOLD = 50_000
-PREFILTER_CANDIDATES = 300
+PREFILTER_CANDIDATES = 100
+SCOPE_GLOBAL = "g"
+SCOPE_PROJECT = "p"
+_SCOPE_SQL = f"CASE WHEN project IS NULL THEN '{SCOPE_GLOBAL}' ELSE '{SCOPE_PROJECT}' END"
 _DIM = re.compile(r"\b(?:float|bit)\[(\d+)\]")
 _OUR_TABLES = (VEC_TABLE, BIT_TABLE, META_TABLE, PENDING_TABLE)
 
@@ -116,6 +129,9 @@ class VectorIndex:
         self.prefilter_candidates = prefilter_candidates
         self.dimensions: int | None = None
         self._has_tables = False
+        # Set when a write changed the schema or the dimension: if its transaction rolls
+        # back, the cached state is wrong, so the next reader re-reads it.
+        self._changed = False
 
     # -- schema ------------------------------------------------------------------------
     def _tables(self) -> dict[str, str]:
@@ -139,9 +155,10 @@ class VectorIndex:
             f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT PRIMARY KEY, value) WITHOUT ROWID"
         )
         self.conn.execute(f"CREATE TABLE IF NOT EXISTS {PENDING_TABLE} (seq INTEGER PRIMARY KEY)")
-        # Makes the reconcile counts index-only (no read of 100k rows on every open).
+        # Makes the reconcile counts and the per-project vector counts index-only (no read
+        # of 100k rows on every open or search).
         self.conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {LENGTH_INDEX} ON memories(length(embedding)) "
+            f"CREATE INDEX IF NOT EXISTS {LENGTH_INDEX} ON memories(length(embedding), project) "
             "WHERE embedding IS NOT NULL"
         )
 
@@ -168,11 +185,12 @@ class VectorIndex:
         d = self.dimensions
         self.conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0("
-            f"embedding float[{d}] distance_metric=cosine)"
+            f"scope text partition key, embedding float[{d}] distance_metric=cosine)"
         )
         if self.has_prefilter:
             self.conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS {BIT_TABLE} USING vec0(embedding bit[{d}])"
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {BIT_TABLE} USING vec0("
+                f"scope text partition key, embedding bit[{d}])"
             )
         self._has_tables = True
 
@@ -187,15 +205,17 @@ class VectorIndex:
         args = [4 * (self.dimensions or 0), *params]
         before = self.conn.total_changes
         self.conn.execute(
-            f"INSERT INTO {VEC_TABLE}(rowid, embedding) SELECT seq, embedding FROM memories "
-            f"WHERE {cond} ORDER BY seq",
+            f"INSERT INTO {VEC_TABLE}(rowid, scope, embedding) SELECT seq, {_SCOPE_SQL}, "
+            f"embedding FROM memories WHERE {cond}",
             args,
         )
         added = self.conn.total_changes - before
         if self.has_prefilter:
+            # No ORDER BY here: a sorter drops the value's subtype, and vec0 then takes the
+            # quantized blob for a float vector.
             self.conn.execute(
-                f"INSERT INTO {BIT_TABLE}(rowid, embedding) SELECT seq, "
-                f"vec_quantize_binary(embedding) FROM memories WHERE {cond} ORDER BY seq",
+                f"INSERT INTO {BIT_TABLE}(rowid, scope, embedding) SELECT seq, {_SCOPE_SQL}, "
+                f"vec_quantize_binary(embedding) FROM memories WHERE {cond}",
                 args,
             )
         return added
@@ -235,30 +255,32 @@ class VectorIndex:
 
     def refresh(self) -> None:
         """Re-read the dimension and tables (another process may have set them up)."""
+        self._changed = False
         tables = self._tables()
         self.dimensions = self._recorded(tables)
         self._has_tables = all(t in tables for t in self._names)
 
-    def _mem_side(self) -> tuple[int, float]:
-        return tuple(  # type: ignore[return-value]
-            self.conn.execute(
-                "SELECT count(*), total(seq) FROM memories "
-                "WHERE embedding IS NOT NULL AND length(embedding) = ?",
-                (4 * (self.dimensions or 0),),
-            ).fetchone()
-        )
+    def _mem_side(self) -> tuple[int, int | None]:
+        """(count, highest seq) of the memories with a D-sized embedding; two queries,
+        since together they would defeat SQLite's count and max shortcuts (3 vs 5 ms)."""
+        where = "WHERE embedding IS NOT NULL AND length(embedding) = ?"
+        args = (4 * (self.dimensions or 0),)
+        count = self.conn.execute(f"SELECT count(*) FROM memories {where}", args).fetchone()[0]
+        top = self.conn.execute(f"SELECT max(seq) FROM memories {where}", args).fetchone()[0]
+        return count, top
 
-    def _vec_side(self, table: str) -> tuple[int, float]:
-        return tuple(  # type: ignore[return-value]
-            self.conn.execute(f"SELECT count(*), total(rowid) FROM {table}_rowids").fetchone()
-        )
+    def _vec_side(self, table: str) -> tuple[int, int | None]:
+        count = self.conn.execute(f"SELECT count(*) FROM {table}_rowids").fetchone()[0]
+        top = self.conn.execute(f"SELECT max(rowid) FROM {table}_rowids").fetchone()[0]
+        return count, top
 
     def reconcile(self) -> dict[str, int]:
         """Make the vec tables match the memories again; returns rows added and removed.
 
-        Cheap when nothing is wrong (index-only counts); a process without sqlite-vec
-        leaves the seqs it changed in ``_vec_pending`` and its inserts and deletes show up
-        as a different count or sum of seqs."""
+        Cheap when nothing is wrong (count and highest seq on both sides, from indexes:
+        about 3 ms at 100k vectors). A process running this code without sqlite-vec leaves
+        the seqs it changed in ``_vec_pending``; a writer that knows nothing of vectors
+        shows up as a different count or highest seq (then every row is compared)."""
         done = {"added": 0, "removed": 0}
         if not self.loaded or self.dimensions is None:
             return done
@@ -266,7 +288,12 @@ class VectorIndex:
         names = self._names
         have = all(t in tables for t in names)
         stale = (
-            have and any(_declared_dimensions(tables[t]) != self.dimensions for t in names)
+            have
+            and any(
+                _declared_dimensions(tables[t]) != self.dimensions
+                or "partition key" not in tables[t]
+                for t in names
+            )
         ) or (BIT_TABLE in tables and BIT_TABLE not in names)
         pending = PENDING_TABLE in tables and bool(
             self.conn.execute(f"SELECT 1 FROM {PENDING_TABLE} LIMIT 1").fetchone()
@@ -332,6 +359,8 @@ class VectorIndex:
         """Reject a vector whose dimension is not the store's (ValidationError)."""
         if blob is None:
             return
+        if self._changed:
+            self.refresh()
         dims = self.dimensions or self.requested
         if dims is not None and len(blob) // 4 != dims:
             raise ValidationError(
@@ -353,6 +382,7 @@ class VectorIndex:
             if not vecs:
                 return  # no vector was ever stored: nothing to mirror
             self._record(len(vecs[0][1]) // 4)  # the first vector sets the dimension
+            self._changed = True
         for _, blob in vecs:
             self.check(blob)
         if not self.loaded:
@@ -365,16 +395,14 @@ class VectorIndex:
             if vecs:  # the first vectors: copy every stored embedding of this size
                 self._create_tables()
                 self._fill()
+                self._changed = True
             return
         if not fresh:
             self._delete([s for s, _ in items])  # vec0 has no INSERT OR REPLACE
-        if vecs:
-            self.conn.executemany(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES (?, ?)", vecs)
-            if self.has_prefilter:
-                self.conn.executemany(
-                    f"INSERT INTO {BIT_TABLE}(rowid, embedding) VALUES (?, vec_quantize_binary(?))",
-                    vecs,
-                )
+        if vecs:  # copied from the memories rows: they hold the vector and the project
+            self._fill(
+                "seq IN (SELECT value FROM json_each(?))", [json.dumps([s for s, _ in vecs])]
+            )
 
     def inserted(self, first_seq: int, items: Sequence[tuple[int, bytes]]) -> None:
         """Mirror new memories (seqs >= ``first_seq``, all with a vector). Rows at those
@@ -390,7 +418,13 @@ class VectorIndex:
                     )
                 ]
                 self.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", stale)
-        if items:
+        if not items:
+            return
+        if self.loaded and self._has_tables and self.dimensions is not None:
+            for _, blob in items:
+                self.check(blob)
+            self._fill("seq >= ?", [first_seq])  # one INSERT ... SELECT for a whole import
+        else:
             self.write(items, fresh=True)
 
     def remove(self, seqs: Sequence[int]) -> None:
@@ -420,6 +454,8 @@ class VectorIndex:
     # -- search ------------------------------------------------------------------------
     def usable(self, query: bytes) -> bool:
         """True if KNN can answer a query of this size (ValidationError on a wrong size)."""
+        if self._changed:
+            self.refresh()
         if self.dimensions is not None:
             self.check(query)
         return self.loaded and self._has_tables and self.dimensions is not None
@@ -430,17 +466,31 @@ class VectorIndex:
             return 0
         return self.conn.execute(f"SELECT count(*) FROM {VEC_TABLE}_rowids").fetchone()[0]
 
-    def knn(self, query: bytes, k: int, total: int | None = None) -> list[tuple[int, float]]:
-        """The ``k`` nearest (seq, cosine distance), nearest first, over all vectors.
+    def count_scope(self, project: str | None, cap: int) -> int:
+        """Vectors of ``project``'s memories (None: the global ones), counted on the index,
+        at most ``cap`` (so a huge project costs no more than that)."""
+        return self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories WHERE embedding IS NOT NULL "
+            "AND length(embedding) = ? AND project IS ? LIMIT ?)",
+            (4 * (self.dimensions or 0), project, cap),
+        ).fetchone()[0]
 
-        Below ``prefilter_threshold`` vectors: exact KNN on the float table. At or above:
-        Hamming KNN on the bit table for max(prefilter_candidates, 2k) candidates, then
-        their exact cosine distances from ``memories.embedding``."""
-        total = self.count() if total is None else total
-        if total < self.prefilter_threshold or not self.has_prefilter:
+    def knn(
+        self, query: bytes, k: int, *, scope: str | None = None, searched: int | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` nearest (seq, cosine distance), nearest first, among all vectors or
+        those of one ``scope`` (SCOPE_GLOBAL, SCOPE_PROJECT).
+
+        ``searched``: how many vectors that is (default: all). Below ``prefilter_threshold``
+        an exact KNN on the float table; at or above, a Hamming KNN on the bit table for
+        max(prefilter_candidates, 2k) candidates and their exact cosine distances from
+        ``memories.embedding``. (vec0's KNN time grows with k as well as with n.)"""
+        searched = self.count() if searched is None else searched
+        part, args = ("", []) if scope is None else (" AND scope = ?", [scope])
+        if searched < self.prefilter_threshold or not self.has_prefilter:
             rows = self.conn.execute(
-                f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ?",
-                (query, k),
+                f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ?" + part,
+                [query, k, *args],
             ).fetchall()
             return [(r[0], r[1]) for r in rows if r[1] is not None]
         cands = max(self.prefilter_candidates, 2 * k)
@@ -448,8 +498,8 @@ class VectorIndex:
             r[0]
             for r in self.conn.execute(
                 f"SELECT rowid FROM {BIT_TABLE} WHERE embedding MATCH vec_quantize_binary(?) "
-                "AND k = ?",
-                (query, cands),
+                "AND k = ?" + part,
+                [query, cands, *args],
             )
         ]
         return self.rerank(query, seqs, k)
@@ -477,10 +527,12 @@ class VectorIndex:
             n = self.conn.execute(
                 "SELECT count(*) FROM memories WHERE embedding IS NOT NULL"
             ).fetchone()[0]
-            extra = (
-                f"; {n:,} embeddings are searched by a Python scan (at most 10,000)" if n else ""
+            how = (
+                f"keyword search, plus a Python scan of at most 10,000 of the {n:,} embeddings"
+                if n
+                else "search is FTS-only"
             )
-            return VectorStatus(False, f"{why}: search is FTS-only{extra}", n)
+            return VectorStatus(False, f"{why}: {how}", n)
         version = self.conn.execute("SELECT vec_version()").fetchone()[0]
         if self.dimensions is None:
             return VectorStatus(True, f"sqlite-vec {version}; no vectors stored yet", 0)

@@ -299,10 +299,24 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": "not found"})
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A client that gave up (a timeout test) leaves a broken pipe: not worth a traceback
+    on stderr, where it would land in whichever test runs next."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 def start_server(port: int = 0):
     """Start on 127.0.0.1 (ephemeral port by default) in a daemon thread.
     Returns (server, base_url)."""
-    srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    srv = QuietServer(("127.0.0.1", port), Handler)
     srv.control = Control()  # type: ignore[attr-defined]
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

@@ -29,7 +29,7 @@ EXPECTED_DEFAULTS = {
         "vec_dimensions": 768,
         "duplicate_cosine": 0.92,
     },
-    "retrieval": {"alpha": 0.7, "blend": 0.3, "fuzzy_threshold": 0.7, "limit": 10},
+    "retrieval": {"alpha": 0.08, "blend": 0.3, "fuzzy_threshold": 0.7, "limit": 10},
     "context": {"dir": None, "budget_tokens": 1500},
     "session": {
         "idle_debounce_seconds": 30,
@@ -178,7 +178,7 @@ def test_unknown_keys_warn_and_are_ignored(
         with caplog.at_level(logging.WARNING, logger="llmem_hooks.config"):
             config = load_config()
     assert config["retrieval"]["limit"] == 4
-    assert config["retrieval"]["alpha"] == 0.7
+    assert config["retrieval"]["alpha"] == 0.08
     assert "limitt" not in config["retrieval"] and "retreival" not in config
     messages = [r.getMessage() for r in caplog.records if r.name == "llmem_hooks.config"]
     assert all(r.levelno == logging.WARNING for r in caplog.records)

@@ -94,7 +94,9 @@ def test_disabled_and_over_budget(fake_ollama: tuple[Any, str], store: MemorySto
 
 
 def test_vector_checks_hook_is_called(store: MemoryStore) -> None:
-    assert _vector_checks(DEFAULT_CONFIG, store) == []
+    (check,) = _vector_checks(DEFAULT_CONFIG, store)  # details: tests/test_vectors.py
+    assert (check.name, check.status) == ("vectors", "ok") and "sqlite-vec" in check.detail
+    assert [c.status for c in _vector_checks(DEFAULT_CONFIG, None)] == ["skip"]
 
 
 def test_cli_doctor_up_json(

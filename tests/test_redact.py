@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks.redact import REDACTED, redact_secrets, strip_private
-from llmem_hooks.redact import SECRET_PATTERNS, find_secrets, high_entropy_tokens
+from llmem_hooks.redact import (
+    REDACTED,
+    SECRET_PATTERNS,
+    find_secrets,
+    high_entropy_tokens,
+    redact_secrets,
+    strip_private,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
 

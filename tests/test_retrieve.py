@@ -11,7 +11,13 @@ from datetime import UTC, datetime
 import pytest
 
 from llmem_hooks import MemoryStore, Retriever, SearchError, ValidationError
-from llmem_hooks.retrieve import DEFAULT_RRF_K, _rrf_score, rerank_signals
+from llmem_hooks.retrieve import (
+    DEFAULT_ALPHA,
+    DEFAULT_RRF_K,
+    DEFAULT_RRF_K_SEMANTIC,
+    _rrf_score,
+    rerank_signals,
+)
 
 CORPUS = {
     "deploy": (
@@ -255,8 +261,11 @@ def test_semantic_and_hybrid_with_embedder(store: MemoryStore) -> None:
     assert sem[0]["id"] == ids[1] and sem[0]["_match"] == "semantic"
     hyb = r.hybrid_search("pnpm", search_mode="hybrid", track_access=False)
     assert hyb[0]["id"] == ids[0]
-    # Found by both FTS and semantic: its RRF score sums both contributions.
-    assert hyb[0]["_rrf_score"] > _rrf_score(1) * 0.7
+    # Found first by both FTS and semantic: its RRF score sums both contributions (the
+    # semantic ranks with the flatter k, DEFAULT_RRF_K_SEMANTIC).
+    assert hyb[0]["_rrf_score"] == pytest.approx(
+        (1 - DEFAULT_ALPHA) * _rrf_score(1) + DEFAULT_ALPHA * _rrf_score(1, DEFAULT_RRF_K_SEMANTIC)
+    )
 
 
 def test_format_context_budget(seeded: tuple[MemoryStore, dict[str, str]]) -> None:

@@ -14,7 +14,7 @@ from fake_ollama import embed_text
 
 from llmem_hooks import MemoryStore, Retriever
 from llmem_hooks.errors import ValidationError
-from llmem_hooks.store import MemoryFilter, pack_embedding
+from llmem_hooks.store import OWN_SCAN_MAX, MemoryFilter, pack_embedding
 from llmem_hooks.vectors import BIT_TABLE, VEC_TABLE, vector_status
 
 DIM = 64
@@ -246,8 +246,8 @@ def test_prefilter_path_above_the_threshold(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "m.db", prefilter_threshold=100) as st:
         for i in range(300):
             c = centers[i % 20]
-            vec = _unit([x + rng.gauss(0, 0.3) for x in c])
-            st.add("fact", f"memory {i}", embedding=vec, project=f"p{i % 3}")
+            vec = _unit([x + rng.gauss(0, 0.05) for x in c])
+            st.add("fact", f"memory {i}", embedding=vec, project=f"p{i % 3}", dedupe=False)
         available, reason, count = vector_status(st)
         assert available and count == 300 and "binary prefilter" in reason
         statements: list[str] = []
@@ -306,3 +306,164 @@ def test_filters_apply_after_knn_with_over_fetch(tmp_path: Path, threshold: int)
 def test_vector_status_of_a_store(store: MemoryStore) -> None:
     status: Any = vector_status(store)
     assert status.available is True and isinstance(status.reason, str) and status.count == 0
+
+
+def test_a_rolled_back_first_vector_leaves_no_dimension_behind(store: MemoryStore) -> None:
+    """The first vector sets the dimension; if its transaction fails, nothing of it stays."""
+    with pytest.raises(ValidationError, match="memory b: embedding has 16 dimensions, memory a"):
+        store.import_memories(
+            [
+                {"id": "a", "type": "fact", "content": "a", "embedding": [1.0] * 8},
+                {"id": "b", "type": "fact", "content": "b", "embedding": [1.0] * 16},
+            ]
+        )
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), store.atomic():
+        store.add("fact", "eight", embedding=[1.0] * 8)
+        assert store.vectors.dimensions == 8 and VEC_TABLE in tables(store)
+        raise Boom
+    assert store.count() == 0 and VEC_TABLE not in tables(store)
+    mid = store.add("fact", "sixteen", embedding=[1.0] * 16)
+    assert store.vectors.dimensions == 16 and len(assert_in_sync(store)) == 1
+    assert [h["id"] for h in store.nearest(pack_embedding([1.0] * 16))] == [mid]  # type: ignore[arg-type]
+
+
+def test_project_searches_cover_own_and_global_memories_exactly(tmp_path: Path) -> None:
+    """A project filter searches the project's memories (scanned when few, KNN in the
+    project partition when many) plus the global partition; the result is the exact
+    nearest of that set, whatever the other projects hold."""
+    rng = random.Random(11)
+
+    def rand() -> list[float]:
+        return _unit([rng.gauss(0, 1) for _ in range(16)])
+
+    records: list[dict[str, Any]] = []
+    for i, (project, n) in enumerate((("big", OWN_SCAN_MAX + 50), ("small", 30), (None, 60))):
+        for j in range(n):
+            records.append(
+                {
+                    "id": f"m{i}-{j}",
+                    "type": "fact",
+                    "content": f"memory {i} {j}",
+                    "project": project,
+                    "embedding": rand(),
+                }
+            )
+    for j in range(300):  # other projects crowd the neighbourhood of every query
+        records.append(
+            {
+                "id": f"o-{j}",
+                "type": "fact",
+                "content": f"other {j}",
+                "project": f"o{j % 7}",
+                "embedding": rand(),
+            }
+        )
+    with MemoryStore(tmp_path / "m.db") as st:
+        st.import_memories(records)
+        assert_in_sync(st)
+        vec = {r["id"]: r["embedding"] for r in records}
+        proj = {r["id"]: r["project"] for r in records}
+
+        def exact(q: list[float], allowed: set[str | None], k: int) -> list[str]:
+            scored = sorted(
+                (-sum(a * b for a, b in zip(q, v, strict=True)), mid)
+                for mid, v in vec.items()
+                if proj[mid] in allowed
+            )
+            return [mid for _, mid in scored[:k]]
+
+        for _ in range(5):
+            q = rand()
+            qb = pack_embedding(q)
+            for flt, allowed in (
+                (MemoryFilter(project="small"), {"small", None}),
+                (MemoryFilter(project="small", project_only=True), {"small"}),
+                (MemoryFilter(project="big"), {"big", None}),
+                (MemoryFilter(project="big", project_only=True), {"big"}),
+                (MemoryFilter(), set(proj.values())),
+            ):
+                got = [h["id"] for h in st.nearest(qb, flt, limit=8)]  # type: ignore[arg-type]
+                assert got == exact(q, allowed, 8), flt
+
+
+def test_doctor_shows_the_vector_status(tmp_path: Path) -> None:
+    import copy
+
+    from llmem_hooks.config import DEFAULT_CONFIG
+    from llmem_hooks.doctor import _vector_checks
+
+    with MemoryStore(tmp_path / "m.db", load_vec=False) as st:
+        (check,) = _vector_checks(DEFAULT_CONFIG, st)
+        assert check.status == "warn" and "search is FTS-only" in check.detail
+    with MemoryStore(tmp_path / "m.db") as st:
+        st.add("fact", "eight dims", embedding=[1.0] * 8)
+        (check,) = _vector_checks(DEFAULT_CONFIG, st)  # the config says 768
+        assert check.status == "warn" and "memory.vec_dimensions is 768" in check.detail
+        cfg = copy.deepcopy(DEFAULT_CONFIG)
+        cfg["memory"]["vec_dimensions"] = 8
+        (check,) = _vector_checks(cfg, st)
+        assert check.status == "ok" and "1 vectors of 8 dimensions, exact KNN" in check.detail
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from llmem_hooks.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _write_config(home: Path, base_url: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(f"ollama:\n  base_url: {base_url}\n  timeout_seconds: 5\n")
+
+
+def test_cli_search_is_hybrid_when_the_embedder_answers(
+    fake_ollama: tuple[Any, str], llmem_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    srv, url = fake_ollama
+    _write_config(llmem_home, url)
+    texts = ["redis runs on port 6379 in staging", "the user prefers pnpm over npm"]
+    with MemoryStore(llmem_home / "memory.db", vec_dimensions=768) as st:
+        ids = [st.add("fact", t, embedding=embed_text(t, 768)) for t in texts]
+    code, out, err = _cli(capsys, "search", "redis port", "--json")
+    assert (code, err) == (0, "")
+    hits = json.loads(out)
+    assert hits[0]["id"] == ids[0] and hits[0]["match"] == "fts"
+    assert {h["id"] for h in hits} == set(ids)  # the semantic half adds the other memory
+    assert srv.control.bodies("/api/embed")  # the query was embedded (once: cached)
+    assert len(srv.control.bodies("/api/embed")) == 1
+    code, out, _ = _cli(capsys, "search", "redis port", "--mode", "semantic", "--json")
+    assert code == 0 and [h["match"] for h in json.loads(out)] == ["semantic", "semantic"]
+    code, out, _ = _cli(capsys, "search", "redis port", "--mode", "fts", "--json")
+    assert code == 0 and [h["id"] for h in json.loads(out)] == [ids[0]]
+    assert len(srv.control.bodies("/api/embed")) == 2  # fts mode asks nothing
+    code, _, err = _cli(capsys, "search", "redis", "--mode", "psychic")
+    assert code == 2 and "invalid --mode" in err
+
+
+def test_cli_search_falls_back_to_fts_quietly_without_an_embedder(
+    llmem_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _write_config(llmem_home, f"http://127.0.0.1:{port}")
+    with MemoryStore(llmem_home / "memory.db", vec_dimensions=768) as st:
+        mid = st.add("fact", "redis runs on port 6379", embedding=embed_text("redis", 768))
+        st.add("fact", "the user prefers pnpm", embedding=embed_text("pnpm", 768))
+    code, out, err = _cli(capsys, "search", "redis port", "--json")
+    assert (code, err) == (0, "")  # no warning about the missing embedder
+    assert [h["id"] for h in json.loads(out)] == [mid]
+    code, _, err = _cli(capsys, "search", "redis", "--mode", "semantic")
+    assert code == 1 and "semantic search needs an embedder" in err
