@@ -112,23 +112,17 @@ def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
     cfg = _config()
     r = cfg["retrieval"]
     embedder = None
-    if probe is not None and cfg["ollama"]["enabled"]:
-        embed_log = logging.getLogger("llmem_hooks.embed")
-        level = embed_log.level
-        embed_log.setLevel(logging.CRITICAL)  # its "embeddings paused" warning is noise here
-        engine = None
-        try:
-            from .embed import EmbeddingEngine
+    if probe is not None:
+        from .embed import embedder_from_config
 
-            engine = EmbeddingEngine.from_config(cfg)
-            engine.embed(probe)
-            embedder = engine
-        except Exception as exc:  # not installed, not running, no model, wrong size...
-            logging.getLogger(__name__).debug("search without embeddings: %s", exc)
+        engine = embedder_from_config(cfg)
+        try:
             if engine is not None:
-                engine.close()
-        finally:
-            embed_log.setLevel(level)
+                engine.embed(probe)
+                embedder = engine
+        except Exception as exc:  # not running, no model, wrong size...
+            logging.getLogger(__name__).debug("search without embeddings: %s", exc)
+            engine.close()  # type: ignore[union-attr]
     return Retriever(
         store,
         embedder=embedder,
@@ -249,6 +243,28 @@ def print_memory(mem: dict[str, Any], relations: list[dict[str, Any]], fmt: Form
 
 
 # -- commands -----------------------------------------------------------------------------
+def _embedding_for(content: str) -> list[float] | None:
+    """The memory's vector when a local embedder answers (so semantic search finds it and
+    near-duplicates merge); None otherwise, silently: keyword search still finds it."""
+    from .redact import redact_secrets
+
+    safe = redact_secrets(content)
+    if safe is None:
+        return None  # the store refuses it with a clear error
+    from .embed import embedder_from_config
+
+    engine = embedder_from_config(_config())
+    if engine is None:
+        return None
+    try:
+        return engine.embed(safe)
+    except Exception as exc:  # not running, no model, wrong size...
+        logging.getLogger(__name__).debug("stored without an embedding: %s", exc)
+        return None
+    finally:
+        engine.close()
+
+
 @app.command()
 def store(
     content: Annotated[str | None, typer.Argument(help="The memory text (or use --file).")] = None,
@@ -290,6 +306,7 @@ def store(
     if expires:
         expires = parse_iso(expires, field="--expires date")
     secrets = find_secrets(content)
+    vector = _embedding_for(content)
     with open_store() as st:
         mid = st.add(
             type,
@@ -300,11 +317,12 @@ def store(
             project=project,
             confidence=confidence,
             source="cli",
+            embedding=vector,
         )
     if secrets:
         typer.echo(
             f"warning: the content looks like it holds a credential ({', '.join(secrets)});"
-            " store a pointer to where the secret lives instead",
+            " it was stored as [REDACTED]: store a pointer to where the secret lives instead",
             err=True,
         )
     typer.echo(json.dumps({"id": mid}) if fmt is Format.json else mid)

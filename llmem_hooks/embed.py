@@ -238,7 +238,7 @@ class EmbeddingEngine:
                 self._errors += 1
                 self._down_until = self._clock() + self.backoff_seconds
                 self._down_reason = str(exc)
-            log.warning("embeddings paused for %.0f s: %s", self.backoff_seconds, exc)
+            log.info("embeddings paused for %.0f s: %s", self.backoff_seconds, exc)
             raise
         except OllamaError:
             with self._lock:

@@ -167,7 +167,7 @@ class ModelCaller:
         with self._lock:
             self._down_until = self._monotonic() + self.backoff_seconds
             self._down_reason = reason
-        log.warning("ollama: %s; using the heuristics for %g s", reason, self.backoff_seconds)
+        log.info("ollama: %s; using the heuristics for %g s", reason, self.backoff_seconds)
 
     def _charge(self, key: str, prompt_tokens: int, output_tokens: int, seconds: float) -> None:
         if self.budget is not None:

@@ -28,6 +28,7 @@ from .db import connect, has_function, transaction
 from .errors import NotFoundError, ValidationError
 from .migrations import migrate
 from .paths import FILE_MODE, ensure_private_dir, get_db_path
+from .redact import redact_secrets
 from .registry import check_memory_type, register_memory_type
 from .timestamps import now_iso, parse_iso
 from .vectors import PREFILTER_THRESHOLD, SCOPE_GLOBAL, SCOPE_PROJECT, VectorIndex
@@ -198,13 +199,21 @@ def _cosine_distance(a: bytes, b: bytes) -> float:
 
 
 def _check_content(content: Any, what: str = "content") -> str:
+    """Valid text with credentials replaced by ``[REDACTED]``: whoever writes (an extractor,
+    the CLI, an import), a secret never reaches the database. A private key block cannot be
+    cut out reliably, so text holding one is refused."""
     if not isinstance(content, str) or not content.strip():
         raise ValidationError(f"{what} must be a non-empty string")
     if len(content) > MAX_CONTENT_CHARS:
         raise ValidationError(
             f"{what} is {len(content):,} characters; the limit is {MAX_CONTENT_CHARS:,}"
         )
-    return content
+    redacted = redact_secrets(content)
+    if redacted is None:
+        raise ValidationError(
+            f"{what} holds a private key; store where the key lives instead, not the key"
+        )
+    return redacted
 
 
 def _check_confidence(value: Any, what: str = "confidence") -> float:
@@ -680,7 +689,7 @@ class MemoryStore:
         sets: dict[str, Any] = {}
         if content is not None:
             sets["content"] = _check_content(content)
-            sets["content_hash"] = content_hash(content)
+            sets["content_hash"] = content_hash(sets["content"])
         if summary is not None:
             sets["summary"] = _check_content(summary, "summary")
         if type is not None:

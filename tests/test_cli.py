@@ -613,7 +613,7 @@ def test_no_command_prints_help(cli: CLI) -> None:
         (f"token for the bot: {GITHUB_TOKEN}", "GitHub token"),
     ],
 )
-def test_credential_like_content_is_stored_with_a_warning(
+def test_credential_like_content_is_stored_redacted_with_a_warning(
     cli: CLI, db: Path, content: str, kind: str
 ) -> None:
     r = cli("store", content)
@@ -623,7 +623,9 @@ def test_credential_like_content_is_stored_with_a_warning(
     assert line.startswith("warning: ")
     assert kind in line
     assert AWS_KEY not in r.err and GITHUB_TOKEN not in r.err  # the secret is not echoed
-    assert rows(db)[0][:3] == (mid, "fact", content)  # stored anyway (documented)
+    stored = rows(db)[0]
+    assert stored[:2] == (mid, "fact") and "[REDACTED]" in stored[2]
+    assert AWS_KEY not in stored[2] and GITHUB_TOKEN not in stored[2]
 
 
 def test_no_warning_for_ordinary_content(cli: CLI) -> None:

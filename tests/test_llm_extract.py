@@ -529,3 +529,44 @@ def test_self_assessment_degrades_when_the_model_is_down(
     assert coord.extractor.last_assessment.startswith("heuristic:")
     assert store.search("Fridays")  # the heuristics still extracted the note
     db.close()
+
+
+def test_extracting_the_same_transcript_ten_times_leaves_the_same_memories(
+    fake_ollama: tuple[Any, str], store: MemoryStore, tmp_path: Path
+) -> None:
+    """The model words its answer a little differently every run (as a sampled model
+    would); near-duplicate merging (embedding cosine >= 0.92 within the project) and the
+    exact-text check keep one row per piece of knowledge, reinforced instead of repeated."""
+    srv, url = fake_ollama
+    wordings = [
+        LEARNED,
+        "To fix the flaky date test, pin tzdata to 2024a in requirements-dev.txt",
+        LEARNED + " for good",
+        "Always pin tzdata to 2024a in requirements-dev.txt to fix the flaky date test",
+        LEARNED.lower() + "s",
+    ]
+    runs = iter(range(100))
+
+    def answer(body: dict[str, Any]) -> list[dict[str, Any]]:
+        i = next(runs)
+        return [
+            memory(wordings[i % len(wordings)]),
+            memory("Use pnpm, never npm, in this repository", type="preference"),
+        ]
+
+    srv.control.responder = responder(answer)
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    sid = db.session("Flaky test")
+    turn(db, sid, "the date test is flaky, fix it", "Pinned tzdata to 2024a; the test passes.")
+    coord = coordinator_for(store, db, url)
+    snapshots = []
+    for _ in range(10):
+        # Forget that the transcript was extracted: the next idle event starts over.
+        store.conn.execute("DELETE FROM extraction_log WHERE source_id = ?", (sid,))
+        assert coord.on_idle(sid, force=True)[0] == "success"
+        snapshots.append(sorted(m["id"] for m in store.list_all(limit=100)))
+    assert all(s == snapshots[0] for s in snapshots), snapshots
+    tz = [m for m in store.list_all(limit=100) if "tzdata" in m["content"].lower()]
+    assert len(tz) == 1 and len(snapshots[0]) == 2
+    assert store.count_embeddings() == 2
+    db.close()
