@@ -115,25 +115,46 @@ def _vector_checks(config: Mapping[str, Any], store: MemoryStore | None) -> list
     ``vectors``: whether sqlite-vec loads (else why: search is FTS-only), how many
     vectors are indexed and which KNN path they take, and a recorded dimension that
     differs from memory.vec_dimensions (warn: rebuilt on the next open with the setting)."""
+    checks = [_embedder_check(config)]
     if store is None:
-        return [Check("vectors", "skip", "no database opened")]
+        return [*checks, Check("vectors", "skip", "no database opened")]
     from .vectors import vector_status
 
     available, reason, _ = vector_status(store)
     if not available:
-        return [Check("vectors", "warn", reason)]
+        return [*checks, Check("vectors", "warn", reason)]
     want = (config.get("memory") or {}).get("vec_dimensions")
     have = store.vectors.dimensions
     if want is not None and have is not None and have != want:
         return [
+            *checks,
             Check(
                 "vectors",
                 "warn",
                 f"{reason}; memory.vec_dimensions is {want}: the index is rebuilt for"
                 f" {want}-dimensional vectors when the store is next opened with it",
-            )
+            ),
         ]
-    return [Check("vectors", "ok", reason)]
+    return [*checks, Check("vectors", "ok", reason)]
+
+
+def _embedder_check(config: Mapping[str, Any]) -> Check:
+    """``embedder``: whether memories get vectors (semantic search, near-duplicate
+    merging) or search stays keyword-only, and why."""
+    from .embed import embedder_from_config
+
+    if not (config.get("ollama") or {}).get("enabled", True):
+        return Check("embedder", "ok", "none: ollama.enabled is false; search is keyword-only")
+    engine = embedder_from_config(config)
+    if engine is None:
+        return Check("embedder", "warn", "none: ollama.base_url is refused (see base_url)")
+    try:
+        ok, why = engine.check_available()
+    finally:
+        engine.close()
+    if ok:
+        return Check("embedder", "ok", why)
+    return Check("embedder", "warn", f"none: {why}; search is keyword-only")
 
 
 def diagnose(

@@ -94,9 +94,26 @@ def test_disabled_and_over_budget(fake_ollama: tuple[Any, str], store: MemorySto
 
 
 def test_vector_checks_hook_is_called(store: MemoryStore) -> None:
-    (check,) = _vector_checks(DEFAULT_CONFIG, store)  # details: tests/test_vectors.py
+    cfg = {**DEFAULT_CONFIG, "ollama": {**DEFAULT_CONFIG["ollama"], "enabled": False}}
+    embedder, check = _vector_checks(cfg, store)  # details: tests/test_vectors.py
     assert (check.name, check.status) == ("vectors", "ok") and "sqlite-vec" in check.detail
-    assert [c.status for c in _vector_checks(DEFAULT_CONFIG, None)] == ["skip"]
+    assert embedder.name == "embedder" and "keyword-only" in embedder.detail
+    assert [c.status for c in _vector_checks(cfg, None)] == ["ok", "skip"]
+
+
+def test_embedder_check_up_down_and_wrong_size(
+    fake_ollama: tuple[Any, str], store: MemoryStore
+) -> None:
+    _, url = fake_ollama
+    up = {**DEFAULT_CONFIG, "ollama": {**DEFAULT_CONFIG["ollama"], "base_url": url}}
+    embedder = _vector_checks(up, store)[0]
+    assert embedder.status == "ok" and "768-dimensional" in embedder.detail
+    small = {**up, "memory": {**DEFAULT_CONFIG["memory"], "vec_dimensions": 384}}
+    embedder = _vector_checks(small, store)[0]
+    assert embedder.status == "warn" and "memory.vec_dimensions is 384" in embedder.detail
+    down = {**up, "ollama": {**up["ollama"], "base_url": closed_port_url()}}
+    embedder = _vector_checks(down, store)[0]
+    assert embedder.status == "warn" and "keyword-only" in embedder.detail
 
 
 def test_cli_doctor_up_json(
