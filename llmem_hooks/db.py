@@ -1,8 +1,9 @@
 """Opening the memory database: driver choice, pragmas and transactions.
 
 The stdlib ``sqlite3`` of many Python builds (pyenv among them) cannot load extensions,
-so sqlite-vec would never load. We use sqlean-py (a DB-API twin of ``sqlite3`` with a
-recent SQLite and extension loading) when it is installed and fall back to the stdlib.
+so sqlite-vec would never load. We use the stdlib when it can load sqlite-vec, else
+sqlean-py (a DB-API twin of ``sqlite3`` with a recent SQLite and extension loading), else
+the stdlib without vectors.
 
 Every connection runs in WAL mode with a non-zero ``busy_timeout`` (a writer waits for a
 lock instead of dropping data with "database is locked") and foreign keys on. Writes use
@@ -13,6 +14,7 @@ when a read transaction tries to upgrade.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import sqlite3
 from collections.abc import Iterator
@@ -25,13 +27,36 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 10_000
 
 
+@functools.cache
 def _driver() -> ModuleType:
+    """The stdlib ``sqlite3`` when it can load sqlite-vec; else sqlean-py (a DB-API twin
+    that can); else the stdlib anyway (search is then FTS-only, and ``doctor`` says so)."""
+    if _loads_vec(sqlite3):
+        return sqlite3
     try:
         import sqlean  # type: ignore[import-untyped]
 
         return sqlean
     except ImportError:  # pragma: no cover - depends on the install
         return sqlite3
+
+
+def _loads_vec(driver: ModuleType) -> bool:
+    try:
+        conn = driver.connect(":memory:")
+    except Exception:  # pragma: no cover
+        return False
+    try:
+        return _load_vec(conn)
+    finally:
+        conn.close()
+
+
+def driver_name() -> str:
+    """Which SQLite binding and library version the store runs on (for ``doctor``)."""
+    driver = _driver()
+    name = "sqlite3 (stdlib)" if driver is sqlite3 else "sqlean-py"
+    return f"{name}, SQLite {driver.sqlite_version}"
 
 
 def connect(path: Path | str, *, load_vec: bool = True) -> Any:

@@ -467,3 +467,12 @@ def test_cli_search_falls_back_to_fts_quietly_without_an_embedder(
     assert [h["id"] for h in json.loads(out)] == [mid]
     code, _, err = _cli(capsys, "search", "redis", "--mode", "semantic")
     assert code == 1 and "semantic search needs an embedder" in err
+
+
+def test_the_driver_chosen_loads_sqlite_vec_and_is_named() -> None:
+    """The stdlib sqlite3 when it can load extensions, else sqlean-py: either way the
+    chosen driver loads sqlite-vec on this machine (sqlean-py is a dependency)."""
+    from llmem_hooks.db import _driver, _loads_vec, driver_name
+
+    assert _loads_vec(_driver())
+    assert "SQLite 3." in driver_name()
