@@ -9,6 +9,7 @@ the lock (busy_timeout) instead of losing data.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -291,7 +292,13 @@ class MemoryStore:
             ensure_private_dir(path.parent)
             # Create the file 0600 before SQLite opens it: SQLite gives the -wal and -shm
             # files the database file's mode, so they are private from the first write.
-            os.close(os.open(path, os.O_CREAT | os.O_RDWR, FILE_MODE))
+            # Only when it does not exist: closing any descriptor of a file drops every
+            # POSIX lock this process holds on it, including those of a connection already
+            # open here; another process would then think itself the last user and delete
+            # the WAL under that connection, whose later commits nobody else would see.
+            if not path.exists():
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, FILE_MODE))
         self.db_path = path
         self.inbox_capacity = inbox_capacity
         self.default_confidence = _check_confidence(default_confidence, "default confidence")

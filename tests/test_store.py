@@ -387,3 +387,30 @@ def test_stats(store: MemoryStore) -> None:
     assert s["active"] == 2 and s["by_type"] == {"decision": 1, "fact": 1}
     assert s["by_tag"]["a"] == 2 and s["by_agent"] == {"copilot": 1, "opencode": 1}
     assert s["db_size_bytes"] > 0
+
+
+def test_a_second_store_in_one_process_keeps_the_first_ones_writes_visible(
+    tmp_path: Path,
+) -> None:
+    """Opening a second MemoryStore on the same file (the sidecar does, for its worker)
+    must not drop the first connection's POSIX locks: another process closing the file
+    would then take itself for the last user, delete the WAL, and the first store's
+    later commits would be invisible to every other process until it closed."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.db"
+    count = (
+        f"import sqlean; c = sqlean.connect({str(path)!r}); "
+        "print(c.execute('SELECT count(*) FROM memories').fetchone()[0])"
+    )
+    with MemoryStore(path) as first:
+        first.add("fact", "written before the second store")
+        with MemoryStore(path) as second:
+            subprocess.run([sys.executable, "-c", count], check=True, capture_output=True)
+            first.add("fact", "written after another process came and went")
+            seen = subprocess.run(
+                [sys.executable, "-c", count], check=True, capture_output=True, text=True
+            ).stdout.strip()
+            assert seen == "2"
+            assert second.count() == 2
