@@ -22,11 +22,12 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import queue
 import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -79,12 +80,74 @@ class _Clock:
     turn_done_ms: int = 0
     idle_done_ms: int = 0
     retry_at: float = 0.0
+    pending: bool = False  # an idle job is queued on the worker
+
+
+SLOW_EVENTS = frozenset({"idle", "ending"})
+WORKER_STOP_S = 5.0  # how long a stopping sidecar waits for the job in hand
+
+
+def run_hook(coord: SessionHookCoordinator, event: str, sid: str, *args: Any) -> tuple[str, Any]:
+    """Call ``coord.on_<event>`` and log one line with its result and duration."""
+    t0 = time.perf_counter()
+    result = getattr(coord, f"on_{event}")(sid, *args)
+    ms = (time.perf_counter() - t0) * 1000
+    log.info("session=%s event=%s result=%s value=%s ms=%.1f", sid, event, *result, ms)
+    return result
+
+
+class HookWorker:
+    """Runs the hooks that may wait on the model (idle, ending), one at a time and in
+    order, on a second coordinator with its own database connection and adapters.
+
+    A local model can take seconds per extraction; on the sidecar's own thread that would
+    hold back the next session's context file (it must exist before the session's first
+    model call). Results come back through ``done`` and are applied by the sidecar's
+    thread, so the per-session clocks have one writer."""
+
+    def __init__(self, coord: SessionHookCoordinator, notify: Callable[[], None]) -> None:
+        self.coord = coord
+        self.jobs: queue.Queue[tuple[str, str, tuple[Any, ...], int] | None] = queue.Queue()
+        self.done: queue.Queue[tuple[str, str, tuple[str, Any], int]] = queue.Queue()
+        self._notify = notify
+        self._thread = threading.Thread(target=self._run, name="llmem-hooks-worker", daemon=True)
+        self._thread.start()
+
+    def submit(self, event: str, sid: str, args: tuple[Any, ...], stamp: int) -> None:
+        self.jobs.put((event, sid, args, stamp))
+
+    def _run(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            event, sid, args, stamp = job
+            try:
+                result = run_hook(self.coord, event, sid, *args)
+            except Exception:  # the hooks never raise; keep the worker alive regardless
+                log.exception("worker: %s for session %s failed", event, sid)
+                result = ("error", None)
+            self.done.put((event, sid, result, stamp))
+            self._notify()
+
+    def close(self, timeout: float = WORKER_STOP_S) -> None:
+        """Finish the job in hand (queued ones are redone after a restart: their clocks
+        were not saved) and stop."""
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.jobs.get_nowait()
+        self.jobs.put(None)
+        self._thread.join(timeout)
 
 
 class Sidecar:
     """Tails every adapter of ``coordinator`` and runs the hooks (see the module doc)."""
 
-    def __init__(self, coordinator: SessionHookCoordinator, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        coordinator: SessionHookCoordinator,
+        config: Mapping[str, Any],
+        worker: SessionHookCoordinator | None = None,
+    ) -> None:
+        """``worker``: a second coordinator (own store connection and adapters) for idle and
+        ending, run on a background thread; without one they run inline."""
         self.coord = coordinator
         sess = config.get("session", {})
         self.quiet_ms = int(float(sess.get("idle_quiet_seconds", 3)) * 1000)
@@ -98,6 +161,8 @@ class Sidecar:
         self._observer: Any = None
         self._handler: Any = None
         self._watched: set[str] = set()
+        self.worker = HookWorker(worker, self.wake.set) if worker is not None else None
+        self._ending: set[str] = set()  # endings queued on the worker, not yet done
         self._load_active()
 
     # -- state -----------------------------------------------------------------------------
@@ -123,15 +188,41 @@ class Sidecar:
         session_state.save(self.coord.store, rec)
 
     # -- hooks with logging ------------------------------------------------------------------
-    def fire(self, event: str, sid: str, *args: Any) -> tuple[str, Any]:
-        t0 = time.perf_counter()
-        result = getattr(self.coord, f"on_{event}")(sid, *args)
-        ms = (time.perf_counter() - t0) * 1000
-        log.info("session=%s event=%s result=%s value=%s ms=%.1f", sid, event, *result, ms)
+    def fire(self, event: str, sid: str, *args: Any) -> tuple[str, Any] | None:
+        """Run a hook; idle and ending go to the worker when there is one (None: queued,
+        `_finished` applies the result later)."""
+        stamp = int(time.time() * 1000)
+        if self.worker is not None and event in SLOW_EVENTS:
+            self.worker.submit(event, sid, args, stamp)
+            return None
+        result = run_hook(self.coord, event, sid, *args)
+        self._finished(event, sid, result, stamp)
         return result
+
+    def _finished(self, event: str, sid: str, result: tuple[str, Any], stamp: int) -> None:
+        """Book a finished idle hook on its session's clock (retry if debounced)."""
+        if event == "ending":
+            self._ending.discard(sid)
+        clock = self._clocks.get(sid)
+        if event != "idle" or clock is None:
+            return
+        clock.pending = False
+        if result[0] == RESULT_DEBOUNCED:
+            clock.retry_at = time.monotonic() + max(1.0, self.coord.debounce_s / 4)
+        else:
+            clock.idle_done_ms = max(clock.idle_done_ms, stamp)
+            self._persist(sid)
+
+    def _drain_worker(self) -> None:
+        if self.worker is None:
+            return
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._finished(*self.worker.done.get_nowait())
 
     # -- one pass ------------------------------------------------------------------------------
     def tick(self) -> None:
+        self._drain_worker()
         now_ms = int(time.time() * 1000)
         for agent, adapter in self.coord.adapters.items():
             key = self._cursor_key(agent, adapter)
@@ -192,6 +283,10 @@ class Sidecar:
             self._end(sid, ev.detail or "ended")
 
     def _end(self, sid: str, reason: str) -> None:
+        if sid in self._ending:  # still active in the table until the worker is done
+            return
+        if self.worker is not None:
+            self._ending.add(sid)
         self.fire("ending", sid, reason)
         self._clocks.pop(sid, None)
 
@@ -217,16 +312,14 @@ class Sidecar:
 
     def _timers(self, now_ms: int) -> None:
         for sid, clock in list(self._clocks.items()):
-            if clock.turn_done_ms > clock.idle_done_ms and (
-                now_ms - clock.last_activity_ms >= self.quiet_ms
+            if (
+                clock.turn_done_ms > clock.idle_done_ms
+                and not clock.pending
+                and now_ms - clock.last_activity_ms >= self.quiet_ms
                 and time.monotonic() >= clock.retry_at
             ):
-                result, _ = self.fire("idle", sid)
-                if result == RESULT_DEBOUNCED:
-                    clock.retry_at = time.monotonic() + max(1.0, self.coord.debounce_s / 4)
-                else:
-                    clock.idle_done_ms = now_ms
-                    self._persist(sid)
+                clock.pending = True
+                self.fire("idle", sid)
             if now_ms - clock.last_activity_ms >= self.end_after_ms:
                 self._end(sid, "inactive")
 
@@ -235,7 +328,7 @@ class Sidecar:
         now_ms = int(time.time() * 1000)
         wait = self.poll_s
         for clock in self._clocks.values():
-            if clock.turn_done_ms > clock.idle_done_ms:
+            if clock.turn_done_ms > clock.idle_done_ms and not clock.pending:
                 due = (clock.last_activity_ms + self.quiet_ms - now_ms) / 1000
                 due = max(due, clock.retry_at - time.monotonic())
                 wait = min(wait, due)
@@ -313,6 +406,8 @@ class Sidecar:
             if self._observer is not None:
                 self._observer.stop()
                 self._observer.join(timeout=2)
+            if self.worker is not None:
+                self.worker.close()
 
 
 def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
@@ -322,7 +417,9 @@ def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
     with single_instance(home):
         setup_logging(home)
         coord = create_session_hook_coordinator(config)
-        sidecar = Sidecar(coord, config)
+        # Idle and ending (which may wait on the local model) run on a second coordinator.
+        slow = create_session_hook_coordinator(config)
+        sidecar = Sidecar(coord, config, worker=slow)
 
         def _stop(signum: int, _frame: Any) -> None:
             log.info("signal %d: stopping", signum)
@@ -336,9 +433,10 @@ def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
         try:
             sidecar.run()
         finally:
-            for adapter in coord.adapters.values():
-                with contextlib.suppress(Exception):
-                    adapter.close()
-            coord.store.close()
+            for c in (coord, slow):
+                for adapter in c.adapters.values():
+                    with contextlib.suppress(Exception):
+                        adapter.close()
+                c.store.close()
             log.info("sidecar stopped")
     return 0

@@ -121,3 +121,67 @@ def test_status_and_context_commands_show_what_the_sidecar_did(
     assert main(["context", "no-such-session"]) == 2
     assert "error:" in capsys.readouterr().err
     db.close()
+
+
+def test_a_slow_model_never_holds_back_a_new_sessions_context(
+    tmp_path: Path, fake_ollama: tuple[object, str]
+) -> None:
+    """Idle and ending run on the worker (own store connection, own adapters): while the
+    local model takes seconds over one session's extraction, another session's context
+    file is written at once; the extraction still lands, and ending is queued once."""
+    import time
+
+    from llmem_hooks import create_session_hook_coordinator
+
+    srv, url = fake_ollama
+    srv.control.delay_ms = 1500  # every model and embedding call
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
+    cfg["session"].update(idle_quiet_seconds=0, idle_debounce_seconds=0, end_after_minutes=600)
+    cfg["memory"]["db_path"] = str(tmp_path / "memory.db")
+    cfg["context"]["dir"] = str(tmp_path / "ctx")
+    cfg["ollama"].update(base_url=url, timeout_seconds=10.0)
+
+    def coordinator() -> SessionHookCoordinator:
+        return create_session_hook_coordinator(
+            cfg, adapters={"opencode": OpenCodeAdapter(db.path)}
+        )
+
+    main, slow = coordinator(), coordinator()
+    sidecar = Sidecar(main, cfg, worker=slow)
+    try:
+        a = db.session("A")
+        sidecar.tick()
+        remember_turn(db, a, "we deploy with blue-green releases")
+        sidecar.tick()  # A's idle goes to the worker, which waits on the model
+        time.sleep(0.2)
+        b = db.session("B")
+        t0 = time.monotonic()
+        sidecar.tick()
+        assert (tmp_path / "ctx" / f"{b}.md").exists()
+        assert time.monotonic() - t0 < 1.0, "B's context waited for A's extraction"
+        assert not main.store.search("blue-green"), "A's extraction is still running"
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not main.store.search("blue-green"):
+            time.sleep(0.1)
+            sidecar.tick()
+        assert main.store.search("blue-green")
+        assert srv.control.bodies("/api/generate"), "the model was asked"
+
+        db.delete(a)
+        for _ in range(3):  # every existence check sees A gone; one ending is queued
+            sidecar._check_deleted(force=True)
+        assert sidecar._ending == {a}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and sidecar._ending:
+            time.sleep(0.1)
+            sidecar.tick()
+        events = [e for e in main.store.list_all(type="event") if e["session_id"] == a]
+        assert len(events) == 1
+    finally:
+        assert sidecar.worker is not None
+        sidecar.worker.close()
+        for c in (main, slow):
+            c.store.close()
+        db.close()
