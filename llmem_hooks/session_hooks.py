@@ -36,6 +36,8 @@ from .store import MemoryStore
 
 log = logging.getLogger(__name__)
 
+BACKFILL_BATCH = 32  # memories given a vector per backfill pass
+
 RESULT_SUCCESS = "success"
 RESULT_ALREADY_PROCESSED = "already_processed"
 RESULT_DEBOUNCED = "debounced"
@@ -269,6 +271,21 @@ class SessionHookCoordinator:
                 message_count=len(msgs),
             )
         return len(candidates)
+
+    def backfill_embeddings(self, limit: int = BACKFILL_BATCH) -> int:
+        """Vectors for up to ``limit`` memories stored without one (the embedder was down,
+        or they predate it), so semantic search reaches them. Returns how many got one;
+        0 without an embedder, or while it backs off after a failure."""
+        if self.embedder is None:
+            return 0
+        backoff = getattr(self.embedder, "backoff_remaining", None)
+        if backoff is not None and backoff() > 0:
+            return 0
+        rows = self.store.missing_embeddings(limit)
+        vectors = self._embed([content for _, content in rows])
+        return self.store.set_embeddings(
+            [(mid, vec) for (mid, _), vec in zip(rows, vectors, strict=True) if vec is not None]
+        )
 
     def _embed(self, texts: list[str]) -> list[list[float] | None]:
         """A vector per text, or Nones when there is no embedder or it fails: a memory

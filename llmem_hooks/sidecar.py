@@ -84,6 +84,8 @@ class _Clock:
 
 
 SLOW_EVENTS = frozenset({"idle", "ending"})
+BACKFILL = "backfill"  # the worker's idle-time job: vectors for memories stored without one
+BACKFILL_EVERY_S = 30.0
 WORKER_STOP_S = 5.0  # how long a stopping sidecar waits for the job in hand
 
 
@@ -120,12 +122,21 @@ class HookWorker:
         while (job := self.jobs.get()) is not None:
             event, sid, args, stamp = job
             try:
-                result = run_hook(self.coord, event, sid, *args)
+                if event == BACKFILL:
+                    result = (BACKFILL, self._backfill())
+                else:
+                    result = run_hook(self.coord, event, sid, *args)
             except Exception:  # the hooks never raise; keep the worker alive regardless
                 log.exception("worker: %s for session %s failed", event, sid)
                 result = ("error", None)
             self.done.put((event, sid, result, stamp))
             self._notify()
+
+    def _backfill(self) -> int:
+        done = self.coord.backfill_embeddings()
+        if done:
+            log.info("backfill: %d memories got their embedding", done)
+        return done
 
     def close(self, timeout: float = WORKER_STOP_S) -> None:
         """Finish the job in hand (queued ones are redone after a restart: their clocks
@@ -163,6 +174,7 @@ class Sidecar:
         self._watched: set[str] = set()
         self.worker = HookWorker(worker, self.wake.set) if worker is not None else None
         self._ending: set[str] = set()  # endings queued on the worker, not yet done
+        self._backfill_at = 0.0  # monotonic time of the next backfill pass
         self._load_active()
 
     # -- state -----------------------------------------------------------------------------
@@ -249,6 +261,16 @@ class Sidecar:
                 cursor = new_cursor
         self._check_deleted()
         self._timers(int(time.time() * 1000))
+        self._maybe_backfill()
+
+    def _maybe_backfill(self) -> None:
+        """Every BACKFILL_EVERY_S, when the worker has nothing queued, let it give vectors
+        to a batch of memories stored without one (never ahead of a session's hooks)."""
+        now = time.monotonic()
+        if self.worker is None or now < self._backfill_at or not self.worker.jobs.empty():
+            return
+        self._backfill_at = now + BACKFILL_EVERY_S
+        self.worker.submit(BACKFILL, "", (), 0)
 
     def _handle(self, ev: LifecycleEvent, now_ms: int) -> None:
         sid = ev.session_id

@@ -1463,6 +1463,38 @@ class MemoryStore:
             rows = self._conn.execute(sql, params).fetchall()
         return [(bytes(r[0]), str(r[1])) for r in rows]
 
+    def missing_embeddings(self, limit: int = 32) -> list[tuple[str, str]]:
+        """(id, content) of live memories without a vector, newest first: the ones
+        semantic search and near-duplicate merging cannot see yet."""
+        cond, params = MemoryFilter().to_sql(now_iso())
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT m.id, m.content FROM memories m WHERE m.embedding IS NULL AND {cond} "
+                "ORDER BY m.seq DESC LIMIT ?",
+                [*params, limit],
+            ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def set_embeddings(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
+        """Give memories their vectors (kept in step with the vec tables) without touching
+        ``updated_at``: a vector added later is not news about the memory. Returns how
+        many memories took one."""
+        done = 0
+        with self._lock, transaction(self._conn):
+            for memory_id, vec in vectors:
+                blob = self._check_vector(pack_embedding(vec))
+                row = self._conn.execute(
+                    "SELECT seq FROM memories WHERE id = ? AND embedding IS NULL", (memory_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                self._conn.execute(
+                    "UPDATE memories SET embedding = ? WHERE seq = ?", (blob, row[0])
+                )
+                self.vectors.write([(row[0], blob)])
+                done += 1
+        return done
+
     def count_embeddings(self) -> int:
         """How many live memories have an embedding."""
         cond, params = MemoryFilter().to_sql(now_iso())

@@ -143,9 +143,7 @@ def test_a_slow_model_never_holds_back_a_new_sessions_context(
     cfg["ollama"].update(base_url=url, timeout_seconds=10.0)
 
     def coordinator() -> SessionHookCoordinator:
-        return create_session_hook_coordinator(
-            cfg, adapters={"opencode": OpenCodeAdapter(db.path)}
-        )
+        return create_session_hook_coordinator(cfg, adapters={"opencode": OpenCodeAdapter(db.path)})
 
     main, slow = coordinator(), coordinator()
     sidecar = Sidecar(main, cfg, worker=slow)
@@ -185,3 +183,62 @@ def test_a_slow_model_never_holds_back_a_new_sessions_context(
         for c in (main, slow):
             c.store.close()
         db.close()
+
+
+def test_the_worker_backfills_vectors_for_memories_stored_without_one(
+    tmp_path: Path, fake_ollama: tuple[object, str]
+) -> None:
+    """Memories stored while the embedder was down (or before there was one) get their
+    vectors in the worker's idle time, without their updated_at changing."""
+    import time
+
+    from llmem_hooks import create_session_hook_coordinator
+
+    _, url = fake_ollama
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
+    cfg["memory"]["db_path"] = str(tmp_path / "memory.db")
+    cfg["context"]["dir"] = str(tmp_path / "ctx")
+    cfg["ollama"].update(base_url=url)
+    with MemoryStore(tmp_path / "memory.db") as st:
+        ids = [st.add("fact", f"fact number {i} about the deploy pipeline") for i in range(40)]
+        before = {m["id"]: m["updated_at"] for m in st.list_all(limit=100)}
+
+    def coordinator() -> SessionHookCoordinator:
+        return create_session_hook_coordinator(cfg, adapters={"opencode": OpenCodeAdapter(db.path)})
+
+    main, slow = coordinator(), coordinator()
+    sidecar = Sidecar(main, cfg, worker=slow)
+    try:
+        sidecar.tick()  # the worker's queue is empty: a first backfill pass (32 memories)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and main.store.count_embeddings() < 32:
+            time.sleep(0.05)
+        assert main.store.count_embeddings() == 32
+        sidecar.tick()  # the next pass waits for BACKFILL_EVERY_S
+        time.sleep(0.3)
+        assert main.store.count_embeddings() == 32
+        sidecar._backfill_at = 0.0
+        sidecar.tick()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and main.store.count_embeddings() < 40:
+            time.sleep(0.05)
+        assert main.store.count_embeddings() == 40
+        after = {m["id"]: m["updated_at"] for m in main.store.list_all(limit=100)}
+        assert after == before and set(after) == set(ids)
+        assert main.store.nearest(
+            main.store.conn.execute("SELECT embedding FROM memories LIMIT 1").fetchone()[0]
+        ), "the vectors are searchable"
+    finally:
+        assert sidecar.worker is not None
+        sidecar.worker.close()
+        for c in (main, slow):
+            c.store.close()
+        db.close()
+
+
+def test_backfill_does_nothing_without_a_working_embedder(store: MemoryStore) -> None:
+    store.add("fact", "stored before there was any embedder")
+    coord = SessionHookCoordinator(store, {}, {k: dict(v) for k, v in DEFAULT_CONFIG.items()})
+    assert coord.backfill_embeddings() == 0  # no embedder
+    assert store.missing_embeddings() and store.count_embeddings() == 0
