@@ -41,6 +41,9 @@ from .sidecar_lock import single_instance
 log = logging.getLogger("llmem_hooks.sidecar")
 
 EXISTENCE_CHECK_S = 1.0  # how often active sessions are checked for deletion
+# A session the Copilot sessionStart hook recorded may not have its events.jsonl yet:
+# it is not taken for deleted until the adapter has shown it, or after this long.
+UNSEEN_GRACE_MS = 60_000
 COALESCE_S = 0.03  # a burst of file events becomes one pass
 LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
@@ -317,8 +320,13 @@ class Sidecar:
         if not force and now - self._last_existence < EXISTENCE_CHECK_S:
             return
         self._last_existence = now
+        now_ms = int(time.time() * 1000)
         for agent, adapter in self.coord.adapters.items():
-            ids = [r.session_id for r in session_state.active(self.coord.store, agent)]
+            ids = [
+                r.session_id
+                for r in session_state.active(self.coord.store, agent)
+                if r.session_id in self._clocks or now_ms - r.last_activity_ms > UNSEEN_GRACE_MS
+            ]
             if not ids:
                 continue
             try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from opencode_db import PROJECT, OpenCodeDB, text
 
-from llmem_hooks import MemoryStore, SessionHookCoordinator
+from llmem_hooks import MemoryStore, SessionHookCoordinator, session_state
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.sidecar import Sidecar
@@ -242,3 +242,34 @@ def test_backfill_does_nothing_without_a_working_embedder(store: MemoryStore) ->
     coord = SessionHookCoordinator(store, {}, {k: dict(v) for k, v in DEFAULT_CONFIG.items()})
     assert coord.backfill_embeddings() == 0  # no embedder
     assert store.missing_embeddings() and store.count_embeddings() == 0
+
+
+def test_a_session_recorded_before_its_agent_store_shows_it_is_not_taken_for_deleted(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """The Copilot sessionStart hook records a session (through on_created) before
+    Copilot may have written its events.jsonl; the existence check must not end it then,
+    only once the grace period is over and the agent store still does not show it."""
+    from copilot_home import CopilotHome
+
+    from llmem_hooks import SessionInfo
+    from llmem_hooks.adapters import CopilotAdapter
+    from llmem_hooks.sidecar import UNSEEN_GRACE_MS
+
+    home = CopilotHome(tmp_path / "cp")
+    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
+    coord = SessionHookCoordinator(
+        store, {"copilot": CopilotAdapter(home.root)}, cfg, tmp_path / "ctx"
+    )
+    sidecar = Sidecar(coord, cfg)
+    sid = "0b7a5f5e-1c1d-4a43-9a1e-3f1f3f1f3f1f"
+    coord.on_created(sid, SessionInfo(sid, "copilot", str(tmp_path)))  # the hook's record
+    sidecar._check_deleted(force=True)
+    assert session_state.find(store, sid).state == "active"
+    assert not store.list_all(type="event")
+
+    rec = session_state.find(store, sid)
+    rec.last_activity_ms -= UNSEEN_GRACE_MS + 1000  # long unseen: it never existed there
+    session_state.save(store, rec)
+    sidecar._check_deleted(force=True)
+    assert session_state.find(store, sid).state == "ended"
