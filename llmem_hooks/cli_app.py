@@ -105,24 +105,28 @@ def open_store() -> Iterator[MemoryStore]:
         store.close()
 
 
+def _local_embedding(text: str) -> tuple[Any, list[float] | None]:
+    """(engine, vector of ``text``) when a local embedder is enabled and answers; else
+    (None, None), silently: no embedder is a normal setup, keyword search still works.
+    The caller closes the engine."""
+    from .embed import embedder_from_config
+
+    engine = embedder_from_config(_config())
+    if engine is None:
+        return None, None
+    try:
+        return engine, engine.embed(text)
+    except Exception as exc:  # not running, no model, wrong size...
+        logging.getLogger(__name__).debug("no embedding: %s", exc)
+        engine.close()
+        return None, None
+
+
 def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
     """The configured Retriever. With ``probe`` (the query), also the embedding engine if
-    Ollama is enabled and embeds ``probe`` now (cached, so the search does not ask again);
-    otherwise none and no message: no embedder is a normal setup, search is then FTS."""
-    cfg = _config()
-    r = cfg["retrieval"]
-    embedder = None
-    if probe is not None:
-        from .embed import embedder_from_config
-
-        engine = embedder_from_config(cfg)
-        try:
-            if engine is not None:
-                engine.embed(probe)
-                embedder = engine
-        except Exception as exc:  # not running, no model, wrong size...
-            logging.getLogger(__name__).debug("search without embeddings: %s", exc)
-            engine.close()  # type: ignore[union-attr]
+    one answers for ``probe`` (its vector is cached, so the search does not ask again)."""
+    r = _config()["retrieval"]
+    embedder = _local_embedding(probe)[0] if probe is not None else None
     return Retriever(
         store,
         embedder=embedder,
@@ -251,18 +255,10 @@ def _embedding_for(content: str) -> list[float] | None:
     safe = redact_secrets(content)
     if safe is None:
         return None  # the store refuses it with a clear error
-    from .embed import embedder_from_config
-
-    engine = embedder_from_config(_config())
-    if engine is None:
-        return None
-    try:
-        return engine.embed(safe)
-    except Exception as exc:  # not running, no model, wrong size...
-        logging.getLogger(__name__).debug("stored without an embedding: %s", exc)
-        return None
-    finally:
+    engine, vector = _local_embedding(safe)
+    if engine is not None:
         engine.close()
+    return vector
 
 
 @app.command()
