@@ -3,8 +3,11 @@ catch-up after a restart, no duplicates."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opencode_db import PROJECT, OpenCodeDB, text
@@ -30,6 +33,31 @@ def learned(store: MemoryStore, query: str) -> list[dict]:
 def remember_turn(db: OpenCodeDB, sid: str, words: str) -> None:
     u = db.user(sid, f"remember that {words}")
     db.assistant(sid, u, text("Noted."))
+
+
+@contextlib.contextmanager
+def worker_sidecar(tmp_path: Path, db: OpenCodeDB, url: str, **ollama: Any) -> Iterator[Sidecar]:
+    """A sidecar as `llmem-hooks run` builds it: two coordinators from one config, the
+    worker's with its own store connection and adapters; all closed afterwards."""
+    from llmem_hooks import create_session_hook_coordinator
+
+    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
+    cfg["session"].update(idle_quiet_seconds=0, idle_debounce_seconds=0, end_after_minutes=600)
+    cfg["memory"]["db_path"] = str(tmp_path / "memory.db")
+    cfg["context"]["dir"] = str(tmp_path / "ctx")
+    cfg["ollama"].update(base_url=url, **ollama)
+    main, slow = (
+        create_session_hook_coordinator(cfg, adapters={"opencode": OpenCodeAdapter(db.path)})
+        for _ in range(2)
+    )
+    sidecar = Sidecar(main, cfg, worker=slow)
+    try:
+        yield sidecar
+    finally:
+        assert sidecar.worker is not None
+        sidecar.worker.close()
+        for c in (main, slow):
+            c.store.close()
 
 
 def test_lifecycle_over_a_real_store(store: MemoryStore, tmp_path: Path) -> None:
@@ -131,23 +159,11 @@ def test_a_slow_model_never_holds_back_a_new_sessions_context(
     file is written at once; the extraction still lands, and ending is queued once."""
     import time
 
-    from llmem_hooks import create_session_hook_coordinator
-
     srv, url = fake_ollama
     srv.control.delay_ms = 1500  # every model and embedding call
     db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
-    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
-    cfg["session"].update(idle_quiet_seconds=0, idle_debounce_seconds=0, end_after_minutes=600)
-    cfg["memory"]["db_path"] = str(tmp_path / "memory.db")
-    cfg["context"]["dir"] = str(tmp_path / "ctx")
-    cfg["ollama"].update(base_url=url, timeout_seconds=10.0)
-
-    def coordinator() -> SessionHookCoordinator:
-        return create_session_hook_coordinator(cfg, adapters={"opencode": OpenCodeAdapter(db.path)})
-
-    main, slow = coordinator(), coordinator()
-    sidecar = Sidecar(main, cfg, worker=slow)
-    try:
+    with worker_sidecar(tmp_path, db, url, timeout_seconds=10.0) as sidecar:
+        main = sidecar.coord
         a = db.session("A")
         sidecar.tick()
         remember_turn(db, a, "we deploy with blue-green releases")
@@ -177,12 +193,7 @@ def test_a_slow_model_never_holds_back_a_new_sessions_context(
             sidecar.tick()
         events = [e for e in main.store.list_all(type="event") if e["session_id"] == a]
         assert len(events) == 1
-    finally:
-        assert sidecar.worker is not None
-        sidecar.worker.close()
-        for c in (main, slow):
-            c.store.close()
-        db.close()
+    db.close()
 
 
 def test_the_worker_backfills_vectors_for_memories_stored_without_one(
@@ -192,24 +203,14 @@ def test_the_worker_backfills_vectors_for_memories_stored_without_one(
     vectors in the worker's idle time, without their updated_at changing."""
     import time
 
-    from llmem_hooks import create_session_hook_coordinator
-
     _, url = fake_ollama
     db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
-    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
-    cfg["memory"]["db_path"] = str(tmp_path / "memory.db")
-    cfg["context"]["dir"] = str(tmp_path / "ctx")
-    cfg["ollama"].update(base_url=url)
     with MemoryStore(tmp_path / "memory.db") as st:
         ids = [st.add("fact", f"fact number {i} about the deploy pipeline") for i in range(40)]
         before = {m["id"]: m["updated_at"] for m in st.list_all(limit=100)}
 
-    def coordinator() -> SessionHookCoordinator:
-        return create_session_hook_coordinator(cfg, adapters={"opencode": OpenCodeAdapter(db.path)})
-
-    main, slow = coordinator(), coordinator()
-    sidecar = Sidecar(main, cfg, worker=slow)
-    try:
+    with worker_sidecar(tmp_path, db, url) as sidecar:
+        main = sidecar.coord
         sidecar.tick()  # the worker's queue is empty: a first backfill pass (32 memories)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and main.store.count_embeddings() < 32:
@@ -229,12 +230,7 @@ def test_the_worker_backfills_vectors_for_memories_stored_without_one(
         assert main.store.nearest(
             main.store.conn.execute("SELECT embedding FROM memories LIMIT 1").fetchone()[0]
         ), "the vectors are searchable"
-    finally:
-        assert sidecar.worker is not None
-        sidecar.worker.close()
-        for c in (main, slow):
-            c.store.close()
-        db.close()
+    db.close()
 
 
 def test_backfill_does_nothing_without_a_working_embedder(store: MemoryStore) -> None:
