@@ -22,13 +22,23 @@ import stat
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import yaml
 
-from llmem_hooks.events import EventKind, LifecycleEvent, Message, SessionInfo
+from llmem_hooks.events import (
+    BadRecord,
+    EventKind,
+    LifecycleEvent,
+    Message,
+    SessionInfo,
+    SkipLog,
+    lenient_ms,
+    load_json_object,
+    record_ms,
+    session_id_problem,
+)
 from llmem_hooks.paths import copilot_home
 
 from .base import SessionAdapter
@@ -138,8 +148,13 @@ def validate_home(path: str | Path) -> Path:
 
 
 def valid_session_id(session_id: Any) -> bool:
-    """A plausible session folder name (Copilot uses UUIDs); never a path."""
-    return isinstance(session_id, str) and bool(_SESSION_ID.match(session_id))
+    """A plausible session folder name (Copilot uses UUIDs); never a path, never ``..``
+    or a control character (the rule of `llmem_hooks.events.session_id_problem`)."""
+    return (
+        isinstance(session_id, str)
+        and _SESSION_ID.fullmatch(session_id) is not None
+        and session_id_problem(session_id) is None
+    )
 
 
 # -- small helpers -------------------------------------------------------------------------
@@ -168,24 +183,10 @@ def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 
 def _ms(value: Any) -> int:
-    """Epoch ms of an ISO-8601 string or datetime (naive = UTC) or an epoch-ms number."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int | float):
-        return int(value) if value > 0 else 0
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return 0
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        try:
-            return max(0, int(value.timestamp() * 1000))
-        except (OverflowError, OSError, ValueError):
-            return 0
-    return 0
+    """Epoch ms of an ISO-8601 string or datetime (naive = UTC) or an epoch-ms number;
+    0 when absent or unreadable (for optional times; a line's own timestamp is checked
+    strictly in `_line`)."""
+    return lenient_ms(value)
 
 
 def _open_regular(path: Path) -> BinaryIO | None:
@@ -252,17 +253,12 @@ def _lines(f: BinaryIO, offset: int, max_line: int) -> Iterator[tuple[int, bytes
 
 
 def _decode(raw: bytes) -> dict[str, Any] | str:
-    """The line's event object, or why it is not one."""
+    """The line's event object, or why it is not one (bounded size and depth, no
+    NaN/Infinity: see `load_json_object`)."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "not UTF-8"
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):
-        return "not JSON"
-    if not isinstance(obj, dict):
-        return f"a JSON {type(obj).__name__}, not an object"
+        obj = load_json_object(raw, MESSAGE_LINE_BYTES)
+    except BadRecord as exc:
+        return str(exc)
     if not isinstance(obj.get("type"), str) or not obj["type"]:
         return "no event type"
     return obj
@@ -542,6 +538,7 @@ class _Tail:
             not isinstance(value, list)
             or len(value) != 5
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            or not all(-1 <= v < 1 << 63 for v in value)
         ):
             return None
         return cls(*value)
@@ -595,6 +592,7 @@ class CopilotAdapter(SessionAdapter):
         self.max_line_bytes = MAX_LINE_BYTES
         self.poll_bytes = POLL_BYTES
         self._unknown_logged: set[str] = set()
+        self._skips = SkipLog(log)
 
     read_share_transcript = staticmethod(read_share_transcript)
 
@@ -627,10 +625,15 @@ class CopilotAdapter(SessionAdapter):
         out: dict[str, Path] = {}
         for entry in entries:
             try:
-                if entry.is_dir(follow_symlinks=False) and valid_session_id(entry.name):
-                    out[entry.name] = Path(entry.path)
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
             except OSError:
                 continue
+            if valid_session_id(entry.name):
+                out[entry.name] = Path(entry.path)
+            elif not entry.name.startswith("."):
+                why = session_id_problem(entry.name) or "not a session id"
+                self._skips.skip(AGENT, f"session folder skipped: {why}", repr(entry.name))
         return out
 
     def _folder(self, session_id: str) -> Path | None:
@@ -811,7 +814,9 @@ class CopilotAdapter(SessionAdapter):
                             elif obj["type"] not in KNOWN_TYPES:
                                 unknown.add(obj["type"][:80])
                             else:
-                                self._line(sid, folder, t, obj, evs)
+                                why = self._safe_line(sid, folder, t, obj, evs)
+                                if why:
+                                    bad.append((line_start, why))
                         if t.offset - start >= budget:
                             eof = t.offset >= st.st_size
                             break
@@ -835,19 +840,36 @@ class CopilotAdapter(SessionAdapter):
         t.flags = (t.flags & (F_CREATED | F_CRASHED)) | F_REPLAY
 
     def _report(self, path: Path, bad: list[tuple[int, str]], unknown: set[str]) -> None:
-        """At most one log line per file and poll: malformed lines, and event types not
-        seen before by this adapter (new CLI versions add types; say so once)."""
-        new = sorted(unknown - self._unknown_logged)
-        self._unknown_logged.update(new)
-        if not bad and not new:
-            return
-        parts = []
+        """Malformed lines go to the rate-limited skip log (the first at once, then at
+        most one line a minute with a count); event types not seen before by this
+        adapter are named once (new CLI versions add types)."""
         if bad:
             offset, why = bad[0]
-            parts.append(f"skipped {len(bad)} malformed line(s) (first at byte {offset}: {why})")
+            where = f"{path}: first at byte {offset}: {why}"
+            self._skips.skip(AGENT, "malformed events.jsonl line(s)", where, len(bad))
+        new = sorted(unknown - self._unknown_logged)
+        self._unknown_logged.update(new)
         if new:
-            parts.append(f"ignoring unknown event type(s) {', '.join(new)}")
-        log.warning("copilot: %s: %s", path, "; ".join(parts))
+            log.warning("copilot: %s: ignoring unknown event type(s) %s", path, ", ".join(new))
+
+    def _safe_line(
+        self,
+        sid: str,
+        folder: Path,
+        t: _Tail,
+        obj: dict[str, Any],
+        evs: list[LifecycleEvent],
+    ) -> str | None:
+        """`_line`, turning a line that cannot be read into why (None: it was read). The
+        line's time is checked before anything changes, so a bad one leaves ``t`` as it
+        was; the offset moves past it either way."""
+        try:
+            self._line(sid, folder, t, obj, evs)
+        except BadRecord as exc:
+            return str(exc)
+        except Exception as exc:  # one odd line must never stall the session's tail
+            return f"unreadable ({type(exc).__name__})"
+        return None
 
     def _line(
         self,
@@ -857,8 +879,9 @@ class CopilotAdapter(SessionAdapter):
         obj: dict[str, Any],
         evs: list[LifecycleEvent],
     ) -> None:
-        """Update ``t`` for one event line and append what it means to ``evs``."""
-        at = _ms(obj.get("timestamp"))
+        """Update ``t`` for one event line and append what it means to ``evs``; raises
+        `BadRecord` (before changing anything) for a timestamp that is not a sane time."""
+        at = record_ms(obj.get("timestamp"))
         quiet = bool(t.flags & F_REPLAY) and at <= t.mark
         if not quiet:
             t.flags &= ~F_REPLAY
@@ -1005,64 +1028,62 @@ class CopilotAdapter(SessionAdapter):
         requested: set[str] = set()
         reasoning: set[str] = set()
         for obj in lines:
-            data = _dict(obj.get("data"))
-            call = _str(data.get("toolCallId"))
-            if obj["type"] == "tool.execution_complete" and data.get("success") is False and call:
-                failed.add(call)
-            elif obj["type"] == "assistant.message":
-                for req in data.get("toolRequests") or []:
-                    if isinstance(req, dict) and _str(req.get("toolCallId")):
-                        requested.add(req["toolCallId"])
-                if isinstance(data.get("reasoningText"), str):
-                    reasoning.add(data["reasoningText"].strip())
+            with contextlib.suppress(Exception):  # an odd line is skipped below
+                _index_tools(obj, failed, requested, reasoning)
         out: list[Message] = []
+        skipped = 0
         for obj in lines:
-            typ = obj["type"]
-            data = _dict(obj.get("data"))
-            at = _ms(obj.get("timestamp"))
-            line_id = _str(obj.get("id")) or f"line-{len(out)}"
-            mid = _str(data.get("messageId")) or line_id
-            if typ == "session.compaction_complete" and data.get("success") is not False:
-                # Without a readable summary nothing is cut (as with one still running).
-                summary = self._compaction_summary(folder, data)
-                if summary:
-                    out = [_message(line_id, sid, "assistant", [f"Assistant: {summary}"], at)]
-            elif typ == "session.context_cleared":
-                out = []
-            elif typ == "user.message":
-                msg = _user_message(mid, sid, data, at)
-                if msg is not None:
-                    out.append(msg)
-            elif typ == "assistant.message":
-                msg = _assistant_message(mid, sid, data, at, failed)
-                if msg is not None:
-                    out.append(msg)
-            elif typ == "tool.execution_start" and data.get("toolCallId") not in requested:
-                # a tool the user ran, or one whose request line is missing
-                name = _str(data.get("toolName")) or "tool"
-                args = data.get("arguments")
-                failed_here = data.get("toolCallId") in failed
-                out.append(
-                    _message(
-                        line_id,
-                        sid,
-                        "assistant",
-                        [_tool_line(name, args, failed_here)],
-                        at,
-                        tool_files(name, args),
-                        [c for c in [tool_command(name, args)] if c],
+            try:
+                typ = obj["type"]
+                data = _dict(obj.get("data"))
+                at = _ms(obj.get("timestamp"))
+                line_id = _str(obj.get("id")) or f"line-{len(out)}"
+                mid = _str(data.get("messageId")) or line_id
+                if typ == "session.compaction_complete" and data.get("success") is not False:
+                    # Without a readable summary nothing is cut (as with one still running).
+                    summary = self._compaction_summary(folder, data)
+                    if summary:
+                        out = [_message(line_id, sid, "assistant", [f"Assistant: {summary}"], at)]
+                elif typ == "session.context_cleared":
+                    out = []
+                elif typ == "user.message":
+                    msg = _user_message(mid, sid, data, at)
+                    if msg is not None:
+                        out.append(msg)
+                elif typ == "assistant.message":
+                    msg = _assistant_message(mid, sid, data, at, failed)
+                    if msg is not None:
+                        out.append(msg)
+                elif typ == "tool.execution_start" and data.get("toolCallId") not in requested:
+                    # a tool the user ran, or one whose request line is missing
+                    name = _str(data.get("toolName")) or "tool"
+                    args = data.get("arguments")
+                    failed_here = data.get("toolCallId") in failed
+                    out.append(
+                        _message(
+                            line_id,
+                            sid,
+                            "assistant",
+                            [_tool_line(name, args, failed_here)],
+                            at,
+                            tool_files(name, args),
+                            [c for c in [tool_command(name, args)] if c],
+                        )
                     )
-                )
-            elif typ == "assistant.reasoning":
-                text = data.get("content")
-                if isinstance(text, str) and text.strip() and text.strip() not in reasoning:
-                    rid = _str(data.get("reasoningId")) or line_id
-                    line = f"Assistant: Reasoning: {text.strip()}"
-                    out.append(_message(rid, sid, "assistant", [line], at))
-            elif typ == "session.error":
-                detail = _str(data.get("message")) or _str(data.get("errorType")) or "error"
-                line = f"Assistant: Error: {_one_line(detail)}"
-                out.append(_message(line_id, sid, "assistant", [line], at))
+                elif typ == "assistant.reasoning":
+                    text = data.get("content")
+                    if isinstance(text, str) and text.strip() and text.strip() not in reasoning:
+                        rid = _str(data.get("reasoningId")) or line_id
+                        line = f"Assistant: Reasoning: {text.strip()}"
+                        out.append(_message(rid, sid, "assistant", [line], at))
+                elif typ == "session.error":
+                    detail = _str(data.get("message")) or _str(data.get("errorType")) or "error"
+                    line = f"Assistant: Error: {_one_line(detail)}"
+                    out.append(_message(line_id, sid, "assistant", [line], at))
+            except Exception:  # one odd line costs only itself, not the transcript
+                skipped += 1
+        if skipped:
+            self._skips.skip(AGENT, "unreadable transcript line(s)", str(folder / EVENTS), skipped)
         return out
 
     def _compaction_summary(self, folder: Path, data: Mapping[str, Any]) -> str:
@@ -1080,6 +1101,22 @@ class CopilotAdapter(SessionAdapter):
                 if raw is not None:
                     return raw.decode("utf-8", errors="replace").strip()
         return ""
+
+
+def _index_tools(
+    obj: Mapping[str, Any], failed: set[str], requested: set[str], reasoning: set[str]
+) -> None:
+    """Note a line's failed tool calls, requested tool calls and reasoning text."""
+    data = _dict(obj.get("data"))
+    call = _str(data.get("toolCallId"))
+    if obj["type"] == "tool.execution_complete" and data.get("success") is False and call:
+        failed.add(call)
+    elif obj["type"] == "assistant.message":
+        for req in data.get("toolRequests") or []:
+            if isinstance(req, dict) and _str(req.get("toolCallId")):
+                requested.add(req["toolCallId"])
+        if isinstance(data.get("reasoningText"), str):
+            reasoning.add(data["reasoningText"].strip())
 
 
 def _mergeable(ev: LifecycleEvent) -> bool:
