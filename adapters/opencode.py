@@ -25,7 +25,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from llmem_hooks.events import EventKind, LifecycleEvent, Message, SessionInfo
+from llmem_hooks.events import (
+    MAX_JSON_BYTES,
+    BadRecord,
+    EventKind,
+    LifecycleEvent,
+    Message,
+    SessionInfo,
+    SkipLog,
+    load_json_object,
+    record_ms,
+    session_id_problem,
+)
 
 from .base import SessionAdapter
 
@@ -132,10 +143,22 @@ def validate_db_path(path: str | Path) -> Path:
 
 
 def _ms(value: Any) -> int:
-    """An epoch-ms JSON value as int (0 when absent or not a number)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    return int(value)
+    """An epoch-ms value as int (0 when absent); `BadRecord` for anything that is not a
+    sane time (text in an integer column, NaN, 1e308, a bool, ...)."""
+    return record_ms(value)
+
+
+def _text(value: Any) -> str | None:
+    """An optional text column or field: None unless a non-empty string."""
+    return value if isinstance(value, str) and value else None
+
+
+def _sid(value: Any) -> str:
+    """A session id we may report, or `BadRecord` (ids end up in file names)."""
+    problem = session_id_problem(value)
+    if problem is not None:
+        raise BadRecord(f"session id {str(value)[:80]!r}: {problem}")
+    return value
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -175,16 +198,18 @@ def _project_id(value: Any) -> str | None:
 
 
 def _session_from_row(row: Sequence[Any]) -> SessionInfo:
+    """A SessionInfo from a ``session`` row; `BadRecord` when its id or times are not."""
     sid, project, directory, parent, title, created, updated, archived = row
+    parent = _text(parent)
     return SessionInfo(
-        id=sid,
+        id=_sid(sid),
         agent=AGENT,
-        directory=directory or None,
+        directory=_text(directory),
         native_project_id=_project_id(project),
-        parent_id=parent or None,
-        title=title or None,
-        created_ms=int(created or 0),
-        updated_ms=int(updated or 0),
+        parent_id=_sid(parent) if parent else None,
+        title=_text(title),
+        created_ms=_ms(created),
+        updated_ms=_ms(updated),
         archived=archived is not None,
     )
 
@@ -195,17 +220,32 @@ def _session_from_info(info: dict[str, Any], session_id: str) -> SessionInfo | N
     if not t.get("created"):
         return None
     sid = info.get("id")
+    parent = _text(info.get("parentID"))
     return SessionInfo(
-        id=sid if isinstance(sid, str) and sid else session_id,
+        id=_sid(sid) if isinstance(sid, str) and sid else session_id,
         agent=AGENT,
-        directory=info.get("directory") or None,
+        directory=_text(info.get("directory")),
         native_project_id=_project_id(info.get("projectID")),
-        parent_id=info.get("parentID") or None,
-        title=info.get("title") or None,
+        parent_id=_sid(parent) if parent else None,
+        title=_text(info.get("title")),
         created_ms=_ms(t.get("created")),
         updated_ms=_ms(t.get("updated")),
         archived=bool(t.get("archived")),
     )
+
+
+def _wal_mode(path: Path) -> bool:
+    """Whether the database file's header says WAL (read/write versions 2)."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[:16] == b"SQLite format 3\x00" and header[18] == 2
+
+
+def _valid_id(value: Any) -> bool:
+    return session_id_problem(value) is None
 
 
 def _parse_cursor(cursor: str | None) -> tuple[int, str | None]:
@@ -323,13 +363,11 @@ class OpenCodeAdapter(SessionAdapter):
     ) -> None:
         self.db_path: Path = validate_db_path(db_path if db_path is not None else default_db_path())
         self.busy_timeout_ms = max(0, int(busy_timeout_ms))
-        self._conn: sqlite3.Connection | None = None
-        self._ident: tuple[int, int] | None = None
         self._refused = False  # the path turned into a non-file (warned once)
         self._lock = threading.RLock()
         self._parents: dict[str, str | None] = {}  # session -> parent (None: top level)
         self._seen: OrderedDict[Any, str] = OrderedDict()  # key -> first event id
-        self._warned: set[tuple[str, str]] = set()
+        self._skips = SkipLog(log)
 
     def __repr__(self) -> str:
         return f"OpenCodeAdapter({str(self.db_path)!r})"
@@ -346,82 +384,78 @@ class OpenCodeAdapter(SessionAdapter):
         except OSError:
             return False
 
-    def _connection(self) -> sqlite3.Connection | None:
-        """The read-only connection, reopened when the file was replaced; None if missing."""
+    def _connect(self) -> sqlite3.Connection | None:
+        """A new read-only connection (the caller closes it); None when the file is missing.
+
+        Short-lived on purpose: a connection held open between polls keeps
+        ``opencode.db-wal`` / ``-shm`` in OpenCode's folder, which we must never leave
+        behind. A WAL database with no ``-wal`` file (OpenCode is not running; every
+        commit is in the main file) is opened ``immutable=1``: no lock, no ``-shm``,
+        nothing created next to it. A rollback-journal database is opened plainly
+        ``mode=ro``: readers there create nothing, and its locks must be honoured."""
         try:
             st = os.lstat(self.db_path)
         except OSError:
-            self._drop()
             return None
         if not stat.S_ISREG(st.st_mode):  # e.g. replaced by a symlink since validation
             if not self._refused:
                 log.warning("opencode: %s is not a regular file; not reading it", self.db_path)
             self._refused = True
-            self._drop()
             return None
         self._refused = False
-        ident = (st.st_dev, st.st_ino)
-        if self._conn is not None and ident == self._ident:
-            return self._conn
-        self._drop()
-        uri = f"file:{quote(str(self.db_path))}?mode=ro"
+        quiet_wal = _wal_mode(self.db_path) and not os.path.lexists(f"{self.db_path}-wal")
+        params = "mode=ro&immutable=1" if quiet_wal else "mode=ro"
         conn = sqlite3.connect(
-            uri,
+            f"file:{quote(str(self.db_path))}?{params}",
             uri=True,
             timeout=self.busy_timeout_ms / 1000,
             isolation_level=None,  # no implicit BEGIN; reads run in explicit transactions
             check_same_thread=False,  # guarded by self._lock
         )
-        # Connection-level settings only; neither touches the file.
-        conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
-        conn.execute("PRAGMA query_only = ON")
-        self._conn, self._ident = conn, ident
+        try:
+            # Connection-level settings only; neither touches the file.
+            conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error:
+            conn.close()
+            raise
         return conn
 
-    def _drop(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-        self._conn, self._ident = None, None
-
     def close(self) -> None:
-        with self._lock:
-            self._drop()
+        """Nothing to release: every call opens and closes its own connection."""
 
     def _with_db(self, fn: Callable[[sqlite3.Connection], T], empty: T) -> T:
-        """Run ``fn`` in one read transaction (a consistent snapshot across its queries);
-        ``empty`` when the DB or its tables do not exist yet."""
+        """Run ``fn`` in one read transaction (a consistent snapshot across its queries)
+        on a connection of its own; ``empty`` when the DB or its tables do not exist."""
         with self._lock:
-            conn = self._connection()
+            conn = self._connect()
             if conn is None:
                 return empty
             try:
                 conn.execute("BEGIN")
-                try:
-                    return fn(conn)
-                finally:
-                    if conn.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):
-                            conn.execute("ROLLBACK")
+                return fn(conn)
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc):
                     return empty
                 raise
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
 
-    def _load(self, raw: Any, table: str, key: str) -> dict[str, Any] | None:
-        """A ``data`` column as a dict; None (warned once per row) when malformed."""
+    def _load(self, raw: Any, table: str, key: Any) -> dict[str, Any] | None:
+        """A ``data`` column as a dict; None (and a rate-limited log line) when it is not
+        a JSON object of bounded size and depth."""
         try:
-            data = json.loads(raw)
-        except (TypeError, ValueError):
-            data = None
-        if isinstance(data, dict):
-            return data
-        if (table, key) not in self._warned:
-            if len(self._warned) > _SEEN_MAX:
-                self._warned.clear()
-            self._warned.add((table, key))
-            log.warning("opencode: skipping %s row %s: data is not a JSON object", table, key)
-        return None
+            return load_json_object(raw, MAX_JSON_BYTES)
+        except BadRecord as exc:
+            self._skip(table, str(exc), key)
+            return None
+
+    def _skip(self, table: str, why: str, key: Any) -> None:
+        self._skips.skip(AGENT, f"{table} row skipped", f"{str(key)[:80]!r}: {why}")
 
     def _first(self, key: Any, evt_id: str) -> bool:
         """True unless ``key`` was already reported by another event row (OpenCode rewrites
@@ -441,12 +475,20 @@ class OpenCodeAdapter(SessionAdapter):
             f"SELECT {_SESSION_COLUMNS} FROM session {where} ORDER BY time_created DESC, id LIMIT ?"
         )
         rows = self._with_db(lambda c: c.execute(sql, (max(0, int(limit)),)).fetchall(), [])
-        return [_session_from_row(r) for r in rows]
+        return [s for s in map(self._session_or_none, rows) if s is not None]
+
+    def _session_or_none(self, row: Sequence[Any]) -> SessionInfo | None:
+        """`_session_from_row`, or None (and a rate-limited log line) for a bad row."""
+        try:
+            return _session_from_row(row)
+        except BadRecord as exc:
+            self._skip("session", str(exc), row[0])
+            return None
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         sql = f"SELECT {_SESSION_COLUMNS} FROM session WHERE id = ?"
         row = self._with_db(lambda c: c.execute(sql, (session_id,)).fetchone(), None)
-        return _session_from_row(row) if row else None
+        return self._session_or_none(row) if row else None
 
     def session_exists(self, session_id: str) -> bool:
         sql = "SELECT 1 FROM session WHERE id = ?"
@@ -456,7 +498,7 @@ class OpenCodeAdapter(SessionAdapter):
         """Which of these sessions still exist, in one indexed query. Deleting a session
         removes all its rows (and its events) within milliseconds, so this is how
         deletions are noticed. Raises on a locked DB rather than answering 'none'."""
-        ids = [s for s in dict.fromkeys(session_ids) if isinstance(s, str)]
+        ids = [s for s in dict.fromkeys(session_ids) if session_id_problem(s) is None]
         if not ids:
             return set()
         sql = "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?))"
@@ -493,16 +535,24 @@ class OpenCodeAdapter(SessionAdapter):
             "ORDER BY time_created, id",
             (session_id,),
         ):
+            # A bad row costs only itself: the session's other messages still count.
+            try:
+                if not isinstance(mid, str) or not mid:
+                    raise BadRecord("message id is not text")
+                created_ms = _ms(created)
+            except BadRecord as exc:
+                self._skip("message", str(exc), mid)
+                continue
             data = self._load(raw, "message", mid)
             if data is not None and data.get("role") in ("user", "assistant"):
-                msgs.append(_Msg(mid, int(created or 0), data))
+                msgs.append(_Msg(mid, created_ms, data))
         start = 0
         for i, m in enumerate(msgs):
             if _is_compaction_summary(m.data):
                 start = i
         selected = msgs[start:]
         if after_id is not None:
-            ids = [m.id for m in msgs]
+            ids = [m.id for m in msgs]  # all text (checked above)
             if after_id in ids:
                 selected = msgs[max(start, ids.index(after_id) + 1) :]
             else:  # a removed message: ids ascend with time, so compare them
@@ -516,11 +566,15 @@ class OpenCodeAdapter(SessionAdapter):
             (json.dumps(list(by_id)),),
         ):
             data = self._load(raw, "part", pid)
-            if data is not None:
+            if data is not None and message_id in by_id:
                 by_id[message_id].parts.append(data)
         out: list[Message] = []
         for m in selected:
-            lines, files, commands = _render(m)
+            try:
+                lines, files, commands = _render(m)
+            except Exception as exc:  # odd shapes in one message cost only that message
+                self._skip("message", f"unrenderable ({type(exc).__name__})", m.id)
+                continue
             if lines:
                 out.append(
                     Message(
@@ -553,6 +607,10 @@ class OpenCodeAdapter(SessionAdapter):
                 log.warning("opencode: DB busy (%s); will retry on the next poll", exc)
                 return [], cursor
             raise
+        except sqlite3.DatabaseError as exc:
+            # e.g. OpenCode started writing while we read it immutable: retry next poll.
+            self._skips.skip(AGENT, "DB unreadable; will retry on the next poll", str(exc))
+            return [], cursor
 
     def _poll(
         self, conn: sqlite3.Connection, rowid: int, last_id: str | None, cursor: str | None
@@ -571,18 +629,35 @@ class OpenCodeAdapter(SessionAdapter):
             ).fetchall()
         if not rows:
             return [], cursor
-        missing = self._prefetch_parents(conn, {r[2] for r in rows})
+        missing = self._prefetch_parents(conn, {r[2] for r in rows if _valid_id(r[2])})
         now_ms = int(time.time() * 1000)
         events: list[LifecycleEvent] = []
         for _rowid, evt_id, sid, typ, raw in rows:
-            data = self._load(raw, "event", evt_id)
-            if data is None:
+            # One row that cannot be read is skipped; the cursor still moves past it.
+            try:
+                if not isinstance(evt_id, str) or not evt_id:
+                    raise BadRecord("event id is not text")
+                if not isinstance(typ, str):
+                    raise BadRecord("event type is not text")
+                sid = _sid(sid)
+                data = self._load(raw, "event", evt_id)
+                if data is None:
+                    continue
+                ev = self._event(conn, evt_id, sid, typ, data, now_ms, missing)
+            except BadRecord as exc:
+                self._skip("event", str(exc), evt_id)
                 continue
-            ev = self._event(conn, evt_id, sid, typ, data, now_ms, missing)
+            except sqlite3.DatabaseError:
+                raise
+            except Exception as exc:  # an odd shape we did not foresee: skip, never stall
+                self._skip("event", f"unreadable ({type(exc).__name__})", evt_id)
+                continue
             if ev is not None:
                 events.append(ev)
-        last = rows[-1]
-        return events, f"{last[0]}:{last[1]}"
+        last_rowid, last_id = rows[-1][0], rows[-1][1]
+        if isinstance(last_id, str) and last_id and not any(c in last_id for c in "\n\r"):
+            return events, f"{last_rowid}:{last_id}"
+        return events, str(last_rowid)  # an id we cannot compare by: the rowid alone
 
     def _prefetch_parents(self, conn: sqlite3.Connection, sids: set[str]) -> set[str]:
         """Cache the parent of every session in a batch with one query; returns the ids
@@ -595,7 +670,7 @@ class OpenCodeAdapter(SessionAdapter):
             (json.dumps(todo),),
         ).fetchall()
         for sid, parent in found:
-            self._parents[sid] = parent or None
+            self._parents[sid] = _text(parent)
         return set(todo) - {r[0] for r in found}
 
     def _root(self, conn: sqlite3.Connection, sid: str, missing: set[str]) -> str:
@@ -613,9 +688,11 @@ class OpenCodeAdapter(SessionAdapter):
                     missing.add(cur)
                     parent = None
                 else:
-                    parent = self._parents[cur] = row[0] or None
+                    parent = self._parents[cur] = _text(row[0])
             if not parent or parent in seen:
                 return cur
+            if session_id_problem(parent) is not None:
+                raise BadRecord(f"parent session id {str(parent)[:80]!r} is not usable")
             seen.add(parent)
             cur = parent
         return cur
@@ -633,8 +710,7 @@ class OpenCodeAdapter(SessionAdapter):
         info = _dict(data.get("info"))
         part = _dict(data.get("part"))
         if typ.startswith("session.") and info:
-            parent = info.get("parentID")
-            self._parents[sid] = parent if isinstance(parent, str) and parent else None
+            self._parents[sid] = _text(info.get("parentID"))
         kind, detail, session, at = self._classify(conn, evt_id, sid, typ, info, part, data)
         at = at or _id_time_ms(evt_id, now_ms)
         root = self._root(conn, sid, missing)
