@@ -102,8 +102,15 @@ def session_of(payload: Mapping[str, Any]) -> tuple[str, bool]:
     if not isinstance(sid, str):
         raise HookError("payload without a session id")
     if isinstance(parent, str) and (agent_id is not None or sid == parent):
-        return parent, True
-    return sid, agent_id is not None
+        sid, subagent = parent, True
+    else:
+        subagent = agent_id is not None
+    from .events import session_id_problem  # lazy, like every import here
+
+    problem = session_id_problem(sid)  # it becomes a file name: no '..', no control chars
+    if problem is not None:
+        raise HookError(f"unusable session id {sid[:80]!r}: {problem}")
+    return sid, subagent
 
 
 def read_payload(stream: BinaryIO) -> dict[str, Any]:
@@ -261,17 +268,11 @@ def session_info(sid: str, payload: Mapping[str, Any]) -> SessionInfo:
 
 
 def _epoch_ms(value: Any) -> int:
-    """Epoch ms (camelCase payloads) or an ISO-8601 string (snake_case payloads)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    if isinstance(value, str):
-        from datetime import datetime
+    """Epoch ms (camelCase payloads) or an ISO-8601 string (snake_case payloads); 0 for
+    anything else, including times SQLite or datetime cannot hold (10**30, 1e999)."""
+    from .events import lenient_ms
 
-        try:
-            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-        except ValueError:
-            return 0
-    return 0
+    return lenient_ms(value)
 
 
 def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float) -> str:
