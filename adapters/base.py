@@ -16,6 +16,12 @@ class SessionAdapter(ABC):
     get_session_chunks, session_exists, close), an adapter can be tailed: `poll(cursor)`
     returns the lifecycle events since an opaque cursor string, which the caller
     persists (in the memory DB) and passes back.
+
+    The agent's store is untrusted input. An adapter never lets one record stall it: a
+    line or row it cannot read (see `llmem_hooks.events.BadRecord`) is skipped with a
+    rate-limited log line (`SkipLog`) and the cursor moves past it. It never reports a
+    session id that fails `llmem_hooks.events.session_id_problem` (ids become file
+    names), and it creates nothing in the agent's folders.
     """
 
     agent: str = ""
