@@ -633,7 +633,8 @@ class CopilotAdapter(SessionAdapter):
                 out[entry.name] = Path(entry.path)
             elif not entry.name.startswith("."):
                 why = session_id_problem(entry.name) or "not a session id"
-                self._skips.skip(AGENT, f"session folder skipped: {why}", repr(entry.name))
+                where = f"{entry.name[:80]!r}: {why}"
+                self._skips.skip(AGENT, "session folder skipped (unusable id)", where)
         return out
 
     def _folder(self, session_id: str) -> Path | None:
