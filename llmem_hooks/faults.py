@@ -1,0 +1,62 @@
+"""Deterministic fault injection for the crash and shutdown tests.
+
+The durability tests kill a real ``llmem-hooks run`` at an exact point and check that a
+restart repairs everything. ``LLMEM_FAULT`` names the points, comma-separated:
+
+- ``<point>`` -- the process exits at once with status 137 (as if SIGKILLed: no
+  ``finally`` blocks, no flushing, no rollback beyond what SQLite itself does);
+- ``<point>=<key>`` -- only where the point is hit with that key (a session id, or
+  ``<event>:<session id>`` for ``before-hook``);
+- ``raise:<point>[=<key>]`` -- raise `FaultInjected` there instead (a hook that fails).
+
+Unset (always, outside tests) every `hit` is a dictionary lookup and nothing else.
+The points are listed in `POINTS` and documented in docs/sidecar.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV = "LLMEM_FAULT"
+EXIT_STATUS = 137  # what a shell reports for a SIGKILLed process
+
+POINTS = (
+    "after-session-row",  # on_created: the sessions row exists, the context file not yet
+    "after-memories-commit",  # on_idle: memories and their cursor committed, no resume pack yet
+    "after-cursor",  # sidecar: hook rows and adapter cursor committed, no hook run yet
+    "after-dequeue",  # worker: a job taken off the queue, not yet run
+    "after-hook",  # a hook finished, its pending row not yet deleted
+    "mid-drain",  # stopping: the worker is draining its queue
+    "before-hook",  # just before a hook runs (with raise: a hook that raises)
+    "cleanup",  # while removing one ended session's context files
+)
+
+
+class FaultInjected(RuntimeError):
+    """Raised at a ``raise:`` fault point."""
+
+
+def _specs() -> list[tuple[bool, str, str | None]]:
+    out = []
+    for part in os.environ.get(ENV, "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        do_raise = part.startswith("raise:")
+        if do_raise:
+            part = part[len("raise:") :]
+        point, _, key = part.partition("=")
+        out.append((do_raise, point, key or None))
+    return out
+
+
+def hit(point: str, key: str | None = None) -> None:
+    """Exit (or raise) here when ``LLMEM_FAULT`` names this point (and key)."""
+    if ENV not in os.environ:
+        return
+    for do_raise, name, want in _specs():
+        if name != point or (want is not None and want != key):
+            continue
+        if do_raise:
+            raise FaultInjected(f"fault injected at {point} ({key})")
+        os._exit(EXIT_STATUS)
