@@ -393,7 +393,8 @@ class Sidecar:
                 ]
                 if new_cursor != cursor:
                     session_state.set_cursor(self.coord.store, key, new_cursor)
-            faults.hit("after-cursor")
+            if owed:
+                faults.hit("after-cursor", agent)
             for seq, event, sid, arg in owed:
                 self._run_pending(seq, event, sid, arg)
             if not events or new_cursor == cursor:
