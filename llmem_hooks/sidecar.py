@@ -120,7 +120,8 @@ class Throttled:
         self._last[kind] = now
         held = self._held.pop(kind, 0)
         more = f" ({held} more since the last report)" if held else ""
-        log.error("%s failed: %s: %s%s", what, type(exc).__name__, str(exc)[:300], more)
+        text = " ".join(str(exc).split())[:300]  # one line, whatever the exception says
+        log.error("%s failed: %s: %s%s", what, type(exc).__name__, text, more)
         log.debug("%s failed", what, exc_info=exc)
 
 

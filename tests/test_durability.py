@@ -322,3 +322,51 @@ def test_bad_ids_past_retention_and_a_raising_hook_do_not_stop_the_sidecar(rig: 
     wait_for(lambda: (rig.ctx / f"{first.id}.md").exists(), what="the owed context file")
     assert rig.stop(proc) == 0
     assert rig.pending() == []
+
+
+# -- in process: the retry and the log budget --------------------------------------------------
+def test_a_failing_pending_hook_is_retried_then_dropped(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """A hook that keeps failing stays owed for MAX_HOOK_ATTEMPTS passes of the replay,
+    then is dropped with one line; a later success deletes the row at once."""
+    from llmem_hooks import SessionHookCoordinator
+    from llmem_hooks.adapters import OpenCodeAdapter
+    from llmem_hooks.config import DEFAULT_CONFIG
+    from llmem_hooks.sidecar import MAX_HOOK_ATTEMPTS, Sidecar
+
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    db.ms = now_ms()
+    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
+    coord = SessionHookCoordinator(
+        store, {"opencode": OpenCodeAdapter(db.path)}, cfg, tmp_path / "ctx"
+    )
+    sidecar = Sidecar(coord, cfg)
+    a, b = db.session("A"), db.session("B")
+    monkeypatch.setenv("LLMEM_FAULT", f"raise:before-hook=created:{a}")
+    for attempt in range(1, MAX_HOOK_ATTEMPTS + 1):
+        sidecar._pending_at = 0.0  # the retry is due
+        sidecar.tick()
+        rows = [
+            tuple(r) for r in store.conn.execute("SELECT session_id, attempts FROM pending_hooks")
+        ]
+        assert rows == ([(a, attempt)] if attempt < MAX_HOOK_ATTEMPTS else [])
+    assert (tmp_path / "ctx" / f"{b}.md").exists()
+    assert not (tmp_path / "ctx" / f"{a}.md").exists()
+    assert f"session={a} event=created gave up after {MAX_HOOK_ATTEMPTS} attempts" in caplog.text
+    db.close()
+
+
+def test_a_repeating_failure_logs_one_line_a_minute(caplog: Any) -> None:
+    from llmem_hooks.sidecar import Throttled
+
+    errors = Throttled(every=0.2)
+    with caplog.at_level("ERROR", logger="llmem_hooks"):
+        for _ in range(5):
+            errors.error("poll:x", "x adapter: poll", ValueError("bad\nrecord"))
+        assert len(caplog.records) == 1
+        time.sleep(0.25)
+        errors.error("poll:x", "x adapter: poll", ValueError("bad record"))
+    assert len(caplog.records) == 2
+    assert "(4 more since the last report)" in caplog.records[1].getMessage()
+    assert all("\n" not in r.getMessage() for r in caplog.records)
