@@ -279,6 +279,26 @@ def m007_model_usage(conn: Any) -> None:
     )
 
 
+def m008_pending_hooks(conn: Any) -> None:
+    """Hooks the sidecar owes: written in the same transaction as the adapter cursor that
+    moved past their events, deleted only once the hook has run, replayed at start. So a
+    consumed event is never lost to a crash or a stop (see docs/sidecar.md)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE pending_hooks (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            event TEXT NOT NULL CHECK (event IN ('created', 'compacting', 'ending')),
+            arg TEXT NOT NULL DEFAULT '',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_ms INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (session_id, event)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -287,6 +307,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (5, "fts_scope", m005_fts_scope),
     (6, "sessions", m006_sessions),
     (7, "model_usage", m007_model_usage),
+    (8, "pending_hooks", m008_pending_hooks),
 ]
 
 

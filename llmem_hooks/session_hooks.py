@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import session_state
+from . import faults, session_state
 from .config import load_config
 from .context import (
     build_session_context,
@@ -135,6 +135,7 @@ class SessionHookCoordinator:
             if path.exists():
                 return RESULT_ALREADY_PROCESSED, None
             rec = self._record(session_id, info)
+            faults.hit("after-session-row", session_id)
             project = rec.project if rec else None
             text = build_session_context(self.store, project, self.budget_tokens)
             write_context_file(path, text)
@@ -159,8 +160,12 @@ class SessionHookCoordinator:
             msgs = self._messages(rec, session_id, after=cursor)
             self._last_idle[session_id] = self._clock()
             if not msgs:
+                if cursor is not None and not resume_path(session_id, self.ctx_dir).exists():
+                    # Killed between the memories' commit and the pack: write it now.
+                    self._write_resume(rec, session_id)
                 return (RESULT_NO_TRANSCRIPT if cursor is None else RESULT_NO_MEMORIES), 0
             count = self._store_candidates(rec, session_id, msgs)
+            faults.hit("after-memories-commit", session_id)
             self._write_resume(rec, session_id)
             return (RESULT_SUCCESS, count) if count else (RESULT_NO_MEMORIES, 0)
         except Exception:
@@ -358,16 +363,51 @@ class SessionHookCoordinator:
 
     def cleanup_context_files(self, retention_days: float) -> int:
         """Remove the context files of sessions that ended more than ``retention_days``
-        ago. Returns how many sessions were cleaned."""
+        ago. Returns how many sessions were cleaned. One session whose files cannot be
+        removed (an id no file name may hold, a folder in the way) is skipped, with one
+        log line per call: it never stops the others or the sidecar."""
         cutoff = int((time.time() - retention_days * 86400) * 1000)
-        rows = self.store.conn.execute(
-            "SELECT session_id FROM sessions WHERE state = 'ended' AND ended_ms < ?", (cutoff,)
-        ).fetchall()
         cleaned = 0
-        for (sid,) in rows:
-            if remove_session_files(sid, self.ctx_dir):
-                cleaned += 1
+        failed: list[str] = []
+        for sid in session_state.ended_before(self.store, cutoff):
+            try:
+                faults.hit("cleanup", sid)
+                if remove_session_files(sid, self.ctx_dir):
+                    cleaned += 1
+            except Exception as exc:
+                failed.append(f"{sid!r}: {exc}")
+        if failed:
+            log.warning("cleanup: skipped %d session(s) (first %s)", len(failed), failed[0][:300])
         return cleaned
+
+    def repair_context_files(self, since_ms: int) -> list[str]:
+        """Write the missing context file of every active session created since
+        ``since_ms`` (a kill between its sessions row and its file). Returns their ids."""
+        fixed = []
+        for rec in session_state.created_since(self.store, since_ms):
+            try:
+                if context_path(rec.session_id, self.ctx_dir).exists():
+                    continue
+            except ValueError:  # an id no file may be named after
+                continue
+            if self.on_created(rec.session_id)[0] == RESULT_SUCCESS:
+                fixed.append(rec.session_id)
+        return fixed
+
+    def repair_resume_packs(self, ended_after_ms: int) -> list[str]:
+        """Write the missing resume pack of every session that has an extraction (active,
+        or ended after ``ended_after_ms``): a kill between the memories' commit and the
+        pack. Returns the ids that got one."""
+        fixed = []
+        for rec in session_state.extracted_since(self.store, ended_after_ms):
+            try:
+                if resume_path(rec.session_id, self.ctx_dir).exists():
+                    continue
+                if self._write_resume(rec, rec.session_id) is not None:
+                    fixed.append(rec.session_id)
+            except Exception as exc:  # one session's trouble never stops the others
+                log.warning("resume pack repair failed for %r: %s", rec.session_id, exc)
+        return fixed
 
 
 def create_session_hook_coordinator(

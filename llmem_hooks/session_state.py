@@ -6,6 +6,7 @@ cursors they go with; the store itself stays agnostic of agents.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,13 +95,103 @@ def set_cursor(store: MemoryStore, source_id: str, cursor: str | None) -> None:
         )
 
 
+@dataclass
+class PendingHook:
+    """A hook the sidecar owes a session (a row of ``pending_hooks``)."""
+
+    seq: int
+    session_id: str
+    event: str
+    arg: str = ""
+    attempts: int = 0
+
+
+def add_pending(store: MemoryStore, session_id: str, event: str, arg: str = "") -> int:
+    """Record a hook to run (joins the caller's transaction: commit it with the cursor).
+    One row per session and event; a newer ``arg`` (ending reason) replaces the older."""
+    with store.atomic():
+        store.conn.execute(
+            "INSERT INTO pending_hooks(session_id, event, arg, created_ms)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT(session_id, event) DO UPDATE SET arg = excluded.arg",
+            (session_id, event, arg, int(time.time() * 1000)),
+        )
+        row = store.conn.execute(
+            "SELECT seq FROM pending_hooks WHERE session_id = ? AND event = ?",
+            (session_id, event),
+        ).fetchone()
+    return int(row[0])
+
+
+def pending(store: MemoryStore) -> list[PendingHook]:
+    """Every hook still owed, oldest first."""
+    rows = store.conn.execute(
+        "SELECT seq, session_id, event, arg, attempts FROM pending_hooks ORDER BY seq"
+    ).fetchall()
+    return [PendingHook(*r) for r in rows]
+
+
+def done_pending(store: MemoryStore, seq: int) -> None:
+    """The hook ran: forget it."""
+    with store.atomic():
+        store.conn.execute("DELETE FROM pending_hooks WHERE seq = ?", (seq,))
+
+
+def failed_pending(store: MemoryStore, seq: int, max_attempts: int) -> bool:
+    """The hook failed: count it; after ``max_attempts`` drop the row. True if dropped."""
+    with store.atomic():
+        store.conn.execute("UPDATE pending_hooks SET attempts = attempts + 1 WHERE seq = ?", (seq,))
+        gone = store.conn.execute(
+            "DELETE FROM pending_hooks WHERE seq = ? AND attempts >= ?", (seq, max_attempts)
+        ).rowcount
+    return bool(gone)
+
+
+def created_since(store: MemoryStore, since_ms: int) -> list[SessionRecord]:
+    """Active sessions created at or after ``since_ms`` (owed a context file)."""
+    rows = store.conn.execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE state = 'active' AND created_ms >= ?"
+        " ORDER BY created_ms",
+        (since_ms,),
+    )
+    return [SessionRecord(*r) for r in rows]
+
+
+def extracted_since(store: MemoryStore, ended_after_ms: int) -> list[SessionRecord]:
+    """Sessions with an extraction (owed a resume pack): active ones, and ended ones whose
+    files the retention rule has not removed yet."""
+    rows = store.conn.execute(
+        f"SELECT {', '.join('s.' + c for c in _COLUMNS)} FROM sessions s"
+        " WHERE (s.state = 'active' OR s.ended_ms >= ?) AND EXISTS ("
+        "SELECT 1 FROM extraction_log e WHERE e.source_type = s.agent"
+        " AND e.source_id = s.session_id)",
+        (ended_after_ms,),
+    )
+    return [SessionRecord(*r) for r in rows]
+
+
+def ended_before(store: MemoryStore, cutoff_ms: int) -> list[str]:
+    """Ids of sessions that ended before ``cutoff_ms`` (their files may go)."""
+    rows = store.conn.execute(
+        "SELECT session_id FROM sessions WHERE state = 'ended' AND ended_ms < ?", (cutoff_ms,)
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 __all__ = [
+    "PendingHook",
     "SessionRecord",
     "active",
+    "add_pending",
     "all_sessions",
+    "created_since",
+    "done_pending",
+    "ended_before",
+    "extracted_since",
+    "failed_pending",
     "find",
     "get",
     "get_cursor",
+    "pending",
     "save",
     "set_cursor",
 ]

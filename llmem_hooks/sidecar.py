@@ -11,9 +11,14 @@ adapter since the cursor kept in the memory DB, and turns them into hook calls:
 - ended (deleted, archived, shut down), or no activity for ``session.end_after_minutes``
   -> ``on_ending``.
 
-Hooks are idempotent and the cursor is saved after the events it covers were handled,
-so a crash at any point is repaired by the next start (which also notices sessions that
-were deleted while it was down).
+Durability: the hooks an event calls for (created, compacting, ending) are rows of
+``pending_hooks`` committed in the same transaction as the adapter cursor that moves past
+the event, and a row is deleted only after its hook ran. Idle is owed through the
+session clocks, committed with the cursor too. A start replays every pending row,
+writes a context file an active session lacks and a resume pack an extracted session
+lacks, and notices sessions deleted while it was down; hooks are idempotent, so nothing
+is lost or done twice whatever point a crash or a stop hits. No step of the loop can
+stop the sidecar: each is guarded, logs one rate-limited line and the loop goes on.
 """
 
 from __future__ import annotations
@@ -32,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import session_state
+from . import faults, session_state
 from .events import LifecycleEvent
 from .paths import ensure_private_dir, get_llmem_home
-from .session_hooks import RESULT_DEBOUNCED, SessionHookCoordinator
+from .session_hooks import RESULT_DEBOUNCED, RESULT_ERROR, SessionHookCoordinator
 from .sidecar_lock import single_instance
 
 log = logging.getLogger("llmem_hooks.sidecar")
@@ -89,16 +94,64 @@ class _Clock:
 SLOW_EVENTS = frozenset({"idle", "ending"})
 BACKFILL = "backfill"  # the worker's idle-time job: vectors for memories stored without one
 BACKFILL_EVERY_S = 30.0
-WORKER_STOP_S = 5.0  # how long a stopping sidecar waits for the job in hand
+WORKER_STOP_S = 5.0  # how long a stopping sidecar drains its queue (the rest stays pending)
+PENDING_RETRY_S = 60.0  # how often pending hooks that failed are tried again
+MAX_HOOK_ATTEMPTS = 3  # a pending hook that failed this often is dropped (with a log line)
+ERROR_LOG_EVERY_S = 60.0  # one line per kind of failure and minute at most
+
+Job = tuple[str, str, tuple[Any, ...], int, int | None]  # event, session, args, stamp, seq
+
+
+class Throttled:
+    """One log line per failure kind and ERROR_LOG_EVERY_S, saying how many were held back:
+    a failure that repeats every pass must not fill the log."""
+
+    def __init__(self, every: float = ERROR_LOG_EVERY_S) -> None:
+        self.every = every
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def error(self, kind: str, what: str, exc: BaseException) -> None:
+        now = time.monotonic()
+        last = self._last.get(kind)
+        if last is not None and now - last < self.every:
+            self._held[kind] = self._held.get(kind, 0) + 1
+            return
+        self._last[kind] = now
+        held = self._held.pop(kind, 0)
+        more = f" ({held} more since the last report)" if held else ""
+        text = " ".join(str(exc).split())[:300]  # one line, whatever the exception says
+        log.error("%s failed: %s: %s%s", what, type(exc).__name__, text, more)
+        log.debug("%s failed", what, exc_info=exc)
 
 
 def run_hook(coord: SessionHookCoordinator, event: str, sid: str, *args: Any) -> tuple[str, Any]:
     """Call ``coord.on_<event>`` and log one line with its result and duration."""
     t0 = time.perf_counter()
+    faults.hit("before-hook", f"{event}:{sid}")
     result = getattr(coord, f"on_{event}")(sid, *args)
     ms = (time.perf_counter() - t0) * 1000
     log.info("session=%s event=%s result=%s value=%s ms=%.1f", sid, event, *result, ms)
     return result
+
+
+def settle(
+    store: Any, seq: int | None, event: str, sid: str, result: tuple[str, Any], errors: Throttled
+) -> None:
+    """After a hook ran: delete its pending row, or count a failure (dropped after
+    MAX_HOOK_ATTEMPTS). Runs on the thread and connection that ran the hook."""
+    if seq is None:
+        return
+    faults.hit("after-hook", sid)
+    try:
+        if result[0] != RESULT_ERROR:
+            session_state.done_pending(store, seq)
+        elif session_state.failed_pending(store, seq, MAX_HOOK_ATTEMPTS):
+            log.warning(
+                "session=%s event=%s gave up after %d attempts", sid, event, MAX_HOOK_ATTEMPTS
+            )
+    except Exception as exc:
+        errors.error("pending", f"settling {event} of session {sid!r}", exc)
 
 
 class HookWorker:
@@ -110,29 +163,44 @@ class HookWorker:
     model call). Results come back through ``done`` and are applied by the sidecar's
     thread, so the per-session clocks have one writer."""
 
-    def __init__(self, coord: SessionHookCoordinator, notify: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        coord: SessionHookCoordinator,
+        notify: Callable[[], None],
+        errors: Throttled | None = None,
+    ) -> None:
         self.coord = coord
-        self.jobs: queue.Queue[tuple[str, str, tuple[Any, ...], int] | None] = queue.Queue()
-        self.done: queue.Queue[tuple[str, str, tuple[str, Any], int]] = queue.Queue()
+        self.jobs: queue.Queue[Job | None] = queue.Queue()
+        self.done: queue.Queue[tuple[str, str, tuple[str, Any], int, int | None]] = queue.Queue()
         self._notify = notify
+        self._errors = errors or Throttled()
+        self._deadline: float | None = None  # set when stopping: drain until then
         self._thread = threading.Thread(target=self._run, name="llmem-hooks-worker", daemon=True)
         self._thread.start()
 
-    def submit(self, event: str, sid: str, args: tuple[Any, ...], stamp: int) -> None:
-        self.jobs.put((event, sid, args, stamp))
+    def submit(
+        self, event: str, sid: str, args: tuple[Any, ...], stamp: int, seq: int | None = None
+    ) -> None:
+        self.jobs.put((event, sid, args, stamp, seq))
 
     def _run(self) -> None:
         while (job := self.jobs.get()) is not None:
-            event, sid, args, stamp = job
+            event, sid, args, stamp, seq = job
+            if self._deadline is not None:
+                if event == BACKFILL or time.monotonic() > self._deadline:
+                    continue  # stopping: what is left stays in pending_hooks for the restart
+                faults.hit("mid-drain", sid)
+            faults.hit("after-dequeue", sid)
             try:
                 if event == BACKFILL:
-                    result = (BACKFILL, self._backfill())
+                    result: tuple[str, Any] = (BACKFILL, self._backfill())
                 else:
                     result = run_hook(self.coord, event, sid, *args)
-            except Exception:  # the hooks never raise; keep the worker alive regardless
-                log.exception("worker: %s for session %s failed", event, sid)
-                result = ("error", None)
-            self.done.put((event, sid, result, stamp))
+            except Exception as exc:  # the hooks never raise; keep the worker alive regardless
+                self._errors.error(f"hook:{event}", f"worker: {event} for session {sid!r}", exc)
+                result = (RESULT_ERROR, None)
+            settle(self.coord.store, seq, event, sid, result, self._errors)
+            self.done.put((event, sid, result, stamp, seq))
             self._notify()
 
     def _backfill(self) -> int:
@@ -142,13 +210,12 @@ class HookWorker:
         return done
 
     def close(self, timeout: float = WORKER_STOP_S) -> None:
-        """Finish the job in hand (queued ones are redone after a restart: their clocks
-        were not saved) and stop."""
-        with contextlib.suppress(queue.Empty):
-            while True:
-                self.jobs.get_nowait()
+        """Run the queued hooks for up to ``timeout`` seconds, then stop. What is left is
+        not lost: endings stay in pending_hooks, idle jobs in the saved clocks, and the
+        next start runs them."""
+        self._deadline = time.monotonic() + timeout
         self.jobs.put(None)
-        self._thread.join(timeout)
+        self._thread.join(timeout + 1.0)
 
 
 class Sidecar:
@@ -175,8 +242,11 @@ class Sidecar:
         self._observer: Any = None
         self._handler: Any = None
         self._watched: set[str] = set()
-        self.worker = HookWorker(worker, self.wake.set) if worker is not None else None
-        self._ending: set[str] = set()  # endings queued on the worker, not yet done
+        self.errors = Throttled()
+        self.worker = HookWorker(worker, self.wake.set, self.errors) if worker is not None else None
+        self._ending: set[str] = set()  # endings queued, not yet done
+        self._inflight: set[int] = set()  # pending_hooks rows whose hook is queued or running
+        self._pending_at = 0.0  # monotonic time of the next replay of pending hooks
         self._backfill_at = 0.0  # monotonic time of the next backfill pass
         self._load_active()
 
@@ -202,20 +272,66 @@ class Sidecar:
         rec.idle_done_ms = clock.idle_done_ms
         session_state.save(self.coord.store, rec)
 
-    # -- hooks with logging ------------------------------------------------------------------
-    def fire(self, event: str, sid: str, *args: Any) -> tuple[str, Any] | None:
-        """Run a hook; idle and ending go to the worker when there is one (None: queued,
-        `_finished` applies the result later)."""
-        stamp = int(time.time() * 1000)
-        if self.worker is not None and event in SLOW_EVENTS:
-            self.worker.submit(event, sid, args, stamp)
+    def _step(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run one step of the loop; a failure is one rate-limited log line, never the end
+        of the sidecar."""
+        try:
+            return fn(*args)
+        except Exception as exc:
+            self.errors.error(what, what, exc)
             return None
-        result = run_hook(self.coord, event, sid, *args)
-        self._finished(event, sid, result, stamp)
+
+    # -- hooks with logging ------------------------------------------------------------------
+    def fire(
+        self, event: str, sid: str, *args: Any, seq: int | None = None
+    ) -> tuple[str, Any] | None:
+        """Run a hook; idle and ending go to the worker when there is one (None: queued,
+        `_finished` applies the result later). ``seq``: its pending_hooks row, deleted
+        once the hook ran."""
+        stamp = int(time.time() * 1000)
+        if seq is not None:
+            self._inflight.add(seq)
+        if self.worker is not None and event in SLOW_EVENTS:
+            self.worker.submit(event, sid, args, stamp, seq)
+            return None
+        try:
+            result = run_hook(self.coord, event, sid, *args)
+        except Exception as exc:  # the hooks never raise; the loop goes on regardless
+            self.errors.error(f"hook:{event}", f"{event} for session {sid!r}", exc)
+            result = (RESULT_ERROR, None)
+        settle(self.coord.store, seq, event, sid, result, self.errors)
+        self._finished(event, sid, result, stamp, seq)
         return result
 
-    def _finished(self, event: str, sid: str, result: tuple[str, Any], stamp: int) -> None:
+    def _run_pending(self, seq: int | None, event: str, sid: str, arg: str) -> None:
+        """Run an owed hook (its row is committed; it is deleted once the hook ran)."""
+        if seq is not None and seq in self._inflight:
+            return
+        if event == "ending":
+            self._ending.add(sid)
+            self._clocks.pop(sid, None)
+            self.fire("ending", sid, arg or "ended", seq=seq)
+        elif event in ("created", "compacting"):
+            self.fire(event, sid, seq=seq)
+
+    def _replay_pending(self) -> None:
+        """Run the hooks a crash or a stop left owed (at start), and retry failed ones
+        (every PENDING_RETRY_S)."""
+        now = time.monotonic()
+        if now < self._pending_at:
+            return
+        self._pending_at = now + PENDING_RETRY_S
+        for p in session_state.pending(self.coord.store):
+            if p.seq in self._inflight or (p.event == "ending" and p.session_id in self._ending):
+                continue
+            self._run_pending(p.seq, p.event, p.session_id, p.arg)
+
+    def _finished(
+        self, event: str, sid: str, result: tuple[str, Any], stamp: int, seq: int | None = None
+    ) -> None:
         """Book a finished idle hook on its session's clock (retry if debounced)."""
+        if seq is not None:
+            self._inflight.discard(seq)
         if event == "ending":
             self._ending.discard(sid)
         clock = self._clocks.get(sid)
@@ -237,34 +353,54 @@ class Sidecar:
 
     # -- one pass ------------------------------------------------------------------------------
     def tick(self) -> None:
-        self._drain_worker()
+        """One pass; every step guarded (see `_step`)."""
+        self._step("applying worker results", self._drain_worker)
+        self._step("replaying pending hooks", self._replay_pending)
         now_ms = int(time.time() * 1000)
         for agent, adapter in self.coord.adapters.items():
-            key = self._cursor_key(agent, adapter)
-            cursor = session_state.get_cursor(self.coord.store, key)
-            while True:
+            self._step(f"{agent} adapter pass", self._poll_adapter, agent, adapter, now_ms)
+        self._step("existence check", self._check_deleted)
+        self._step("timers", self._timers, int(time.time() * 1000))
+        self._step("backfill", self._maybe_backfill)
+
+    def _poll_adapter(self, agent: str, adapter: Any, now_ms: int) -> None:
+        key = self._cursor_key(agent, adapter)
+        cursor = session_state.get_cursor(self.coord.store, key)
+        while True:
+            try:
+                events, new_cursor = adapter.poll(cursor)
+            except Exception as exc:
+                self.errors.error(f"poll:{agent}", f"{agent} adapter: poll", exc)
+                break
+            dirty: set[str] = set()
+            due: list[tuple[str, str, str]] = []
+            for ev in events:
                 try:
-                    events, new_cursor = adapter.poll(cursor)
-                except Exception:
-                    log.exception("%s adapter: poll failed", agent)
-                    break
-                dirty: set[str] = set()
-                for ev in events:
-                    self._handle(ev, now_ms)
-                    dirty.add(ev.session_id)
-                # The sessions' clocks (a finished turn not yet idled) and the cursor past
-                # the events that set them commit together: a crash cannot lose a turn.
-                with self.coord.store.atomic():
-                    for sid in dirty:
-                        self._persist(sid)
-                    if new_cursor != cursor:
-                        session_state.set_cursor(self.coord.store, key, new_cursor)
-                if not events or new_cursor == cursor:
-                    break
-                cursor = new_cursor
-        self._check_deleted()
-        self._timers(int(time.time() * 1000))
-        self._maybe_backfill()
+                    self._handle(ev, now_ms, due)
+                except Exception as exc:  # one event's trouble skips that event only
+                    self.errors.error(
+                        f"event:{agent}", f"{agent}: {ev.kind} of session {ev.session_id!r}", exc
+                    )
+                dirty.add(ev.session_id)
+            # The hooks the events call for, the sessions' clocks (a finished turn not yet
+            # idled) and the cursor past those events commit together: a crash or a stop
+            # after this point loses nothing, the next start runs what is owed.
+            with self.coord.store.atomic():
+                for sid in dirty:
+                    self._persist(sid)
+                owed = [
+                    (session_state.add_pending(self.coord.store, sid, event, arg), event, sid, arg)
+                    for event, sid, arg in due
+                ]
+                if new_cursor != cursor:
+                    session_state.set_cursor(self.coord.store, key, new_cursor)
+            if owed:
+                faults.hit("after-cursor", agent)
+            for seq, event, sid, arg in owed:
+                self._run_pending(seq, event, sid, arg)
+            if not events or new_cursor == cursor:
+                break
+            cursor = new_cursor
 
     def _maybe_backfill(self) -> None:
         """Every BACKFILL_EVERY_S, when the worker has nothing queued, let it give vectors
@@ -275,7 +411,9 @@ class Sidecar:
         self._backfill_at = now + BACKFILL_EVERY_S
         self.worker.submit(BACKFILL, "", (), 0)
 
-    def _handle(self, ev: LifecycleEvent, now_ms: int) -> None:
+    def _handle(self, ev: LifecycleEvent, now_ms: int, due: list[tuple[str, str, str]]) -> None:
+        """Book one event on its session; the hooks it calls for go to ``due`` (they run
+        once the cursor past the event and their pending rows are committed)."""
         sid = ev.session_id
         at = ev.at_ms or now_ms
         clock = self._clocks.get(sid)
@@ -283,12 +421,13 @@ class Sidecar:
         # needs no reopening or resume pack now.
         stale = now_ms - at >= self.end_after_ms
         if ev.kind == "created":
-            if sid in self._clocks:
-                return
-            self.coord._record(sid, ev.session)
-            self._clocks[sid] = clock = _Clock(last_activity_ms=at)
-            if now_ms - at < self.end_after_ms:  # a long-dead session needs no context
-                self.fire("created", sid, ev.session)
+            if sid not in self._clocks:
+                self.coord._record(sid, ev.session)
+                self._clocks[sid] = _Clock(last_activity_ms=at)
+            # Also for a session already recorded: a crash between its sessions row and
+            # its context file replays this event (on_created leaves an existing file).
+            if not stale:  # a long-dead session needs no context
+                due.append(("created", sid, ""))
             return
         if clock is None:
             rec = session_state.find(self.coord.store, sid)
@@ -303,17 +442,22 @@ class Sidecar:
         if ev.kind == "turn_done":
             clock.turn_done_ms = max(clock.turn_done_ms, at)
         elif ev.kind == "compacting" and not stale:
-            self.fire("compacting", sid)
+            due.append(("compacting", sid, ""))
         elif ev.kind == "ended":
-            self._end(sid, ev.detail or "ended")
+            self._end(sid, ev.detail or "ended", due)
 
-    def _end(self, sid: str, reason: str) -> None:
-        if sid in self._ending:  # still active in the table until the worker is done
+    def _end(self, sid: str, reason: str, due: list[tuple[str, str, str]] | None = None) -> None:
+        """Queue a session's ending: into ``due`` (committed with the cursor), or else as a
+        pending row of its own, then run."""
+        if sid in self._ending:  # still active in the table until the hook is done
             return
-        if self.worker is not None:
-            self._ending.add(sid)
-        self.fire("ending", sid, reason)
+        self._ending.add(sid)
         self._clocks.pop(sid, None)
+        if due is not None:
+            due.append(("ending", sid, reason))
+            return
+        seq = session_state.add_pending(self.coord.store, sid, "ending", reason)
+        self._run_pending(seq, "ending", sid, reason)
 
     def _check_deleted(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -413,22 +557,33 @@ class Sidecar:
                     continue
                 self._watched.add(str(target))
 
+    def repair(self) -> None:
+        """At start: the context file of an active session created within
+        ``end_after_minutes`` and the resume pack of a session with an extraction, when a
+        crash left them unwritten."""
+        now_ms = int(time.time() * 1000)
+        for sid in self.coord.repair_context_files(now_ms - self.end_after_ms):
+            log.info("session=%s repaired: context file written", sid)
+        retention_ms = int(self.retention_days * 86_400_000)
+        for sid in self.coord.repair_resume_packs(now_ms - retention_ms):
+            log.info("session=%s repaired: resume pack written", sid)
+
     def run(self) -> None:
-        """Catch up, then loop until ``stop`` is set."""
-        self._start_observer()
+        """Catch up, then loop until ``stop`` is set. No step can end the loop."""
+        self._step("starting the file watcher", self._start_observer)
         try:
-            self._check_deleted(force=True)
-            self.coord.cleanup_context_files(self.retention_days)
+            self._step("existence check", self._check_deleted, True)
+            self._step("context cleanup", self.coord.cleanup_context_files, self.retention_days)
+            self._step("repair", self.repair)
             last_cleanup = time.monotonic()
             while not self.stop.is_set():
-                try:
-                    self.tick()
-                    self._ensure_watches()
-                except Exception:
-                    log.exception("sidecar pass failed")
+                self._step("sidecar pass", self.tick)
+                self._step("watching", self._ensure_watches)
                 if time.monotonic() - last_cleanup > 3600:
-                    self.coord.cleanup_context_files(self.retention_days)
                     last_cleanup = time.monotonic()
+                    self._step(
+                        "context cleanup", self.coord.cleanup_context_files, self.retention_days
+                    )
                 if self.wake.wait(self.next_wait()):
                     time.sleep(COALESCE_S)
                 self.wake.clear()
