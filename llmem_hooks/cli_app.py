@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ from .paths import check_user_path, get_db_path
 from .redact import find_secrets
 from .registry import DEFAULT_MEMORY_TYPES
 from .retrieve import SEARCH_MODES, Retriever
-from .store import MemoryStore
+from .store import MemoryStore, SchemaBehind
 from .timestamps import parse_iso
 
 EXIT_USAGE = 2
@@ -107,7 +108,15 @@ def open_store(read_only: bool = False) -> Iterator[MemoryStore]:
     a file the user cannot write and change nothing in it; a missing one is created."""
     cfg = _config()
     path = _db_path()
-    store = MemoryStore.from_config(cfg, path, read_only=read_only and path.exists())
+    try:
+        store = MemoryStore.from_config(cfg, path, read_only=read_only and path.exists())
+    except SchemaBehind:
+        if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            raise
+        # An older database we may write (first use after an upgrade): migrate it, as
+        # any writing command would, rather than refuse to read it.
+        typer.echo(f"note: upgrading the schema of {path}", err=True)
+        store = MemoryStore.from_config(cfg, path)
     try:
         yield store
     finally:

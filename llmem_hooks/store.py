@@ -264,6 +264,10 @@ def row_to_memory(row: Any) -> dict[str, Any]:
     return mem
 
 
+class SchemaBehind(ValidationError):
+    """A read-only open found a database older than this version's schema."""
+
+
 def _check_db_file(path: Path, read_only: bool) -> None:
     """Refuse, before SQLite opens it, a path that is not a database: SQLite would create
     a journal next to it or fail later with a less clear message."""
@@ -334,9 +338,9 @@ class MemoryStore:
             lag = schema_lag(self._conn)
             if lag:
                 self._conn.close()
-                raise ValidationError(
-                    f"database {path} lacks {lag} schema upgrade(s) and is opened read-only;"
-                    " run a writing command (e.g. 'llmem-hooks doctor') with write access once"
+                raise SchemaBehind(
+                    f"database {path} lacks {lag} schema upgrade(s) and cannot be written;"
+                    " run any llmem-hooks command once with write access to upgrade it"
                 )
         else:
             self._conn = connect(path, load_vec=load_vec)

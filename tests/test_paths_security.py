@@ -30,6 +30,7 @@ from llmem_hooks.context import write_context_file
 from llmem_hooks.db import connect
 from llmem_hooks.errors import ConfigError, ValidationError
 from llmem_hooks.migrations import migrate
+from llmem_hooks.store import MemoryStore, SchemaBehind
 
 EXE = Path(sys.executable).parent / "llmem-hooks"
 SID = "55634ac8-b1c4-44ad-a4cf-4c99a1b09a4c"
@@ -455,18 +456,32 @@ def test_read_commands_work_for_a_user_who_cannot_write(shared_tmp: Path) -> Non
     assert _snapshot(db.parent) == before
 
 
-def test_an_older_schema_opened_read_only_says_so_in_one_line(
-    llmem_home: Path, tmp_path: Path
-) -> None:
-    _config(llmem_home, "")
-    folder = tmp_path / "old"
+def _old_db(folder: Path) -> Path:
     folder.mkdir()
     db = folder / "old.db"
     conn = connect(db)
     migrate(conn, upto=5)
     conn.close()
-    before = _snapshot(folder)
+    return db
+
+
+def test_an_older_schema_opened_read_only_says_so_in_one_line(tmp_path: Path) -> None:
+    db = _old_db(tmp_path / "old")
+    before = _snapshot(db.parent)
+    with pytest.raises(SchemaBehind, match="lacks 2 schema upgrade"):
+        MemoryStore(db, read_only=True)
+    assert _snapshot(db.parent) == before
+
+
+def test_a_read_command_upgrades_an_older_schema_it_may_write(
+    llmem_home: Path, tmp_path: Path
+) -> None:
+    """First use after an upgrade: `list` on a writable older database migrates it (one
+    note on stderr) instead of refusing."""
+    _config(llmem_home, "")
+    db = _old_db(tmp_path / "old")
     r = cli(llmem_home, "--db", db, "list")
-    assert r.returncode == 2
-    assert r.stderr.count("\n") == 1 and "schema" in r.stderr
-    assert _snapshot(folder) == before
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("upgrading the schema") == 1
+    with MemoryStore(db, read_only=True) as st:  # now current
+        assert st.count() == 0
