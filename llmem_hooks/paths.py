@@ -153,11 +153,18 @@ def check_user_path(value: str | os.PathLike[str], kind: str, what: str) -> Path
 
 # -- creating private folders and files -------------------------------------------------------
 def _is_ours(path: Path) -> bool:
-    """LLMEM_HOME and what lies inside it are ours to make private (never $HOME itself
-    and never a system folder, whatever LLMEM_HOME says)."""
+    """LLMEM_HOME and what lies inside it are ours to make private; never $HOME itself, a
+    system folder or a shared folder (sticky or world-writable, like /tmp), whatever
+    LLMEM_HOME says."""
     home = get_llmem_home()
     p = Path(os.path.abspath(path))
     if p == Path.home() or is_system_path(p):
+        return False
+    try:
+        mode = os.lstat(p).st_mode
+    except OSError:
+        return False
+    if mode & (stat.S_ISVTX | stat.S_IWOTH):
         return False
     return p == home or home in p.parents
 

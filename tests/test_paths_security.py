@@ -119,6 +119,18 @@ def test_db_flag_and_config_paths_leave_existing_folders_alone(
     assert _mode(llmem_home) == 0o700  # our own home is private
 
 
+def test_a_shared_folder_as_llmem_home_is_not_chmodded(tmp_path: Path) -> None:
+    """LLMEM_HOME pointed at a shared folder (sticky, world-writable, like /tmp): our
+    files go in private, the folder keeps its mode."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    _config(shared, "")
+    assert cli(shared, "store", "in a shared home").returncode == 0
+    assert _mode(shared) == 0o1777
+    assert _mode(shared / "memory.db") == 0o600
+
+
 def test_relative_config_paths_resolve_against_llmem_home(llmem_home: Path, tmp_path: Path) -> None:
     _config(llmem_home, "memory:\n  db_path: data/mem.db\ncontext:\n  dir: ctx\n")
     elsewhere = tmp_path / "some-repo"
