@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,11 +33,11 @@ except ImportError:  # pragma: no cover - older typer with click as a dependency
 from . import archive
 from .config import load_config
 from .errors import ConfigError, LLMemError, NotFoundError, ValidationError
-from .paths import get_db_path
+from .paths import check_user_path, get_db_path
 from .redact import find_secrets
 from .registry import DEFAULT_MEMORY_TYPES
 from .retrieve import SEARCH_MODES, Retriever
-from .store import MemoryStore
+from .store import MemoryStore, SchemaBehind
 from .timestamps import parse_iso
 
 EXIT_USAGE = 2
@@ -91,14 +92,31 @@ def _config() -> dict[str, Any]:
     return state.config
 
 
+def _db_path() -> Path:
+    """--db (relative to the current directory), else config.yaml's memory.db_path
+    (validated and made absolute by `load_config`), else ``<LLMEM_HOME>/memory.db``."""
+    if state.db is not None:
+        return check_user_path(state.db.absolute(), "file", "--db")
+    configured = _config()["memory"]["db_path"]
+    return Path(configured) if configured else get_db_path()
+
+
 @contextmanager
-def open_store() -> Iterator[MemoryStore]:
-    """The store named by --db / config / default, closed afterwards."""
+def open_store(read_only: bool = False) -> Iterator[MemoryStore]:
+    """The store named by --db / config / default, closed afterwards. ``read_only`` (the
+    commands that only read): an existing database is opened read-only, so they work on
+    a file the user cannot write and change nothing in it; a missing one is created."""
     cfg = _config()
-    path = state.db or (
-        Path(cfg["memory"]["db_path"]).expanduser() if cfg["memory"]["db_path"] else get_db_path()
-    )
-    store = MemoryStore.from_config(cfg, path)
+    path = _db_path()
+    try:
+        store = MemoryStore.from_config(cfg, path, read_only=read_only and path.exists())
+    except SchemaBehind:
+        if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            raise
+        # An older database we may write (first use after an upgrade): migrate it, as
+        # any writing command would, rather than refuse to read it.
+        typer.echo(f"note: upgrading the schema of {path}", err=True)
+        store = MemoryStore.from_config(cfg, path)
     try:
         yield store
     finally:
@@ -378,7 +396,7 @@ def search(
     fmt = _fmt(as_json, as_markdown)
     if mode is not None and mode not in SEARCH_MODES:
         raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
-    with open_store() as st:
+    with open_store(read_only=True) as st:
         retriever = _retriever(st, probe=None if mode == "fts" else query)
         try:
             results = retriever.hybrid_search(
@@ -436,7 +454,7 @@ def list_(
 ) -> None:
     """List memories (newest first by default)."""
     fmt = _fmt(as_json, as_markdown)
-    with open_store() as st:
+    with open_store(read_only=True) as st:
         rows = st.list_all(
             type=type,
             valid_only=not include_invalid,
@@ -460,7 +478,7 @@ def show(
 ) -> None:
     """Show one memory with all its fields and relations."""
     fmt = _fmt(as_json, as_markdown)
-    with open_store() as st:
+    with open_store(read_only=True) as st:
         mem = st.get(st.resolve_id(memory_id))
         assert mem is not None
         print_memory(mem, st.get_relations(mem["id"]), fmt)
@@ -518,7 +536,7 @@ def _embedding_stats(fmt: Format) -> None:
     )
 
     started = time.monotonic()
-    with open_store() as st:
+    with open_store(read_only=True) as st:
         stored = st.count_embeddings()
         rows = st.get_embeddings_with_types(limit=METRICS_MAX_EMBEDDINGS)
     m = metrics_from_rows(rows)
@@ -572,7 +590,7 @@ def stats(
         return
     from .budget import BudgetLimits, ModelBudget
 
-    with open_store() as st:
+    with open_store(read_only=True) as st:
         s = st.stats()
         s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config()["budget"])).report()
     if fmt is Format.json:
@@ -634,7 +652,9 @@ def export_(
     ] = None,
 ) -> None:
     """Export all memories (with tags, relations and embeddings) to a JSON file."""
-    with open_store() as st:
+    if str(file) != "-":
+        file = check_user_path(file.absolute(), "file", "export")
+    with open_store(read_only=True) as st:
         memories = st.export_all(limit=limit)
     if str(file) == "-":
         typer.echo(json.dumps(archive.wrap(memories), ensure_ascii=False, indent=1))
@@ -668,7 +688,7 @@ def run() -> None:
 
     cfg = _config()
     if state.db is not None:
-        cfg = {**cfg, "memory": {**cfg["memory"], "db_path": str(state.db)}}
+        cfg = {**cfg, "memory": {**cfg["memory"], "db_path": str(_db_path())}}
     try:
         code = run_foreground(cfg)
     except AlreadyRunning as exc:
@@ -689,7 +709,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     cfg = _config()
     pid = running_pid()
     stores = {name: [str(p) for p in a.watch_paths()] for name, a in default_adapters(cfg).items()}
-    with open_store() as st:
+    with open_store(read_only=True) as st:
         sessions = session_state.all_sessions(st, limit=50)
         rows = []
         for rec in sessions:
@@ -735,14 +755,15 @@ def context(
 ) -> None:
     """Print a session's context file (what its prompt carries), or its resume pack."""
     from .context import context_path, resume_path
-    from .paths import get_context_dir, validate_session_id
+    from .paths import get_context_dir, read_regular_file, validate_session_id
 
     validate_session_id(session_id)
     folder = get_context_dir(_config()["context"]["dir"])
     path = resume_path(session_id, folder) if resume else context_path(session_id, folder)
-    if not path.exists():
+    text = read_regular_file(path)  # never through a symlink planted in the folder
+    if text is None:
         raise NotFoundError(f"no {'resume pack' if resume else 'context'} for session {session_id}")
-    typer.echo(path.read_text(encoding="utf-8"), nl=False)
+    typer.echo(text, nl=False)
 
 
 @app.command()

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .paths import ensure_private_dir, get_config_path, write_private_file
+from .errors import ConfigError, ValidationError
+from .paths import check_user_path, ensure_private_dir, get_config_path, write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,25 @@ def validate_config(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 raise ConfigError(
                     f"config.yaml: invalid value for {section}.{key}: {exc}"
                 ) from None
+    return _check_paths(config)
+
+
+# Paths we create, open for writing or chmod: (section, key, "file" or "dir").
+_OWN_PATHS = (("memory", "db_path", "file"), ("context", "dir", "dir"))
+
+
+def _check_paths(config: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Resolve ``memory.db_path`` and ``context.dir`` (relative to LLMEM_HOME) and refuse
+    system folders and wrong file kinds, before anything touches the file system: a
+    config.yaml naming ``/etc/shadow`` must fail here, not after a mkdir or chmod."""
+    for section, key, kind in _OWN_PATHS:
+        value = config[section][key]
+        if value is None:
+            continue
+        try:
+            config[section][key] = str(check_user_path(value, kind, f"{section}.{key}"))
+        except ValidationError as exc:
+            raise ConfigError(f"config.yaml: invalid value for {exc}") from None
     return config
 
 

@@ -8,6 +8,7 @@ goes on. Both are 0600 in a 0700 folder.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -17,6 +18,8 @@ from typing import Any
 from .paths import ensure_private_dir, get_context_dir, validate_session_id, write_private_file
 from .redact import find_secrets
 from .store import MemoryStore
+
+log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
 # Which kinds of memory a fresh session needs first, and how each section is titled.
@@ -115,9 +118,18 @@ def build_session_context(
     return render_context(select_memories(store, project), project, budget_tokens)
 
 
-def write_context_file(path: Path, text: str) -> None:
+def write_context_file(path: Path, text: str) -> bool:
+    """Write a context file (0600, atomically). Refused, with a log line, into a context
+    folder that is a symlink or over a file that is one: we never follow a link we did
+    not create (it could point the write, and the folder's chmod, anywhere). Returns
+    whether the file was written."""
+    for p in (path.parent, path):
+        if p.is_symlink():
+            log.warning("not writing %s: %s is a symlink", path.name, p)
+            return False
     ensure_private_dir(path.parent)
     write_private_file(path, text)
+    return True
 
 
 def remove_session_files(session_id: str, context_dir: Path | None = None) -> list[Path]:

@@ -213,8 +213,10 @@ def log_line(message: str) -> None:
         except FileNotFoundError:
             pass
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o600)
         try:
+            os.fchmod(fd, 0o600)
             os.write(fd, f"{stamp} pid={os.getpid()} {message}\n".encode(errors="replace"))
         finally:
             os.close(fd)
@@ -242,10 +244,12 @@ def _route_library_logs() -> None:
 
 # -- the events ------------------------------------------------------------------------------
 def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")[:MAX_CONTEXT_CHARS]
-    except FileNotFoundError:
-        return None
+    """The context file, or None if missing. A symlink or a non-regular file is never
+    printed (it could expose any file the user can read to the agent's prompt); the
+    error ends up in the hook log and the hook fails open."""
+    from .paths import read_regular_file
+
+    return read_regular_file(path, MAX_CONTEXT_CHARS)
 
 
 def session_info(sid: str, payload: Mapping[str, Any]) -> SessionInfo:
@@ -380,10 +384,12 @@ def start_sidecar() -> int | None:
     from .install import sidecar_command
     from .paths import ensure_private_dir, get_llmem_home
 
-    home = ensure_private_dir(get_llmem_home())
+    home = ensure_private_dir(get_llmem_home())  # absolute, see get_llmem_home
+    env = {**os.environ, "LLMEM_HOME": str(home)}
     proc = subprocess.Popen(
         sidecar_command(),
         cwd=home,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

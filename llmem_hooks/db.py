@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,43 @@ def connect(path: Path | str, *, load_vec: bool = True) -> Any:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    if load_vec:
+        _load_vec(conn)
+    return conn
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: Path | str) -> bool:
+    """True if ``path`` starts with SQLite's header, or is empty (SQLite makes an empty
+    file a new database). Checked before SQLite opens a path a user gave, so a wrong
+    path fails with one line and SQLite never writes into (or next to) a foreign file."""
+    with open(path, "rb") as fh:
+        head = fh.read(len(SQLITE_HEADER))
+    return head == SQLITE_HEADER or head == b""
+
+
+def connect_readonly(path: Path | str, *, load_vec: bool = True) -> Any:
+    """Open ``path`` read-only: works on a file and folder the user cannot write, and
+    writes nothing. When no other connection is open (no ``-wal``/``-shm`` next to it)
+    the file is opened ``immutable`` so SQLite does not create those two files either
+    (a short read races at worst with a writer that starts meanwhile, and then sees
+    the state before it); otherwise ``mode=ro`` shares the existing WAL."""
+    driver = _driver()
+    p = Path(os.path.abspath(path))
+    in_use = os.path.exists(f"{p}-wal") or os.path.exists(f"{p}-shm")
+    uri = p.as_uri() + ("?mode=ro" if in_use else "?mode=ro&immutable=1")
+    conn = driver.connect(
+        uri,
+        uri=True,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    conn.row_factory = driver.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = ON")
     if load_vec:
         _load_vec(conn)
     return conn

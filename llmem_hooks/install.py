@@ -28,7 +28,13 @@ from typing import Any
 
 from . import paths
 from .config import load_config
-from .paths import ensure_private_dir, get_context_dir, get_llmem_home, write_private_file
+from .paths import (
+    ensure_private_dir,
+    get_context_dir,
+    get_llmem_home,
+    write_atomic,
+    write_private_file,
+)
 
 PLUGIN_FILE = "llmem.ts"
 PLUGIN_MARKER = "llmem-hooks plugin for OpenCode"  # first line of plugin/llmem.ts
@@ -97,17 +103,14 @@ def _write_if_changed(path: Path, data: bytes, private: bool) -> str:
     except FileNotFoundError:
         old = None
     if old == data:
-        if private:
+        if private and not path.is_symlink():  # never chmod through a link
             os.chmod(path, 0o600)
         return STATUS_UNCHANGED
     if private:
         write_private_file(path, data)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_atomic(path, data, 0o644)  # the plugin source: readable like any code
     return STATUS_INSTALLED if old is None else STATUS_UPDATED
 
 

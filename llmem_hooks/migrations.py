@@ -319,6 +319,16 @@ def applied_versions(conn: Any) -> set[int]:
     return {row[0] for row in conn.execute("SELECT version FROM _schema_migrations")}
 
 
+def schema_lag(conn: Any) -> int:
+    """How many migrations ``conn``'s database lacks, read without writing anything (for
+    a read-only open, which must not create the bookkeeping table)."""
+    try:
+        done = {row[0] for row in conn.execute("SELECT version FROM _schema_migrations")}
+    except Exception:  # no table at all: an empty or foreign database
+        done = set()
+    return sum(1 for version, _, _ in MIGRATIONS if version not in done)
+
+
 def migrate(conn: Any, upto: int | None = None) -> list[int]:
     """Apply pending migrations in order (each in its own transaction); returns those applied."""
     done = applied_versions(conn)

@@ -1,14 +1,19 @@
 """Where llmem-hooks keeps its files, and the checks that keep those paths safe.
 
 Everything lives under one home directory (``~/.config/llmem`` or ``$LLMEM_HOME``):
-``config.yaml``, ``memory.db`` and ``context/``. Folders are created 0700 and files 0600
-because memories are private to the user.
+``config.yaml``, ``memory.db`` and ``context/``. Folders we create are 0700 and files
+0600 because memories are private to the user. A folder we did not create (the one a
+user names for ``export``, ``--db`` or in config.yaml) is never chmodded, and we never
+chmod or write through a symlink: ``os.chmod`` and ``open`` follow links, so a planted
+link would let us change a file that is not ours.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
+import stat
 from pathlib import Path
 
 from .errors import ValidationError
@@ -16,13 +21,59 @@ from .errors import ValidationError
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
+# Folders of the operating system: a configured path under one of these is refused
+# before anything touches the file system (a typo or a hostile config.yaml must not
+# create, chmod or open files there, least of all as root).
+SYSTEM_DIRS: tuple[str, ...] = (
+    "/etc",
+    "/usr",
+    "/var",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+    "/sys",
+    "/proc",
+    "/dev",
+    "/run",
+    "/srv",
+    "/snap",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private/etc",
+    "/private/var",
+    "/cores",
+)
+# Per-user temp and runtime folders inside those (macOS temp dirs live in /var/folders).
+SYSTEM_DIR_EXCEPTIONS: tuple[str, ...] = (
+    "/var/folders",
+    "/private/var/folders",
+    "/var/tmp",
+    "/private/var/tmp",
+    "/run/user",
+)
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
 
 def get_llmem_home() -> Path:
-    """The llmem home directory: ``$LLMEM_HOME`` or ``~/.config/llmem``."""
+    """The llmem home directory: ``$LLMEM_HOME`` or ``~/.config/llmem``, always absolute.
+
+    A relative ``$LLMEM_HOME`` is resolved against the current directory once, and the
+    absolute form is written back to the environment: a process we start (the sidecar
+    runs with its cwd in the home) would otherwise look for ``<home>/<home>``."""
     env = os.environ.get("LLMEM_HOME")
     if env:
-        return Path(env).expanduser()
-    return Path.home() / ".config" / "llmem"
+        home = Path(os.path.abspath(Path(env).expanduser()))
+        if str(home) != env:
+            os.environ["LLMEM_HOME"] = str(home)
+        return home
+    return Path(os.path.abspath(Path.home() / ".config" / "llmem"))
 
 
 def get_config_path() -> Path:
@@ -36,8 +87,9 @@ def get_db_path() -> Path:
 def get_context_dir(configured: str | None = None) -> Path:
     """The context-file folder: config ``context.dir`` when set, else
     ``<LLMEM_HOME>/context``. One rule for the sidecar, the hooks, the plugin settings
-    and the CLI, so they always meet in the same folder."""
-    return Path(configured).expanduser() if configured else get_llmem_home() / "context"
+    and the CLI, so they always meet in the same folder. A relative ``context.dir`` is
+    relative to LLMEM_HOME."""
+    return resolve_user_path(configured) if configured else get_llmem_home() / "context"
 
 
 def copilot_home(configured: str | None = None) -> Path:
@@ -49,34 +101,160 @@ def copilot_home(configured: str | None = None) -> Path:
     return Path(env).expanduser() if env else Path.home() / ".copilot"
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) if missing and make it 0700."""
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    with contextlib.suppress(OSError):  # a directory we do not own: leave it alone
-        os.chmod(path, DIR_MODE)
+# -- user-given paths ------------------------------------------------------------------------
+def resolve_user_path(value: str | os.PathLike[str]) -> Path:
+    """``value`` with ``~`` expanded; a relative path is relative to LLMEM_HOME (not to
+    wherever a command happens to run), so every process finds the same file."""
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = get_llmem_home() / path
+    return Path(os.path.abspath(path))
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+def is_system_path(path: Path | str) -> bool:
+    """True if ``path`` (as written, and with symlinks resolved) is the root folder, a
+    file directly in it, or lies under one of `SYSTEM_DIRS` (temp folders excepted).
+    Only reads the file system (``realpath``)."""
+    spelled = os.path.abspath(os.fspath(path))
+    for form in {spelled, os.path.realpath(spelled)}:
+        if form == "/" or (os.path.dirname(form) == "/" and not os.path.isdir(form)):
+            return True
+        if any(_under(form, d) for d in SYSTEM_DIR_EXCEPTIONS):
+            continue
+        if any(_under(form, d) for d in SYSTEM_DIRS):
+            return True
+    return False
+
+
+def check_user_path(value: str | os.PathLike[str], kind: str, what: str) -> Path:
+    """Validate a path a user gave (``kind`` "file" or "dir"), before anything is created,
+    opened or chmodded: resolved as in `resolve_user_path`, refused under a system
+    folder, refused if it exists and is not a regular file / a directory (a symlink is
+    judged by its target, which is also checked for system folders)."""
+    path = resolve_user_path(value)
+    if is_system_path(path):
+        raise ValidationError(f"{what}: {path} is in a system folder; choose a path of your own")
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise ValidationError(f"{what}: cannot use {path}: {exc.strerror or exc}") from None
+    if kind == "file" and not stat.S_ISREG(st.st_mode):
+        raise ValidationError(f"{what}: {path} exists and is not a regular file")
+    if kind == "dir" and not stat.S_ISDIR(st.st_mode):
+        raise ValidationError(f"{what}: {path} exists and is not a directory")
     return path
 
 
-def write_private_file(path: Path, data: str | bytes) -> None:
-    """Write ``data`` atomically (temp file + rename) with mode 0600.
+# -- creating private folders and files -------------------------------------------------------
+def _is_ours(path: Path) -> bool:
+    """LLMEM_HOME and what lies inside it are ours to make private; never $HOME itself, a
+    system folder or a shared folder (sticky or world-writable, like /tmp), whatever
+    LLMEM_HOME says."""
+    home = get_llmem_home()
+    p = Path(os.path.abspath(path))
+    if p == Path.home() or is_system_path(p):
+        return False
+    try:
+        mode = os.lstat(p).st_mode
+    except OSError:
+        return False
+    if mode & (stat.S_ISVTX | stat.S_IWOTH):
+        return False
+    return p == home or home in p.parents
 
-    Readers never see a half-written file, and the file is never world-readable,
-    not even for a moment.
-    """
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    fd = os.open(tmp, flags, FILE_MODE)
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) 0700. An existing folder is made 0700 only
+    if it is LLMEM_HOME or inside it; a folder we did not create (an export target, a
+    configured db folder) is left as it is, and a symlink is never chmodded."""
+    path = Path(path)
+    missing: list[Path] = []
+    p = Path(os.path.abspath(path))
+    while not os.path.lexists(p) and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            d.mkdir(mode=DIR_MODE)
+            with contextlib.suppress(OSError):
+                os.chmod(d, DIR_MODE, follow_symlinks=False)  # the umask may have masked it
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is not a directory")
+    if not missing and _is_ours(path) and not path.is_symlink():
+        with contextlib.suppress(OSError):  # a directory we do not own: leave it alone
+            os.chmod(path, DIR_MODE)
+    return path
+
+
+def open_private_temp(directory: Path, name: str, mode: int = FILE_MODE) -> tuple[int, Path]:
+    """A new temp file next to ``name`` in ``directory`` for an atomic write: a random
+    name, created with ``O_CREAT|O_EXCL|O_NOFOLLOW`` (never an existing file or a planted
+    symlink), mode ``mode`` (0600 unless told) whatever the umask. Returns (fd, path);
+    the caller writes, fsyncs, renames over the target, or unlinks on failure."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    for _ in range(16):
+        tmp = Path(directory) / f".{name}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, flags, mode)
+        except FileExistsError:
+            continue
+        try:
+            os.fchmod(fd, mode)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        return fd, tmp
+    raise FileExistsError(f"cannot create a temp file in {directory}")
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = FILE_MODE) -> None:
+    """Write ``data`` to ``path`` via `open_private_temp` and a rename: readers never see a
+    half-written file, the file never has a wider mode than ``mode``, and the rename
+    replaces a symlink at ``path`` instead of writing through it."""
+    fd, tmp = open_private_temp(path.parent, path.name, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_private_file(path: Path, data: str | bytes) -> None:
+    """Write ``data`` atomically with mode 0600 (creating the folder 0700 if missing)."""
+    ensure_private_dir(path.parent)
+    write_atomic(path, data, FILE_MODE)
+
+
+def read_regular_file(path: Path, limit: int | None = None) -> str | None:
+    """The text of ``path`` (at most ``limit`` characters), or None if it does not exist.
+
+    Opened with ``O_NOFOLLOW`` and checked to be a regular file: a symlink planted in
+    our context folder must not make us print someone else's file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise ValidationError(f"{path} is a symlink; not following it") from None
+        raise exc
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise ValidationError(f"{path} is not a regular file")
+        raw = fh.read(None if limit is None else limit * 4)
+    text = raw.decode("utf-8", errors="replace")
+    return text if limit is None else text[:limit]
 
 
 def validate_session_id(session_id: str) -> str:

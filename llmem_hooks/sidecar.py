@@ -54,13 +54,27 @@ LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A RotatingFileHandler whose every log file is 0600, whatever the umask: the stdlib
+    opens the new file after a rollover with ``open()`` (0666 minus the umask), and log
+    lines name sessions and projects. Never opens through a symlink."""
+
+    def _open(self) -> TextIO:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.baseFilename, flags, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+        except BaseException:
+            os.close(fd)
+            raise
+        return open(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
+
+
 def setup_logging(home: Path | None = None, stream: TextIO | None = sys.stderr) -> Path:
     """One line per hook to ``<LLMEM_HOME>/logs/sidecar.log`` (rotating, 0600) and to
     ``stream`` (the terminal, in the foreground)."""
     logs = ensure_private_dir((home or get_llmem_home()) / "logs")
     path = logs / "sidecar.log"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.close(fd)
     root = logging.getLogger("llmem_hooks")
     root.setLevel(logging.INFO)
     root.propagate = False  # the CLI's basicConfig handler would print every line twice
@@ -69,7 +83,7 @@ def setup_logging(home: Path | None = None, stream: TextIO | None = sys.stderr) 
         if getattr(h, "_llmem_sidecar", False):
             root.removeHandler(h)
     handlers: list[logging.Handler] = [
-        logging.handlers.RotatingFileHandler(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS)
+        PrivateRotatingFileHandler(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS)
     ]
     if stream is not None:
         handlers.append(logging.StreamHandler(stream))

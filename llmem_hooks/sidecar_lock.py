@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .paths import ensure_private_dir, get_llmem_home
+from .paths import ensure_private_dir, get_llmem_home, write_atomic
 
 
 class AlreadyRunning(RuntimeError):
@@ -72,10 +72,7 @@ def single_instance(home: Path | None = None) -> Iterator[None]:
                 f"another sidecar is already running for {home}" + (f" (pid {pid})" if pid else "")
             ) from None
         pid_file = pid_path(home)
-        tmp = pid_file.with_suffix(".tmp")
-        tmp.write_text(f"{os.getpid()}\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, pid_file)
+        write_atomic(pid_file, f"{os.getpid()}\n")
         try:
             yield
         finally:

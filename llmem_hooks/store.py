@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 import threading
 import uuid
@@ -25,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from . import fuzzy
-from .db import connect, has_function, transaction
+from .db import connect, connect_readonly, has_function, is_sqlite_file, transaction
 from .errors import NotFoundError, ValidationError
-from .migrations import migrate
+from .migrations import migrate, schema_lag
 from .paths import FILE_MODE, ensure_private_dir, get_db_path
 from .redact import redact_secrets
 from .registry import check_memory_type, register_memory_type
@@ -263,6 +264,27 @@ def row_to_memory(row: Any) -> dict[str, Any]:
     return mem
 
 
+class SchemaBehind(ValidationError):
+    """A read-only open found a database older than this version's schema."""
+
+
+def _check_db_file(path: Path, read_only: bool) -> None:
+    """Refuse, before SQLite opens it, a path that is not a database: SQLite would create
+    a journal next to it or fail later with a less clear message."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if read_only:
+            raise NotFoundError(f"no database at {path}") from None
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ValidationError(f"database: {path} is not a regular file")
+    # With a -wal beside it, SQLite has the file open (maybe this very process: closing
+    # any descriptor of it would drop that connection's POSIX locks), so it is a database.
+    if not os.path.exists(f"{path}-wal") and not is_sqlite_file(path):
+        raise ValidationError(f"database: {path} is not an SQLite database; nothing was changed")
+
+
 class MemoryStore:
     """Memories in one SQLite file (default ``<LLMEM_HOME>/memory.db``).
 
@@ -286,9 +308,13 @@ class MemoryStore:
         duplicate_cosine: float = DUPLICATE_COSINE,
         load_vec: bool = True,
         prefilter_threshold: int = PREFILTER_THRESHOLD,
+        read_only: bool = False,
     ) -> None:
         path = Path(db_path) if db_path is not None else get_db_path()
-        if str(path) != ":memory:":
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
+            _check_db_file(path, read_only)
+        if not in_memory and not read_only:
             ensure_private_dir(path.parent)
             # Create the file 0600 before SQLite opens it: SQLite gives the -wal and -shm
             # files the database file's mode, so they are private from the first write.
@@ -300,21 +326,36 @@ class MemoryStore:
                 with contextlib.suppress(FileExistsError):
                     os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, FILE_MODE))
         self.db_path = path
+        self.read_only = read_only
         self.inbox_capacity = inbox_capacity
         self.default_confidence = _check_confidence(default_confidence, "default confidence")
         self.duplicate_cosine = _check_confidence(duplicate_cosine, "duplicate cosine")
         self._lock = threading.RLock()
         self._has_vec: bool | None = None
-        self._conn = connect(path, load_vec=load_vec)
-        migrate(self._conn)
+        if read_only:
+            # Readers never write: no migrations, no vector reconcile, no access counts.
+            self._conn = connect_readonly(path, load_vec=load_vec)
+            lag = schema_lag(self._conn)
+            if lag:
+                self._conn.close()
+                raise SchemaBehind(
+                    f"database {path} lacks {lag} schema upgrade(s) and cannot be written;"
+                    " run any llmem-hooks command once with write access to upgrade it"
+                )
+        else:
+            self._conn = connect(path, load_vec=load_vec)
+            migrate(self._conn)
         try:
             self.vectors = VectorIndex(
                 self._conn,
-                vec_dimensions,
+                None if read_only else vec_dimensions,
                 enabled=load_vec,
                 prefilter_threshold=prefilter_threshold,
             )
-            self.vectors.open()
+            if read_only:
+                self.vectors.refresh()
+            else:
+                self.vectors.open()
         except BaseException:
             self._conn.close()
             raise
@@ -323,10 +364,15 @@ class MemoryStore:
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any], db_path: Path | str | None = None
+        cls,
+        config: Mapping[str, Any],
+        db_path: Path | str | None = None,
+        *,
+        read_only: bool = False,
     ) -> MemoryStore:
         """The store config.yaml's ``memory`` section describes (``db_path`` overrides its
-        path): one rule for the CLI, the sidecar and the hooks."""
+        path): one rule for the CLI, the sidecar and the hooks. ``read_only``: see
+        `connect_readonly` (for commands that only read)."""
         mem = config.get("memory") or {}
         if db_path is None and mem.get("db_path"):
             db_path = Path(str(mem["db_path"])).expanduser()
@@ -336,6 +382,7 @@ class MemoryStore:
             default_confidence=float(mem.get("default_confidence", DEFAULT_CONFIDENCE)),
             vec_dimensions=mem.get("vec_dimensions"),
             duplicate_cosine=float(mem.get("duplicate_cosine", DUPLICATE_COSINE)),
+            read_only=read_only,
         )
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -766,7 +813,7 @@ class MemoryStore:
     def touch_batch(self, ids: Sequence[str]) -> int:
         """Count one access for each id in one UPDATE; returns the rows updated."""
         ids = list(dict.fromkeys(ids))
-        if not ids:
+        if not ids or self.read_only:  # a read-only open records no accesses
             return 0
         with self._lock, transaction(self._conn):
             cur = self._conn.execute(

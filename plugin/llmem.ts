@@ -34,9 +34,11 @@ const POLL_MS = 20
 const SESSION_ID = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_PARENT_DEPTH = 8
 
+// Always absolute (a relative $LLMEM_HOME is taken against the current directory once),
+// and handed as such to the sidecar we start, whose working directory differs from ours.
 const llmemHome = (): string => {
   const env = process.env.LLMEM_HOME
-  if (env) return env === "~" || env.startsWith("~/") ? path.join(os.homedir(), env.slice(1)) : env
+  if (env) return path.resolve(env === "~" || env.startsWith("~/") ? path.join(os.homedir(), env.slice(1)) : env)
   return path.join(os.homedir(), ".config", "llmem")
 }
 
@@ -109,9 +111,15 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
   const readCached = async (file: string): Promise<string | null> => {
     let st: fs.Stats
     try {
-      st = await fs.promises.stat(file)
+      st = await fs.promises.lstat(file)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") log(`stat ${file}: ${String(err)}`)
+      cache.delete(file)
+      return null
+    }
+    if (!st.isFile()) {
+      // Never follow a symlink planted in the context folder into the prompt.
+      log(`not reading ${file}: not a regular file`)
       cache.delete(file)
       return null
     }
@@ -119,9 +127,16 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
     if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.text || null
     let text: string
     try {
-      text = await fs.promises.readFile(file, "utf8")
+      const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+      try {
+        text = await fh.readFile("utf8")
+      } finally {
+        await fh.close()
+      }
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === "ELOOP") return null // replaced by a symlink between lstat and open
+      if (code !== "ENOENT") throw err
       return null // removed between stat and read
     }
     cache.set(file, { mtimeMs: st.mtimeMs, size: st.size, text: text.trim() ? text : "" })
@@ -185,7 +200,11 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
     const fd = fs.openSync(settings.log, "a", 0o600)
     try {
       const [cmd, ...args] = settings.command
-      const child = spawn(cmd, args, { detached: true, stdio: ["ignore", fd, fd], env: process.env })
+      const child = spawn(cmd, args, {
+        detached: true,
+        stdio: ["ignore", fd, fd],
+        env: { ...process.env, LLMEM_HOME: home },
+      })
       child.on("error", (err) => log(`cannot start sidecar ${JSON.stringify(settings.command)}: ${String(err)}`))
       child.unref()
       log(`started sidecar ${JSON.stringify(settings.command)} (pid ${child.pid ?? "?"})`)

@@ -819,7 +819,7 @@ def test_a_file_that_is_not_a_database(cli: CLI, tmp_path: Path) -> None:
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not sqlite, just some bytes " * 40)
     r = cli("--db", junk, "stats")
-    assert r.code == 1
+    assert r.code == 2  # a wrong path is a usage error (issue 9 defect 3)
     (line,) = r.err.splitlines()
     assert line.startswith("error: database: ")
     assert junk.read_bytes() == b"this is not sqlite, just some bytes " * 40

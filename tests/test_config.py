@@ -151,10 +151,11 @@ def test_user_value_overrides_one_default(config_path: Path) -> None:
     write_config(config_path, text)
     config = load_config()
     assert config["retrieval"]["limit"] == 3
-    assert config["memory"]["db_path"] == "~/somewhere/mem.db"
+    # Paths come back absolute (~ expanded; relative ones against LLMEM_HOME).
+    assert config["memory"]["db_path"] == str(Path.home() / "somewhere" / "mem.db")
     expected = copy.deepcopy(EXPECTED_DEFAULTS)
     expected["retrieval"]["limit"] = 3
-    expected["memory"]["db_path"] = "~/somewhere/mem.db"
+    expected["memory"]["db_path"] = str(Path.home() / "somewhere" / "mem.db")
     assert config == expected  # every other key keeps its default
     assert config_path.read_text(encoding="utf-8") == text  # the user's file is left alone
 
