@@ -58,15 +58,34 @@ def write_export(path: Path, memories: Sequence[Mapping[str, Any]]) -> None:
     write_private_file(path, json.dumps(wrap(memories), ensure_ascii=False, indent=1) + "\n")
 
 
+MAX_IMPORT_BYTES = 512 * 1024 * 1024  # an export of 10,000 memories with vectors is ~60 MB
+
+
 def read_export(path: Path) -> list[Any]:
+    """The memories of an export file. Anything unreadable (missing, not UTF-8, over
+    MAX_IMPORT_BYTES, not JSON, nested too deeply, a 5,000-digit number) is one
+    ImportFormatError line, never a traceback."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFormatError(f"cannot read {path}: {exc}") from None
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_IMPORT_BYTES + 1)
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ImportFormatError(f"{path} is larger than {MAX_IMPORT_BYTES:,} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(
+            f"{path} is not UTF-8 text (bad byte at offset {exc.start})"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportFormatError(
             f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}"
         ) from None
+    except RecursionError:
+        raise ImportFormatError(f"{path} is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise ImportFormatError(f"{path} is not usable JSON: {str(exc)[:120]}") from None
     return unwrap(data)
