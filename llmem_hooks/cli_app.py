@@ -479,6 +479,25 @@ def forget(
     typer.echo(f"forgot {full}")
 
 
+PREVIEW_LINES = 5
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):  # closed or replaced stdin
+        return False
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal (prompt on stderr, so --json output stays clean); only an
+    explicit y/yes says yes."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
 @app.command()
 def prune(
     before: Annotated[
@@ -486,24 +505,63 @@ def prune(
         typer.Option("--before", help="Also delete memories created before this date (ISO 8601)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would go.")] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (needed when not a TTY).")
+    ] = False,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
-    """Delete expired memories for good (and, with --before, older ones)."""
+    """Delete expired memories for good (and, with --before, older ones). Shows what goes,
+    asks on a terminal (--yes otherwise), and first writes what it deletes to
+    $LLMEM_HOME/backups/prune-<time>.json (restore with `llmem-hooks import`)."""
     fmt = _fmt(as_json, as_markdown)
     if before:
         before = parse_iso(before, field="--before date")
     with open_store() as st:
-        gone = st.prune(before=before, dry_run=dry_run)
-    if fmt is Format.json:
-        typer.echo(
-            json.dumps({"dry_run": dry_run, "count": len(gone), "ids": [m["id"] for m in gone]})
+        doomed = st.prune(before=before, dry_run=True)
+        n = len(doomed)
+        noun = f"memor{'y' if n == 1 else 'ies'}"
+        if dry_run or not doomed:
+            _print_pruned(doomed, fmt, dry_run=dry_run, backup=None)
+            return
+        if not yes:
+            preview = [_one_line(m) for m in doomed[:PREVIEW_LINES]]
+            if n > PREVIEW_LINES:
+                preview.append(f"... and {n - PREVIEW_LINES} more (see them with --dry-run)")
+            if not _stdin_is_tty():
+                raise ValidationError(
+                    f"prune would delete {n} {noun}; rerun with --yes to confirm "
+                    "(or --dry-run to list them)"
+                )
+            typer.echo("\n".join(preview), err=True)
+            if not _confirm(f"delete these {n} {noun} for good (a backup is kept)?"):
+                typer.echo("nothing deleted", err=True)
+                raise typer.Exit(1)
+        backup = archive.write_backup(
+            "prune", st.export_all(limit=None, ids=[m["id"] for m in doomed])
         )
+        gone = st.prune(before=before, only_ids=[m["id"] for m in doomed])
+    _print_pruned(gone, fmt, dry_run=False, backup=backup)
+
+
+def _print_pruned(
+    gone: Sequence[dict[str, Any]], fmt: Format, *, dry_run: bool, backup: Path | None
+) -> None:
+    if fmt is Format.json:
+        out: dict[str, Any] = {
+            "dry_run": dry_run,
+            "count": len(gone),
+            "ids": [m["id"] for m in gone],
+        }
+        if backup is not None:
+            out["backup"] = str(backup)
+        typer.echo(json.dumps(out))
         return
     for mem in gone:
         typer.echo(_one_line(mem))
     verb = "would delete" if dry_run else "deleted"
-    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}", err=True)
+    kept = f"; backup: {backup}" if backup is not None else ""
+    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}{kept}", err=True)
 
 
 def _embedding_stats(fmt: Format) -> None:

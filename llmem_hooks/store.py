@@ -1233,17 +1233,29 @@ class MemoryStore:
             "db_size_bytes": size,
         }
 
-    def prune(self, before: str | None = None, dry_run: bool = False) -> list[dict[str, Any]]:
+    def prune(
+        self,
+        before: str | None = None,
+        dry_run: bool = False,
+        only_ids: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
         """Delete expired memories (and, with ``before``, all created before that date).
 
-        Returns the memories that were (or, with ``dry_run``, would be) deleted.
+        Returns the memories that were (or, with ``dry_run``, would be) deleted. With
+        ``only_ids`` (the ids a person confirmed and a backup holds), only those of them
+        that still match are deleted: a memory that became prunable after the preview is
+        never deleted unseen.
         """
         now = now_iso()
-        cond = "(expires_at IS NOT NULL AND expires_at <= ?)"
+        cond = "((expires_at IS NOT NULL AND expires_at <= ?)"
         params: list[Any] = [now]
         if before:
             cond += " OR created_at < ?"
             params.append(parse_iso(before, field="--before date"))
+        cond += ")"
+        if only_ids is not None:
+            cond += " AND id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(only_ids)))
         with self._lock, transaction(self._conn):
             rows = self._conn.execute(
                 f"SELECT {_MEMORY_COLUMNS}, seq FROM memories WHERE {cond} ORDER BY seq", params
@@ -1254,13 +1266,20 @@ class MemoryStore:
         return [row_to_memory(r) for r in rows]
 
     # -- export / import -----------------------------------------------------------------
-    def export_all(self, limit: int | None = DEFAULT_EXPORT_LIMIT) -> list[dict[str, Any]]:
+    def export_all(
+        self, limit: int | None = DEFAULT_EXPORT_LIMIT, ids: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
         """All memories (valid or not) with tags, outgoing relations and embeddings (base64).
 
-        ``limit`` defaults to 10,000; pass None for no limit.
+        ``limit`` defaults to 10,000; pass None for no limit. ``ids``: only these memories
+        (the backup `prune` writes before it deletes them).
         """
-        sql = f"SELECT {_MEMORY_COLUMNS}, embedding, seq FROM memories ORDER BY seq"
+        where = ""
         params: list[Any] = []
+        if ids is not None:
+            where = "WHERE id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(ids)))
+        sql = f"SELECT {_MEMORY_COLUMNS}, embedding, seq FROM memories {where} ORDER BY seq"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
@@ -1328,8 +1347,10 @@ class MemoryStore:
                     )
             except ValidationError as exc:
                 mid = item.get("id")
-                ident = f" (id {mid[:40]!r})" if isinstance(mid, str) and mid else ""
-                raise ValidationError(f"memory #{i + 1}{ident}: {exc}") from None
+                if isinstance(mid, str) and mid:
+                    short = mid if len(mid) <= 40 else mid[:37] + "..."
+                    raise ValidationError(f"memory {short}: {exc} (record #{i + 1})") from None
+                raise ValidationError(f"memory #{i + 1}: {exc}") from None
             if rec["id"] in seen:
                 raise ValidationError(f"memory {rec['id']}: duplicate id in import data")
             if rec["embedding"] is not None:

@@ -204,7 +204,8 @@ def test_bad_import_field_is_named_and_nothing_is_written(
     with pytest.raises(ValidationError) as info:
         store.import_memories(data)
     message = str(info.value)
-    assert "memory #3" in message and field in message, message
+    assert "memory imp-3:" in message and "(record #3)" in message, message
+    assert f"field {field!r}" in message or field in message, message
     assert len(message) < 400
     assert store.count(valid_only=False) == before
 
@@ -232,7 +233,7 @@ def test_exported_file_with_huge_fields_exits_2_via_cli(llmem_home: Path, tmp_pa
         encoding="utf-8",
     )
     r = run_cli("import", src)
-    assert_one_line_exit_2(r, "memory #2", "source")
+    assert_one_line_exit_2(r, "memory imp-2:", "record #2", "source")
     assert count_rows(llmem_home / "memory.db") == 0
 
 
