@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -30,8 +31,9 @@ except ImportError:  # pragma: no cover - older typer with click as a dependency
     from click.exceptions import UsageError
 
 from . import archive
+from .backoff import BACKOFF_SECONDS, ModelFailure
 from .config import load_config
-from .errors import ConfigError, LLMemError, NotFoundError, ValidationError
+from .errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
 from .paths import get_db_path
 from .redact import find_secrets
 from .registry import DEFAULT_MEMORY_TYPES
@@ -105,21 +107,71 @@ def open_store() -> Iterator[MemoryStore]:
         store.close()
 
 
+class _ModelState:
+    """Why the embedding model was not used in this command (None: it was, or it is off)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.configured = True
+        self.failure: ModelFailure | None = None
+        self.retry_in: float | None = None  # set when an earlier command's failure applied
+        self.other: str | None = None  # any other failure (wrong model, bad answer...)
+
+    def cause(self) -> str:
+        """The real cause, for messages: not configured vs. not reachable vs. timeout."""
+        if not self.configured:
+            return "no embedding model is configured (ollama.enabled is false)"
+        if self.failure is not None:
+            return self.failure.cause()
+        return self.other or "the embedding model did not answer"
+
+    def retry_note(self) -> str:
+        if self.failure is None:
+            return ""
+        if self.retry_in is None:
+            return f"; retrying after {BACKOFF_SECONDS:.0f} s"
+        ago = max(0.0, time.time() - self.failure.at)
+        return f" ({ago:.0f} s ago); retrying in {self.retry_in:.0f} s"
+
+
+model_state = _ModelState()
+
+
 def _local_embedding(text: str) -> tuple[Any, list[float] | None]:
     """(engine, vector of ``text``) when a local embedder is enabled and answers; else
-    (None, None), silently: no embedder is a normal setup, keyword search still works.
+    (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
+    and a server that failed in the last minute (any process) is skipped at once.
     The caller closes the engine."""
-    from .embed import embedder_from_config
+    from .embed import ModelBackedOff, embedder_from_config
 
-    engine = embedder_from_config(_config())
+    engine = embedder_from_config(_config(), interactive=True)
     if engine is None:
+        model_state.configured = False
         return None, None
     try:
         return engine, engine.embed(text)
+    except ModelBackedOff as exc:
+        model_state.failure, model_state.retry_in = exc.failure, exc.retry_in
     except Exception as exc:  # not running, no model, wrong size...
+        model_state.failure = getattr(engine, "last_failure", None)
+        model_state.other = str(exc)
         logging.getLogger(__name__).debug("no embedding: %s", exc)
-        engine.close()
-        return None, None
+    engine.close()
+    return None, None
+
+
+def _keyword_only_note(command: str, explicit: bool) -> None:
+    """Say once on stderr why this command runs without the model. A server that hangs
+    (timeout) is always worth a line; 'nothing listens' is the normal no-Ollama setup,
+    said only when the user asked for the model (--mode hybrid)."""
+    failure = model_state.failure
+    if failure is None and not explicit:
+        return
+    if failure is not None and failure.kind == "down" and not explicit:
+        return
+    typer.echo(f"{command}: {model_state.cause()}{model_state.retry_note()}", err=True)
 
 
 def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
@@ -258,6 +310,12 @@ def _embedding_for(content: str) -> list[float] | None:
     engine, vector = _local_embedding(safe)
     if engine is not None:
         engine.close()
+    elif model_state.failure is not None and model_state.failure.kind == "timeout":
+        typer.echo(
+            f"store: stored without an embedding (the sidecar adds it later): "
+            f"{model_state.cause()}{model_state.retry_note()}",
+            err=True,
+        )
     return vector
 
 
@@ -380,13 +438,21 @@ def search(
         raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
     with open_store() as st:
         retriever = _retriever(st, probe=None if mode == "fts" else query)
+        search_mode = mode or "hybrid"
+        if search_mode != "fts" and retriever.embedder is None:
+            if search_mode == "semantic":
+                raise SearchError(
+                    f"semantic search needs the embedding model: {model_state.cause()}"
+                )
+            _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
+            search_mode = "fts"
         try:
             results = retriever.hybrid_search(
                 query,
                 limit=limit or _config()["retrieval"]["limit"],
                 offset=offset,
                 type=type,
-                search_mode=mode or ("hybrid" if retriever.embedder else "fts"),
+                search_mode=search_mode,
                 fuzzy=fuzzy,
                 threshold=threshold,
                 tags=tags,
@@ -861,6 +927,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the typer CLI; map errors to one line on stderr and an exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     state.reset()
+    model_state.reset()
     command = typer.main.get_command(app)
     try:
         rv = command.main(
