@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -31,8 +32,9 @@ except ImportError:  # pragma: no cover - older typer with click as a dependency
     from click.exceptions import UsageError
 
 from . import archive
+from .backoff import BACKOFF_SECONDS, ModelFailure
 from .config import load_config
-from .errors import ConfigError, LLMemError, NotFoundError, ValidationError
+from .errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
 from .paths import check_user_path, get_db_path
 from .redact import find_secrets
 from .registry import DEFAULT_MEMORY_TYPES
@@ -123,21 +125,71 @@ def open_store(read_only: bool = False) -> Iterator[MemoryStore]:
         store.close()
 
 
+class _ModelState:
+    """Why the embedding model was not used in this command (None: it was, or it is off)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.configured = True
+        self.failure: ModelFailure | None = None
+        self.retry_in: float | None = None  # set when an earlier command's failure applied
+        self.other: str | None = None  # any other failure (wrong model, bad answer...)
+
+    def cause(self) -> str:
+        """The real cause, for messages: not configured vs. not reachable vs. timeout."""
+        if not self.configured:
+            return "no embedding model is configured (ollama.enabled is false)"
+        if self.failure is not None:
+            return self.failure.cause()
+        return self.other or "the embedding model did not answer"
+
+    def retry_note(self) -> str:
+        if self.failure is None:
+            return ""
+        if self.retry_in is None:
+            return f"; retrying after {BACKOFF_SECONDS:.0f} s"
+        ago = max(0.0, time.time() - self.failure.at)
+        return f" ({ago:.0f} s ago); retrying in {self.retry_in:.0f} s"
+
+
+model_state = _ModelState()
+
+
 def _local_embedding(text: str) -> tuple[Any, list[float] | None]:
     """(engine, vector of ``text``) when a local embedder is enabled and answers; else
-    (None, None), silently: no embedder is a normal setup, keyword search still works.
+    (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
+    and a server that failed in the last minute (any process) is skipped at once.
     The caller closes the engine."""
-    from .embed import embedder_from_config
+    from .embed import ModelBackedOff, embedder_from_config
 
-    engine = embedder_from_config(_config())
+    engine = embedder_from_config(_config(), interactive=True)
     if engine is None:
+        model_state.configured = False
         return None, None
     try:
         return engine, engine.embed(text)
+    except ModelBackedOff as exc:
+        model_state.failure, model_state.retry_in = exc.failure, exc.retry_in
     except Exception as exc:  # not running, no model, wrong size...
+        model_state.failure = getattr(engine, "last_failure", None)
+        model_state.other = str(exc)
         logging.getLogger(__name__).debug("no embedding: %s", exc)
-        engine.close()
-        return None, None
+    engine.close()
+    return None, None
+
+
+def _keyword_only_note(command: str, explicit: bool) -> None:
+    """Say once on stderr why this command runs without the model. A server that hangs
+    (timeout) is always worth a line; 'nothing listens' is the normal no-Ollama setup,
+    said only when the user asked for the model (--mode hybrid)."""
+    failure = model_state.failure
+    if failure is None and not explicit:
+        return
+    if failure is not None and failure.kind == "down" and not explicit:
+        return
+    typer.echo(f"{command}: {model_state.cause()}{model_state.retry_note()}", err=True)
 
 
 def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
@@ -276,6 +328,12 @@ def _embedding_for(content: str) -> list[float] | None:
     engine, vector = _local_embedding(safe)
     if engine is not None:
         engine.close()
+    elif model_state.failure is not None and model_state.failure.kind == "timeout":
+        typer.echo(
+            f"store: stored without an embedding (the sidecar adds it later): "
+            f"{model_state.cause()}{model_state.retry_note()}",
+            err=True,
+        )
     return vector
 
 
@@ -398,13 +456,21 @@ def search(
         raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
     with open_store(read_only=True) as st:
         retriever = _retriever(st, probe=None if mode == "fts" else query)
+        search_mode = mode or "hybrid"
+        if search_mode != "fts" and retriever.embedder is None:
+            if search_mode == "semantic":
+                raise SearchError(
+                    f"semantic search needs the embedding model: {model_state.cause()}"
+                )
+            _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
+            search_mode = "fts"
         try:
             results = retriever.hybrid_search(
                 query,
                 limit=limit or _config()["retrieval"]["limit"],
                 offset=offset,
                 type=type,
-                search_mode=mode or ("hybrid" if retriever.embedder else "fts"),
+                search_mode=search_mode,
                 fuzzy=fuzzy,
                 threshold=threshold,
                 tags=tags,
@@ -497,6 +563,25 @@ def forget(
     typer.echo(f"forgot {full}")
 
 
+PREVIEW_LINES = 5
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):  # closed or replaced stdin
+        return False
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal (prompt on stderr, so --json output stays clean); only an
+    explicit y/yes says yes."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
 @app.command()
 def prune(
     before: Annotated[
@@ -504,24 +589,63 @@ def prune(
         typer.Option("--before", help="Also delete memories created before this date (ISO 8601)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would go.")] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (needed when not a TTY).")
+    ] = False,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
-    """Delete expired memories for good (and, with --before, older ones)."""
+    """Delete expired memories for good (and, with --before, older ones). Shows what goes,
+    asks on a terminal (--yes otherwise), and first writes what it deletes to
+    $LLMEM_HOME/backups/prune-<time>.json (restore with `llmem-hooks import`)."""
     fmt = _fmt(as_json, as_markdown)
     if before:
         before = parse_iso(before, field="--before date")
     with open_store() as st:
-        gone = st.prune(before=before, dry_run=dry_run)
-    if fmt is Format.json:
-        typer.echo(
-            json.dumps({"dry_run": dry_run, "count": len(gone), "ids": [m["id"] for m in gone]})
+        doomed = st.prune(before=before, dry_run=True)
+        n = len(doomed)
+        noun = f"memor{'y' if n == 1 else 'ies'}"
+        if dry_run or not doomed:
+            _print_pruned(doomed, fmt, dry_run=dry_run, backup=None)
+            return
+        if not yes:
+            preview = [_one_line(m) for m in doomed[:PREVIEW_LINES]]
+            if n > PREVIEW_LINES:
+                preview.append(f"... and {n - PREVIEW_LINES} more (see them with --dry-run)")
+            if not _stdin_is_tty():
+                raise ValidationError(
+                    f"prune would delete {n} {noun}; rerun with --yes to confirm "
+                    "(or --dry-run to list them)"
+                )
+            typer.echo("\n".join(preview), err=True)
+            if not _confirm(f"delete these {n} {noun} for good (a backup is kept)?"):
+                typer.echo("nothing deleted", err=True)
+                raise typer.Exit(1)
+        backup = archive.write_backup(
+            "prune", st.export_all(limit=None, ids=[m["id"] for m in doomed])
         )
+        gone = st.prune(before=before, only_ids=[m["id"] for m in doomed])
+    _print_pruned(gone, fmt, dry_run=False, backup=backup)
+
+
+def _print_pruned(
+    gone: Sequence[dict[str, Any]], fmt: Format, *, dry_run: bool, backup: Path | None
+) -> None:
+    if fmt is Format.json:
+        out: dict[str, Any] = {
+            "dry_run": dry_run,
+            "count": len(gone),
+            "ids": [m["id"] for m in gone],
+        }
+        if backup is not None:
+            out["backup"] = str(backup)
+        typer.echo(json.dumps(out))
         return
     for mem in gone:
         typer.echo(_one_line(mem))
     verb = "would delete" if dry_run else "deleted"
-    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}", err=True)
+    kept = f"; backup: {backup}" if backup is not None else ""
+    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}{kept}", err=True)
 
 
 def _embedding_stats(fmt: Format) -> None:
@@ -824,6 +948,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the typer CLI; map errors to one line on stderr and an exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     state.reset()
+    model_state.reset()
     command = typer.main.get_command(app)
     try:
         rv = command.main(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -72,26 +73,44 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
 }
 
 
-def _number(lo: float | None = None, hi: float | None = None) -> Callable[[Any], float]:
+def _number(lo: float, hi: float) -> Callable[[Any], float]:
+    """A finite int or float in [lo, hi]: inf, nan and 1e20 would crash the sidecar later
+    (int(inf), sleep(1e20)), so they are refused here, with the key named."""
+
     def check(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"expected a number, got {value!r}")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise ValueError(f"must be between {lo} and {hi}, got {value!r}")
+            raise ValueError(f"expected a number, got {_short(value)}")
+        if (isinstance(value, float) and not math.isfinite(value)) or not lo <= value <= hi:
+            raise ValueError(
+                f"must be a finite number between {lo:g} and {hi:g}, got {_short(value)}"
+            )
         return value
 
     return check
 
 
-def _int(lo: int = 0) -> Callable[[Any], int]:
+def _int(lo: int, hi: int) -> Callable[[Any], int]:
+    """An integer in [lo, hi] (bounded: SQLite and range() choke on 10**30)."""
+
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected an integer, got {value!r}")
-        if value < lo:
-            raise ValueError(f"must be >= {lo}, got {value!r}")
+            raise ValueError(f"expected an integer, got {_short(value)}")
+        if not lo <= value <= hi:
+            raise ValueError(f"must be an integer between {lo} and {hi}, got {_short(value)}")
         return value
 
     return check
+
+
+def _short(value: Any) -> str:
+    """repr(value), cut to one short line (a 10**5-digit integer must not flood stderr)."""
+    try:
+        text = repr(value)
+    except ValueError:  # int too large to print (Python's int_max_str_digits)
+        return "a huge integer"
+    except RecursionError:
+        return "a deeply nested value"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _bool(value: Any) -> bool:
@@ -124,29 +143,29 @@ VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "memory": {
         "db_path": _optional_path,
         "default_confidence": _number(0.0, 1.0),
-        "inbox_capacity": _int(1),
-        "vec_dimensions": _int(1),
+        "inbox_capacity": _int(1, 100_000),
+        "vec_dimensions": _int(1, 8192),
         "duplicate_cosine": _number(0.0, 1.0),
     },
     "retrieval": {
         "alpha": _number(0.0, 1.0),
         "blend": _number(0.0, 1.0),
         "fuzzy_threshold": _number(0.0, 1.0),
-        "limit": _int(1),
+        "limit": _int(1, 1000),
     },
-    "context": {"dir": _optional_path, "budget_tokens": _int(50)},
+    "context": {"dir": _optional_path, "budget_tokens": _int(50, 1_000_000)},
     "session": {
-        "idle_debounce_seconds": _number(0.0),
-        "end_after_minutes": _number(0.0),
-        "context_retention_days": _number(0.0),
-        "idle_quiet_seconds": _number(0.0),
-        "poll_seconds": _number(0.1),
+        "idle_debounce_seconds": _number(0.0, 86_400.0),
+        "end_after_minutes": _number(0.0, 525_600.0),  # a year
+        "context_retention_days": _number(0.0, 36_500.0),
+        "idle_quiet_seconds": _number(0.0, 3600.0),
+        "poll_seconds": _number(0.05, 3600.0),
     },
     "opencode": {
         "enabled": _bool,
         "db_path": _optional_path,
         "autostart_sidecar": _bool,
-        "plugin_wait_ms": _int(0),
+        "plugin_wait_ms": _int(0, 60_000),
     },
     "copilot": {"enabled": _bool, "home": _optional_path, "autostart_sidecar": _bool},
     "ollama": {
@@ -156,13 +175,13 @@ VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
         "model": _name,
         "embed_model": _name,
         "timeout_seconds": _number(0.1, 3600.0),
-        "context_tokens": _int(256),
+        "context_tokens": _int(256, 10_000_000),
     },
     "budget": {
-        "session_tokens": _int(0),
-        "session_seconds": _number(0.0),
-        "day_tokens": _int(0),
-        "day_seconds": _number(0.0),
+        "session_tokens": _int(0, 10**12),
+        "session_seconds": _number(0.0, 86_400.0),
+        "day_tokens": _int(0, 10**12),
+        "day_seconds": _number(0.0, 86_400.0),
     },
 }
 
@@ -190,6 +209,10 @@ def validate_config(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             except ValueError as exc:
                 raise ConfigError(
                     f"config.yaml: invalid value for {section}.{key}: {exc}"
+                ) from None
+            except RecursionError:
+                raise ConfigError(
+                    f"config.yaml: invalid value for {section}.{key}: nested too deeply"
                 ) from None
     return _check_paths(config)
 
@@ -233,15 +256,38 @@ def load_config(path: Path | None = None, create: bool = True) -> dict[str, dict
             ensure_private_dir(path.parent)
             write_config_yaml(path, DEFAULT_CONFIG)
         return copy.deepcopy(DEFAULT_CONFIG)
+    return validate_config(_read_yaml(path) or {})
+
+
+MAX_CONFIG_BYTES = 1_048_576
+
+
+def _read_yaml(path: Path) -> Any:
+    """The YAML document in ``path``; any way it cannot be read (missing rights, not UTF-8,
+    over 1 MB, malformed, nested too deep for the parser) is one ConfigError line."""
     import yaml
 
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        with path.open("rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"config.yaml: cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config.yaml: {path} is larger than {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config.yaml: {path} is not UTF-8 text (bad byte at offset {exc.start})"
+        ) from None
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:  # PyYAML's message spans lines; keep one
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"config.yaml: invalid YAML in {path}{where}: {problem}") from None
-    return validate_config(raw or {})
+    except RecursionError:
+        raise ConfigError(f"config.yaml: {path} is nested too deeply") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp out of range
+        raise ConfigError(f"config.yaml: invalid YAML in {path}: {exc}") from None

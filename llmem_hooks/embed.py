@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
+from .backoff import ModelFailure, SharedBackoff
 from .errors import LLMemError, ValidationError
 from .ollama import (
     DEFAULT_BASE_URL,
@@ -104,6 +105,15 @@ def _check_text(text: object, max_chars: int) -> str:
     return text[:max_chars]
 
 
+class ModelBackedOff(OllamaUnavailable):
+    """The model was skipped: it failed recently (see ``failure``), retry later."""
+
+    def __init__(self, failure: ModelFailure, now: float) -> None:
+        self.failure = failure
+        self.retry_in = failure.remaining(now)
+        super().__init__(f"{failure.cause()}; skipped for {self.retry_in:.0f} s more")
+
+
 class EmbeddingEngine:
     """Ollama embeddings for one model, cached. Thread-safe; satisfies
     `llmem_hooks.retrieve.Embedder`.
@@ -126,6 +136,7 @@ class EmbeddingEngine:
         backoff_seconds: float = BACKOFF_SECONDS,
         client: OllamaClient | None = None,
         clock: Callable[[], float] = time.monotonic,
+        shared_backoff: SharedBackoff | None = None,
     ) -> None:
         if not model or not isinstance(model, str):
             raise ValidationError("embedding model name must be a non-empty string")
@@ -151,6 +162,9 @@ class EmbeddingEngine:
         self._cache: OrderedDict[tuple[str, str], array] = OrderedDict()
         self._down_until = 0.0
         self._down_reason = ""
+        # Interactive commands share the back-off between processes (llmem_hooks.backoff).
+        self.shared_backoff = shared_backoff
+        self.last_failure: ModelFailure | None = None
         self._zero_counters()
 
     @classmethod
@@ -231,6 +245,14 @@ class EmbeddingEngine:
                     f"{self.client.shown_url}: skipped for {wait:.0f} s more "
                     f"after: {self._down_reason}"
                 )
+        shared = self.shared_backoff
+        if shared is not None:
+            failure = shared.blocked(self.client.base_url)
+            if failure is not None:
+                with self._lock:
+                    self._errors += 1
+                    self.last_failure = failure
+                raise ModelBackedOff(failure, shared.clock())
         try:
             result = self.client.embed(self.model, texts)
         except (OllamaUnavailable, OllamaTimeout) as exc:
@@ -238,6 +260,12 @@ class EmbeddingEngine:
                 self._errors += 1
                 self._down_until = self._clock() + self.backoff_seconds
                 self._down_reason = str(exc)
+            if shared is not None:
+                kind = "timeout" if isinstance(exc, OllamaTimeout) else "down"
+                detail = "cannot connect" if kind == "down" else str(exc)
+                self.last_failure = shared.failed(
+                    self.client.base_url, kind, detail, self.client.timeout
+                )
             log.info("embeddings paused for %.0f s: %s", self.backoff_seconds, exc)
             raise
         except OllamaError:
@@ -265,6 +293,8 @@ class EmbeddingEngine:
             self._tokens += result.prompt_tokens
             self._seconds += result.seconds
             self._down_until = 0.0
+        if shared is not None:
+            shared.succeeded(self.client.base_url)
         log.debug("embedded %d texts in %.3f s", len(texts), result.seconds)
         return vectors
 
@@ -329,13 +359,30 @@ class EmbeddingEngine:
             )
 
 
-def embedder_from_config(config: Mapping[str, Any]) -> EmbeddingEngine | None:
+INTERACTIVE_TIMEOUT_S = 2.0
+
+
+def embedder_from_config(
+    config: Mapping[str, Any], *, interactive: bool = False
+) -> EmbeddingEngine | None:
     """The engine the sidecar, hooks and CLI use: None when ``ollama.enabled`` is off or
-    the configured URL is refused (logged; callers then run FTS-only)."""
-    if not (config.get("ollama") or {}).get("enabled", True):
+    the configured URL is refused (logged; callers then run FTS-only).
+
+    ``interactive`` (CLI commands a person waits for): at most INTERACTIVE_TIMEOUT_S to
+    connect and to answer, and the back-off shared between processes, so a hung server
+    costs one short wait per minute instead of the full timeout on every command. The
+    sidecar keeps the configured timeout and its own back-off.
+    """
+    section = dict(config.get("ollama") or {})
+    if not section.get("enabled", True):
         return None
+    kwargs: dict[str, Any] = {}
+    if interactive:
+        configured = float(section.get("timeout_seconds") or INTERACTIVE_TIMEOUT_S)
+        section["timeout_seconds"] = min(configured, INTERACTIVE_TIMEOUT_S)
+        kwargs["shared_backoff"] = SharedBackoff()
     try:
-        return EmbeddingEngine.from_config(config)
+        return EmbeddingEngine.from_config({**config, "ollama": section}, **kwargs)
     except LLMemError as exc:
         log.warning("embeddings off: %s", exc)
         return None

@@ -254,6 +254,148 @@ def _json_dict(value: Any, what: str = "metadata") -> str:
         raise ValidationError(f"{what} is not JSON-serializable: {exc}") from None
 
 
+# Limits on imported records (an export file is untrusted input: it may be hand-written).
+MAX_IMPORT_TEXT = 256  # source, project, session_id, entered_by, type
+MAX_IMPORT_REASON = 2_000  # invalidation_reason
+MAX_IMPORT_TAGS = 64  # tags per memory (each at most 64 characters, see _TAG)
+MAX_IMPORT_LIST = 1_000  # hints, source_message_ids, relations per memory
+MAX_IMPORT_LIST_ITEM = 2_000  # characters of one hint or source message id
+MAX_IMPORT_METADATA_BYTES = 65_536  # metadata as JSON
+MAX_IMPORT_COUNT = 2**31  # access_count
+MAX_IMPORT_DIMENSIONS = 8_192
+_IMPORT_TIMES = ("created_at", "updated_at", "accessed_at", "expires_at", "valid_until")
+
+
+def _import_field_error(field: str, problem: str) -> ValidationError:
+    return ValidationError(f"field {field!r} {problem}")
+
+
+def validate_import_record(item: Mapping[str, Any]) -> None:
+    """Types, lengths and ranges of one imported memory, before `_prepare` sees it.
+
+    Why a separate pass: `_prepare` trusts the shapes its own callers pass; an import file
+    can hold anything (a number for the embedding, 10**30 for a count, 200,000-character
+    ids), which must be a one-line ValidationError naming the field, never a traceback or
+    an oversized row. Raises ValidationError("field 'x' ...").
+    """
+    for key in ("source", "project", "session_id", "entered_by", "type"):
+        value = item.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _import_field_error(key, f"must be a string, got {type(value).__name__}")
+        if len(value) > MAX_IMPORT_TEXT:
+            raise _import_field_error(
+                key, f"is {len(value):,} characters; the limit is {MAX_IMPORT_TEXT}"
+            )
+    for key, limit in (
+        ("content", MAX_CONTENT_CHARS),
+        ("summary", MAX_CONTENT_CHARS),
+        ("invalidation_reason", MAX_IMPORT_REASON),
+        ("id", MAX_ID_LENGTH),
+    ):
+        value = item.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _import_field_error(key, f"must be a string, got {type(value).__name__}")
+        if len(value) > limit:
+            raise _import_field_error(key, f"is {len(value):,} characters; the limit is {limit:,}")
+    for key in _IMPORT_TIMES:
+        value = item.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > 64):
+            raise _import_field_error(key, "must be an ISO 8601 date string")
+    tags = item.get("tags")
+    if tags is not None:
+        if isinstance(tags, str):
+            tags = tags.split(",")
+        if not isinstance(tags, list) or len(tags) > MAX_IMPORT_TAGS:
+            raise _import_field_error("tags", f"must be a list of at most {MAX_IMPORT_TAGS} tags")
+        if not all(isinstance(t, str) and len(t) <= 64 for t in tags):
+            raise _import_field_error("tags", "must hold strings of at most 64 characters")
+    for key in ("hints", "source_message_ids", "relations"):
+        value = item.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or len(value) > MAX_IMPORT_LIST:
+            raise _import_field_error(key, f"must be a list of at most {MAX_IMPORT_LIST:,} items")
+        if key != "relations" and not all(
+            isinstance(v, str) and len(v) <= MAX_IMPORT_LIST_ITEM for v in value
+        ):
+            raise _import_field_error(
+                key, f"must hold strings of at most {MAX_IMPORT_LIST_ITEM:,} characters"
+            )
+    for rel in item.get("relations") or []:
+        if not isinstance(rel, Mapping) or not all(
+            v is None or (isinstance(v, str) and len(v) <= MAX_IMPORT_TEXT) for v in rel.values()
+        ):
+            raise _import_field_error("relations", "must hold objects of short strings")
+    metadata = item.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, Mapping):
+            raise _import_field_error("metadata", "must be a JSON object")
+        try:
+            size = len(json.dumps(metadata, allow_nan=False).encode("utf-8"))
+        except (TypeError, ValueError, RecursionError):
+            raise _import_field_error("metadata", "must be plain, finite JSON") from None
+        if size > MAX_IMPORT_METADATA_BYTES:
+            raise _import_field_error(
+                "metadata", f"is {size:,} bytes of JSON; the limit is {MAX_IMPORT_METADATA_BYTES:,}"
+            )
+    for key in ("access_count",):
+        value = item.get(key)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 0 <= value <= MAX_IMPORT_COUNT
+        ):
+            raise _import_field_error(key, f"must be an integer from 0 to {MAX_IMPORT_COUNT}")
+    confidence = item.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not 0.0 <= confidence <= 1.0  # false for nan
+    ):
+        raise _import_field_error("confidence", "must be a number between 0 and 1")
+    _validate_import_embedding(item.get("embedding"))
+
+
+def _validate_import_embedding(value: Any) -> None:
+    """Absent, a list of finite floats, or base64 of packed finite float32 (export_all's)."""
+    if value is None:
+        return
+    if isinstance(value, str):
+        if len(value) > MAX_EMBEDDING_BYTES * 2:
+            raise _import_field_error("embedding", "is too large")
+        try:
+            blob = base64.b64decode(value, validate=True)
+        except ValueError:
+            raise _import_field_error("embedding", "must be base64 of packed float32") from None
+        if not blob or len(blob) % 4 or len(blob) // 4 > MAX_IMPORT_DIMENSIONS:
+            raise _import_field_error(
+                "embedding", f"must hold 1 to {MAX_IMPORT_DIMENSIONS} packed float32 values"
+            )
+        floats: Sequence[float] = unpack_embedding(blob)
+    elif isinstance(value, list):
+        if not value or len(value) > MAX_IMPORT_DIMENSIONS:
+            raise _import_field_error(
+                "embedding", f"must hold 1 to {MAX_IMPORT_DIMENSIONS} numbers"
+            )
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
+            raise _import_field_error("embedding", "must be a list of numbers")
+        floats = value
+    else:
+        raise _import_field_error(
+            "embedding", f"must be a list of numbers or absent, got {type(value).__name__}"
+        )
+    try:
+        finite = all(math.isfinite(x) and abs(x) <= 3.4e38 for x in floats)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        raise _import_field_error("embedding", "must hold finite float32 values")
+
+
 def row_to_memory(row: Any) -> dict[str, Any]:
     """A memories row (selected with _MEMORY_COLUMNS) as the public dict."""
     mem = {k: row[k] for k in row.keys() if k not in ("tag_text", "embedding", "seq")}  # noqa: SIM118 - a Row iterates values
@@ -1138,17 +1280,29 @@ class MemoryStore:
             "db_size_bytes": size,
         }
 
-    def prune(self, before: str | None = None, dry_run: bool = False) -> list[dict[str, Any]]:
+    def prune(
+        self,
+        before: str | None = None,
+        dry_run: bool = False,
+        only_ids: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
         """Delete expired memories (and, with ``before``, all created before that date).
 
-        Returns the memories that were (or, with ``dry_run``, would be) deleted.
+        Returns the memories that were (or, with ``dry_run``, would be) deleted. With
+        ``only_ids`` (the ids a person confirmed and a backup holds), only those of them
+        that still match are deleted: a memory that became prunable after the preview is
+        never deleted unseen.
         """
         now = now_iso()
-        cond = "(expires_at IS NOT NULL AND expires_at <= ?)"
+        cond = "((expires_at IS NOT NULL AND expires_at <= ?)"
         params: list[Any] = [now]
         if before:
             cond += " OR created_at < ?"
             params.append(parse_iso(before, field="--before date"))
+        cond += ")"
+        if only_ids is not None:
+            cond += " AND id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(only_ids)))
         with self._lock, transaction(self._conn):
             rows = self._conn.execute(
                 f"SELECT {_MEMORY_COLUMNS}, seq FROM memories WHERE {cond} ORDER BY seq", params
@@ -1159,13 +1313,20 @@ class MemoryStore:
         return [row_to_memory(r) for r in rows]
 
     # -- export / import -----------------------------------------------------------------
-    def export_all(self, limit: int | None = DEFAULT_EXPORT_LIMIT) -> list[dict[str, Any]]:
+    def export_all(
+        self, limit: int | None = DEFAULT_EXPORT_LIMIT, ids: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
         """All memories (valid or not) with tags, outgoing relations and embeddings (base64).
 
-        ``limit`` defaults to 10,000; pass None for no limit.
+        ``limit`` defaults to 10,000; pass None for no limit. ``ids``: only these memories
+        (the backup `prune` writes before it deletes them).
         """
-        sql = f"SELECT {_MEMORY_COLUMNS}, embedding, seq FROM memories ORDER BY seq"
+        where = ""
         params: list[Any] = []
+        if ids is not None:
+            where = "WHERE id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(ids)))
+        sql = f"SELECT {_MEMORY_COLUMNS}, embedding, seq FROM memories {where} ORDER BY seq"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
@@ -1216,6 +1377,7 @@ class MemoryStore:
             if not isinstance(item, Mapping):
                 raise ValidationError(f"memory #{i + 1}: expected an object")
             try:
+                validate_import_record(item)
                 rec = self._prepare(item)
                 rels = item.get("relations") or []
                 if not isinstance(rels, list) or not all(isinstance(r, Mapping) for r in rels):
@@ -1231,8 +1393,11 @@ class MemoryStore:
                         )
                     )
             except ValidationError as exc:
-                ident = item.get("id") if isinstance(item.get("id"), str) else f"#{i + 1}"
-                raise ValidationError(f"memory {ident}: {exc}") from None
+                mid = item.get("id")
+                if isinstance(mid, str) and mid:
+                    short = mid if len(mid) <= 40 else mid[:37] + "..."
+                    raise ValidationError(f"memory {short}: {exc} (record #{i + 1})") from None
+                raise ValidationError(f"memory #{i + 1}: {exc}") from None
             if rec["id"] in seen:
                 raise ValidationError(f"memory {rec['id']}: duplicate id in import data")
             if rec["embedding"] is not None:

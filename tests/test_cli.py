@@ -459,9 +459,9 @@ def test_prune_dry_run_then_prune_expired(cli: CLI, db: Path) -> None:
     assert dry_json.json() == {"dry_run": True, "count": 1, "ids": [old]}
     assert rows(db) == before
 
-    r = cli("prune")
+    r = cli("prune", "--yes")
     assert r.code == 0
-    assert r.err == "deleted 1 memory\n"
+    assert r.err.startswith("deleted 1 memory; backup: ")
     assert row_ids(db) == [keep]
 
     again = cli("prune", "--json")
@@ -475,8 +475,8 @@ def test_prune_before(cli: CLI, corpus: Path) -> None:
     assert set(dry.json()["ids"]) == {"mem-api", "mem-worker"}
     assert len(rows(corpus)) == 4
 
-    r = cli("prune", "--before", "2025-07-01")
-    assert r.code == 0 and r.err == "deleted 2 memories\n"
+    r = cli("prune", "--before", "2025-07-01", "--yes")
+    assert r.code == 0 and r.err.startswith("deleted 2 memories; backup: ")
     assert row_ids(corpus) == ["mem-docs", new]
 
 

@@ -231,7 +231,8 @@ def test_documented_error_message(config_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config()
     assert str(info.value) == (
-        "config.yaml: invalid value for retrieval.alpha: must be between 0.0 and 1.0, got 2"
+        "config.yaml: invalid value for retrieval.alpha: must be a finite number between 0 and 1,"
+        " got 2"
     )
 
 
