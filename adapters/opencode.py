@@ -389,10 +389,13 @@ class OpenCodeAdapter(SessionAdapter):
 
         Short-lived on purpose: a connection held open between polls keeps
         ``opencode.db-wal`` / ``-shm`` in OpenCode's folder, which we must never leave
-        behind. A WAL database with no ``-wal`` file (OpenCode is not running; every
-        commit is in the main file) is opened ``immutable=1``: no lock, no ``-shm``,
-        nothing created next to it. A rollback-journal database is opened plainly
-        ``mode=ro``: readers there create nothing, and its locks must be honoured."""
+        behind. A WAL database without its ``-wal`` and ``-shm`` files (OpenCode is not
+        running; every commit is in the main file) is opened ``immutable=1``: no lock, no
+        ``-shm``, nothing created next to it. So is one whose crash left a ``-wal`` but
+        no ``-shm`` (a plain read would create the ``-shm``): its last commits stay
+        unseen until OpenCode runs again and recovers them. A rollback-journal database
+        is opened plainly ``mode=ro``: readers there create nothing, and its locks must
+        be honoured."""
         try:
             st = os.lstat(self.db_path)
         except OSError:
@@ -403,8 +406,8 @@ class OpenCodeAdapter(SessionAdapter):
             self._refused = True
             return None
         self._refused = False
-        quiet_wal = _wal_mode(self.db_path) and not os.path.lexists(f"{self.db_path}-wal")
-        params = "mode=ro&immutable=1" if quiet_wal else "mode=ro"
+        live = all(os.path.lexists(f"{self.db_path}{s}") for s in ("-wal", "-shm"))
+        params = "mode=ro&immutable=1" if _wal_mode(self.db_path) and not live else "mode=ro"
         conn = sqlite3.connect(
             f"file:{quote(str(self.db_path))}?{params}",
             uri=True,

@@ -459,9 +459,7 @@ def search(
         search_mode = mode or "hybrid"
         if search_mode != "fts" and retriever.embedder is None:
             if search_mode == "semantic":
-                raise SearchError(
-                    f"semantic search needs the embedding model: {model_state.cause()}"
-                )
+                raise SearchError(f"semantic search needs an embedder: {model_state.cause()}")
             _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
             search_mode = "fts"
         try:

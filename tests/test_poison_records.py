@@ -289,6 +289,29 @@ def test_opencode_reads_a_running_store_without_leaving_files(tmp_path: Path) ->
     assert sorted(os.listdir(folder)) == ["opencode.db"]
 
 
+def test_opencode_crash_left_wal_without_shm_gets_no_shm_from_us(tmp_path: Path) -> None:
+    """OpenCode killed after a commit: its -wal stays, its -shm may be gone. A plain
+    read-only open would create a -shm; we read the checkpointed file instead."""
+    src = tmp_path / "live"
+    db = OpenCodeDB(src / "opencode.db")
+    sid, _, _ = first_turns(db)
+    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.conn.execute("PRAGMA wal_autocheckpoint = 0")
+    later = db.session("Only in the -wal")
+    folder = tmp_path / "crashed"
+    folder.mkdir()
+    for name in ("opencode.db", "opencode.db-wal"):
+        (folder / name).write_bytes((src / name).read_bytes())
+    db.close()
+    before = tree(folder)
+    a = OpenCodeAdapter(folder / "opencode.db")
+    events, _ = a.poll(None)
+    assert ("created", "") in kinds(events, sid)
+    assert later not in {e.session_id for e in events}  # until OpenCode recovers it
+    a.get_messages(sid)
+    assert tree(folder) == before
+
+
 def test_copilot_creates_nothing_under_session_state(tmp_path: Path) -> None:
     home = copy_fixture_home(tmp_path / "copilot", live_pid=os.getpid(), dead=dead_pid())
     before = tree(home)
