@@ -584,7 +584,8 @@ class Sidecar:
                     self._step(
                         "context cleanup", self.coord.cleanup_context_files, self.retention_days
                     )
-                if self.wake.wait(self.next_wait()):
+                wait = self._step("computing the next wake-up", self.next_wait)
+                if self.wake.wait(self.poll_s if wait is None else wait):
                     time.sleep(COALESCE_S)
                 self.wake.clear()
         finally:
