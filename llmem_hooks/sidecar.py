@@ -399,19 +399,30 @@ class Sidecar:
             # The hooks the events call for, the sessions' clocks (a finished turn not yet
             # idled) and the cursor past those events commit together: a crash or a stop
             # after this point loses nothing, the next start runs what is owed.
-            with self.coord.store.atomic():
-                for sid in dirty:
-                    self._persist(sid)
-                owed = [
-                    (session_state.add_pending(self.coord.store, sid, event, arg), event, sid, arg)
-                    for event, sid, arg in due
-                ]
-                if new_cursor != cursor:
-                    session_state.set_cursor(self.coord.store, key, new_cursor)
+            try:
+                with self.coord.store.atomic():
+                    for sid in dirty:
+                        self._persist(sid)
+                    owed = [
+                        (
+                            session_state.add_pending(self.coord.store, sid, hook, arg),
+                            hook,
+                            sid,
+                            arg,
+                        )
+                        for hook, sid, arg in due
+                    ]
+                    if new_cursor != cursor:
+                        session_state.set_cursor(self.coord.store, key, new_cursor)
+            except Exception:
+                # Nothing committed: the next pass reads these events again, so the
+                # endings they queued must not count as queued.
+                self._ending.difference_update(sid for hook, sid, _ in due if hook == "ending")
+                raise
             if owed:
                 faults.hit("after-cursor", agent)
-            for seq, event, sid, arg in owed:
-                self._run_pending(seq, event, sid, arg)
+            for seq, hook, sid, arg in owed:
+                self._run_pending(seq, hook, sid, arg)
             if not events or new_cursor == cursor:
                 break
             cursor = new_cursor
@@ -598,7 +609,8 @@ class Sidecar:
                     self._step(
                         "context cleanup", self.coord.cleanup_context_files, self.retention_days
                     )
-                if self.wake.wait(self.next_wait()):
+                wait = self._step("computing the next wake-up", self.next_wait)
+                if self.wake.wait(self.poll_s if wait is None else wait):
                     time.sleep(COALESCE_S)
                 self.wake.clear()
         finally:

@@ -305,9 +305,12 @@ def test_bad_ids_past_retention_and_a_raising_hook_do_not_stop_the_sidecar(rig: 
             )
     rig.ctx.mkdir(mode=0o700)
     (rig.ctx / "backup..2026-01-01.md").write_text("old\n")
-    first = copilot_session(rig)
-    proc = rig.start(fault=f"raise:before-hook=created:{first.id}")
+    first, ended = copilot_session(rig), copilot_session(rig)
+    ended.shutdown()
+    faults = f"raise:before-hook=created:{first.id},raise:before-hook=ending:{ended.id}"
+    proc = rig.start(fault=faults)
     wait_for(lambda: f"created for session '{first.id}' failed" in rig.log(), what="the raise")
+    wait_for(lambda: f"ending for session '{ended.id}' failed" in rig.log(), what="the raise")
     second = copilot_session(rig)
     wait_for(lambda: (rig.ctx / f"{second.id}.md").exists(), what="the later session")
     assert proc.poll() is None, "the sidecar is still running"
@@ -316,12 +319,14 @@ def test_bad_ids_past_retention_and_a_raising_hook_do_not_stop_the_sidecar(rig: 
     assert "Traceback" not in log
     assert rig.stop(proc) == 0
     assert (rig.ctx / "backup..2026-01-01.md").exists()  # not ours to guess at
-    assert [(sid, ev) for sid, ev, _ in rig.pending()] == [(first.id, "created")]
+    owed = {(sid, ev, n) for sid, ev, n in rig.pending()}
+    assert owed == {(first.id, "created", 1), (ended.id, "ending", 1)}
 
-    proc = rig.start()  # the owed created hook runs at the next start
+    proc = rig.start()  # the owed hooks run at the next start
     wait_for(lambda: (rig.ctx / f"{first.id}.md").exists(), what="the owed context file")
+    wait_for(lambda: rig.state(ended.id) == "ended", what="the owed ending")
     assert rig.stop(proc) == 0
-    assert rig.pending() == []
+    assert rig.pending() == [] and rig.summaries(ended.id) == 1
 
 
 # -- in process: the retry and the log budget --------------------------------------------------
