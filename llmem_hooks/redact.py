@@ -345,9 +345,51 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
 )
 
 
+_STEMS = ("pass", "pw", "secret", "token", "key", "cred", "auth", "sig", "sas", "pin", "cookie")
+# Literals (lower case) without which a rule cannot match: most text skips most rules,
+# which keeps redaction cheap on the import path.
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "AWS access key id": ("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa",
+                          "anva", "apka", "aroa", "asca"),
+    "GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "GitLab token": ("gl",),
+    "OpenAI/Anthropic API key": ("sk-",),
+    "Slack token": ("xox",),
+    "Slack webhook URL": ("hooks.slack.com",),
+    "Google API key": ("aiza",),
+    "Google OAuth client secret": ("gocspx-",),
+    "Stripe key": ("_live_", "_test_"),
+    "Hugging Face token": ("hf_",),
+    "npm token": ("npm_",),
+    "PyPI token": ("pypi-",),
+    "DigitalOcean token": ("_v1_",),
+    "SendGrid API key": ("sg.",),
+    "Twilio API key": ("sk",),
+    "Mailgun key": ("key-",),
+    "Shopify token": ("shp",),
+    "Vault token": ("hvs.", "hvb.", "hvr."),
+    "Azure client secret": ("q~",),
+    "JSON web token": ("eyj",),
+    "GCP service account key": ("private_key",),
+    "Azure storage key": ("accountkey=", "sharedaccess"),
+    "Azure SAS signature": ("sig=",),
+    "password in a URL": ("://",),
+    "authorization header": ("authorization", "bearer"),
+    "command-line password": ("mysql", "mariadb", "sshpass", "mongo", "redis-cli", "login"),
+    "user:password option": ("-u", "--user"),
+    "credential flag": ("--",),
+    "credential assignment": _STEMS,
+    "credential in prose": (*_STEMS, "salt"),
+    "key material after a key noun": ("key", "token", "cookie", "salt"),
+}  # fmt: skip
+
+
 def _apply(text: str, found: list[str] | None) -> str:
     """Redact every shape and context in turn; names of what matched go to ``found``."""
+    low = text.lower()  # replacements only remove triggers, so one lower() serves all rules
     for name, pattern in SECRET_PATTERNS[1:]:
+        if not any(t in low for t in _TRIGGERS[name]):
+            continue
 
         def shape(m: re.Match[str], name: str = name) -> str:
             if found is not None and name not in found:
@@ -359,6 +401,8 @@ def _apply(text: str, found: list[str] | None) -> str:
 
         text = pattern.sub(shape, text)
     for name, pattern, classify in CONTEXT_RULES:
+        if not any(t in low for t in _TRIGGERS[name]):
+            continue
         prose = name in ("credential in prose", "key material after a key noun")
 
         def context(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -231,11 +232,17 @@ def _safe_text(value: str | None, what: str) -> str | None:
     return redacted
 
 
+@functools.lru_cache(maxsize=4096)
+def _holds_secret(value: str) -> bool:
+    """Cached: sources, projects and authors repeat across thousands of imported rows."""
+    return bool(find_secrets(value))
+
+
 def _check_identity(value: Any, what: str) -> Any:
     """Ids and names (source, entered_by, project, session id, tags, code paths) are
     matched and grouped on; a redacted one would silently merge or split records, so one
     that holds a credential is refused instead. The message never repeats the value."""
-    if isinstance(value, str) and value and find_secrets(value):
+    if isinstance(value, str) and value and _holds_secret(value):
         raise ValidationError(f"{what} looks like it holds a credential; refused")
     return value
 
