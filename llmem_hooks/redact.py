@@ -152,18 +152,29 @@ _ENGLISH = _words(
     "none null given below above attached included listed there different sent kept used "
     "fine ok okay good bad same easy hard simple complex unique random wrong leaked "
     "compromised exposed public private local global per each every should must will can "
-    "could would may might does did has have had was were are"
+    "could would may might does did has have had was were are see use ask check read get run "
+    "call contact type enter click open find look copy paste generate rotate change update "
+    "store save keep send provide follow refer request"
 )
 _ENGLISH_SUFFIX = re.compile(r"(?:ed|ing|ly|able|ible|ive|ous|ful|less|ment|ness|tion|sion)$")
 
 _PASSWORD_WORDS = _words(
-    "password passwd pass pwd pw passphrase passcode secret credential credentials creds cred pin"
+    "password passwd pass pwd pw passphrase passcode secret credential credentials creds cred"
 )
 _KEY_WORDS = _words(
     "key token cookie apikey auth sig signature sas accesskey secretkey privatekey apitoken "
     "authtoken accesstoken"
 )
 _NOT_PASS = ("bypass", "compass", "surpass", "overpass", "underpass", "trespass", "multipass")
+# A key or token named for what it indexes or where it lives, not what it unlocks: cache
+# key, primary key, public key, idempotency key, page token, existingSecret (a name).
+_NOT_CREDENTIAL_QUALIFIERS = _words(
+    "cache primary foreign partition sort range hash row composite unique lookup routing map "
+    "dict object s3 blob file redis memcached idempotency dedup dedupe deduplication public "
+    "publishable host gpg pgp ssh fingerprint page next continuation pagination cursor "
+    "cancellation sync lexer parser design i18n translation message index shard foreign "
+    "existing external sealed license product registry"
+)
 
 
 def _name_class(name: str) -> str | None:
@@ -171,6 +182,8 @@ def _name_class(name: str) -> str | None:
     component (``SECRET_ROTATION_DAYS`` is a number of days, ``DB_PASSWORD`` a password)."""
     parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", name)
     if not parts:
+        return None
+    if len(parts) > 1 and parts[-2].lower() in _NOT_CREDENTIAL_QUALIFIERS:
         return None
     last = parts[-1].lower()
     if last in _PASSWORD_WORDS:
@@ -200,11 +213,19 @@ def random_looking(value: str) -> bool:
     has_alpha = any(c.isalpha() for c in core)
     if re.fullmatch(r"[0-9a-fA-F]{16,}", core):
         return has_digit and has_alpha
-    classes = sum((any(c.islower() for c in core), any(c.isupper() for c in core), has_digit)) + (
-        1 if re.search(r"[^A-Za-z0-9_.:-]", core) else 0
+    segments = re.split(r"[-_.:/]+", core)
+    if len(segments) >= 3 and max(map(len, segments)) <= 10:
+        return False  # linux-x64-node20-3f9a7c1e: a compound name, not key material
+    classes = (
+        any(c.islower() for c in core)
+        + any(c.isupper() for c in core)
+        + has_digit
+        + bool(re.search(r"[^A-Za-z0-9_.:/-]", core))
     )
     entropy = _entropy(core)
-    if has_digit and has_alpha and classes >= 2 and entropy >= 3.0:
+    if classes >= 3 and entropy >= 3.0:
+        return True
+    if len(core) >= 16 and has_digit and has_alpha and entropy >= 3.0:
         return True
     return len(core) >= 20 and classes >= 2 and entropy >= 3.5
 
@@ -227,8 +248,11 @@ def _is_reference(value: str) -> bool:
     )
 
 
-def _value_is_secret(kind: str, value: str, prose: bool, quoted: bool) -> bool:
-    """Whether ``value``, found after a name or noun of ``kind``, is a credential."""
+def _value_is_secret(kind: str, value: str, quoted: bool = True, following: str = "") -> bool:
+    """Whether ``value``, found after a name or noun of ``kind``, is a credential.
+
+    An unquoted plain word is English when it is a common word, has an English suffix,
+    or is followed by an article ("password: see the vault")."""
     value = value.strip()
     if _is_reference(value) or REDACTED in value:
         return False
@@ -236,9 +260,21 @@ def _value_is_secret(kind: str, value: str, prose: bool, quoted: bool) -> bool:
         return random_looking(value)
     if len(value) < 3:
         return False
-    if prose and not quoted and value.isalpha() and value.islower():
-        return value not in _ENGLISH and not _ENGLISH_SUFFIX.search(value)
+    if not quoted and value.isalpha():
+        word = value.lower()
+        if word in _ENGLISH or _ENGLISH_SUFFIX.search(word):
+            return False
+        return not _ARTICLE_NEXT.match(following)
     return True
+
+
+_ARTICLE_NEXT = re.compile(r"(?i)\s{1,3}(?:the|a|an|your|our|my|their|its|this|that|these|those)\b")
+
+
+def _qualified(m: re.Match[str]) -> bool:
+    """The noun is qualified as a non-credential: "cache key", "public key", "page token"."""
+    before = re.search(r"([A-Za-z0-9]+)[\s_-]{1,3}$", m.string[max(0, m.start() - 32) : m.start()])
+    return bool(before) and before.group(1).lower() in _NOT_CREDENTIAL_QUALIFIERS
 
 
 _Q_VALUE = (
@@ -330,18 +366,31 @@ def _assignment_kind(m: re.Match[str]) -> str | None:
 
 
 def _prose_kind(m: re.Match[str]) -> str | None:
-    return _kind_of_keyword(m.group("kw"))
+    return None if _qualified(m) else _kind_of_keyword(m.group("kw"))
+
+
+def _adjacent_kind(m: re.Match[str]) -> str | None:
+    return None if _qualified(m) else "key"
+
+
+def _option_kind(m: re.Match[str]) -> str | None:
+    """The next argument of a password option, unless it is another option."""
+    return None if m.string.startswith("-", _value_span(m)[0]) else "password"
+
+
+def _flag_kind(m: re.Match[str]) -> str | None:
+    return None if m.string.startswith("-", _value_span(m)[0]) else _assignment_kind(m)
 
 
 CONTEXT_RULES: tuple[ContextRule, ...] = (
     ("password in a URL", _URL_PASSWORD, lambda m: "password"),
     ("authorization header", _AUTH_HEADER, lambda m: "password"),
-    ("command-line password", _COMMAND_PASSWORD, lambda m: "password"),
+    ("command-line password", _COMMAND_PASSWORD, _option_kind),
     ("user:password option", _USER_COLON, lambda m: "password"),
-    ("credential flag", _FLAG, _assignment_kind),
+    ("credential flag", _FLAG, _flag_kind),
     ("credential assignment", _ASSIGNMENT, _assignment_kind),
     ("credential in prose", _PROSE, _prose_kind),
-    ("key material after a key noun", _PROSE_ADJACENT, lambda m: "key"),
+    ("key material after a key noun", _PROSE_ADJACENT, _adjacent_kind),
 )
 
 
@@ -403,13 +452,11 @@ def _apply(text: str, found: list[str] | None) -> str:
     for name, pattern, classify in CONTEXT_RULES:
         if not any(t in low for t in _TRIGGERS[name]):
             continue
-        prose = name in ("credential in prose", "key material after a key noun")
 
         def context(
             m: re.Match[str],
             name: str = name,
             classify: Callable[[re.Match[str]], str | None] = classify,
-            prose: bool = prose,
         ) -> str:
             kind = classify(m)
             if kind is None:
@@ -417,8 +464,9 @@ def _apply(text: str, found: list[str] | None) -> str:
             start, end, quoted = _value_span(m)
             value = m.string[start:end]
             is_url = name == "password in a URL"
+            following = m.string[end : end + 8]
             if not (is_url and value == REDACTED) and not _value_is_secret(
-                kind, value, prose, quoted
+                kind, value, quoted, following
             ):
                 return m.group(0)
             if is_url:  # the user name goes too: scheme://[REDACTED]@host
@@ -498,11 +546,7 @@ def redact_json(value: Any) -> Any:
         for key, item in value.items():
             safe_key = redact_json(key) if isinstance(key, str) else key
             kind = _name_class(key) if isinstance(key, str) else None
-            if (
-                kind is not None
-                and isinstance(item, str)
-                and _value_is_secret(kind, item, prose=False, quoted=True)
-            ):
+            if kind is not None and isinstance(item, str) and _value_is_secret(kind, item):
                 item = REDACTED
             result[safe_key] = redact_json(item)
         return result
