@@ -340,10 +340,11 @@ _PROSE = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?P<kw>" + _KEY_NOUN + r"|pass(?:word|wd|phrase|code)?|pwd|pw|pin"
     r"|secret|creds|credentials)(?![A-Za-z0-9_-])"
     r"(?:\s{1,3}(?:for|of|on|in)(?:\s{1,3}[\w.-]{1,24}){1,3})?"
-    r"(?P<link>\s{0,3}(?::|=|->|=>)\s{0,3}|\s{1,3}(?:is|was|are|were)\s{1,3}"
-    r"(?:(?:now|still)\s{1,3})?(?:(?:stored|saved|kept|set|given)\s{1,3}as\s{1,3})?"
-    r"|\s{1,3}(?:(?:is|was|has\s{1,3}been|got)\s{1,3})?"
-    r"(?:changed|set|reset|updated)\s{1,3}to\s{1,3}|\s{1,3}to\s{1,3})" + _Q_VALUE
+    # The longest linker first: "was changed to X" must not stop at "was" + "changed".
+    r"(?P<link>\s{1,3}(?:(?:is|was|has\s{1,3}been|got)\s{1,3})?"
+    r"(?:changed|set|reset|updated)\s{1,3}to\s{1,3}|\s{0,3}(?::|=|->|=>)\s{0,3}"
+    r"|\s{1,3}(?:is|was|are|were)\s{1,3}(?:(?:now|still)\s{1,3})?"
+    r"(?:(?:stored|saved|kept|set|given)\s{1,3}as\s{1,3})?|\s{1,3}to\s{1,3})" + _Q_VALUE
 )
 # "key <random>", "auth token <random>": a key noun right next to key material.
 _PROSE_ADJACENT = re.compile(

@@ -89,6 +89,7 @@ def test_random_token_needs_a_credential_context() -> None:
         ("APP_KEY=base64:Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=", "APP_KEY="),
         ("https://a.blob.core.windows.net/c?sv=1&sig=Zm9vYmFyYmF6MTIzNDU2Nzg%3D", "sig="),
         ("Datadog API key: 0a1b2c3d4e5f60718293a4b5c6d7e8f9", "key: "),
+        ("the wifi passphrase has been reset to 'kumquat'", "reset to '"),
     ],
 )
 def test_issue9_missed_shapes(text: str, kept: str) -> None:
