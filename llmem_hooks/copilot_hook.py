@@ -261,7 +261,10 @@ def session_info(sid: str, payload: Mapping[str, Any]) -> SessionInfo:
     title = None
     if _field(payload, "source") != "resume":
         prompt = _field(payload, "initialPrompt", "initial_prompt")
-        title = prompt if isinstance(prompt, str) else None
+        if isinstance(prompt, str):  # the first prompt is the title: no credential in it
+            from .redact import redact_secrets
+
+            title = redact_secrets(prompt)
     return SessionInfo(
         id=sid,
         agent=AGENT,

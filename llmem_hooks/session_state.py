@@ -7,9 +7,10 @@ cursors they go with; the store itself stays agnostic of agents.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from .redact import redact_secrets
 from .store import MemoryStore
 
 ADAPTER_CURSOR = "adapter"  # extraction_log.source_type for an adapter's tail cursor
@@ -69,8 +70,23 @@ def all_sessions(store: MemoryStore, limit: int = 200) -> list[SessionRecord]:
     return [SessionRecord(*r) for r in rows]
 
 
+def _redacted(text: str | None) -> str | None:
+    """Free text of a session (a title is the user's first prompt) without credentials;
+    None if it holds a private key (nothing after its header is safe to keep)."""
+    return None if text is None else redact_secrets(text)
+
+
 def save(store: MemoryStore, rec: SessionRecord) -> None:
-    """Insert or replace the record (joins the caller's transaction when there is one)."""
+    """Insert or replace the record (joins the caller's transaction when there is one).
+
+    Title, directory and end reason are redacted first (issue 9): the sidecar must keep
+    working, so a credential there is cut out rather than refused."""
+    rec = replace(
+        rec,
+        title=_redacted(rec.title),
+        directory=_redacted(rec.directory),
+        end_reason=_redacted(rec.end_reason),
+    )
     marks = ", ".join("?" * len(_COLUMNS))
     values = [getattr(rec, c) for c in _COLUMNS]
     with store.atomic():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -30,7 +31,7 @@ from .db import connect, connect_readonly, has_function, is_sqlite_file, transac
 from .errors import NotFoundError, ValidationError
 from .migrations import migrate, schema_lag
 from .paths import FILE_MODE, ensure_private_dir, get_db_path
-from .redact import redact_secrets
+from .redact import find_secrets, redact_json, redact_secrets
 from .registry import check_memory_type, register_memory_type
 from .timestamps import now_iso, parse_iso
 from .vectors import PREFILTER_THRESHOLD, SCOPE_GLOBAL, SCOPE_PROJECT, VectorIndex
@@ -156,6 +157,7 @@ def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
     for raw in tags:
         if not isinstance(raw, str):
             raise ValidationError(f"invalid tag {raw!r}: tags are strings")
+        _check_identity(raw, "tag")
         tag = raw.strip().lower()
         if not tag:
             continue
@@ -216,6 +218,46 @@ def _check_content(content: Any, what: str = "content") -> str:
             f"{what} holds a private key; store where the key lives instead, not the key"
         )
     return redacted
+
+
+# -- the one redaction choke point (issue 9): every text this module writes passes here --
+
+
+def _safe_text(value: str | None, what: str) -> str | None:
+    """Free text (a reason, a hint) with credentials replaced by ``[REDACTED]``."""
+    if value is None:
+        return None
+    redacted = redact_secrets(value)
+    if redacted is None:
+        raise ValidationError(f"{what} holds a private key; store where the key lives instead")
+    return redacted
+
+
+@functools.lru_cache(maxsize=4096)
+def _holds_secret(value: str) -> bool:
+    """Cached: sources, projects and authors repeat across thousands of imported rows."""
+    return bool(find_secrets(value))
+
+
+def _check_identity(value: Any, what: str) -> Any:
+    """Ids and names (source, entered_by, project, session id, tags, code paths) are
+    matched and grouped on; a redacted one would silently merge or split records, so one
+    that holds a credential is refused instead. The message never repeats the value."""
+    if isinstance(value, str) and value and _holds_secret(value):
+        raise ValidationError(f"{what} looks like it holds a credential; refused")
+    return value
+
+
+def _safe_json(value: Any, what: str) -> Any:
+    """Metadata: every string (keys too) redacted, a credential-named key's value too."""
+    if value is None:
+        return None
+    try:
+        return redact_json(value)
+    except ValueError:
+        raise ValidationError(f"{what} holds a private key") from None
+    except RecursionError:
+        raise ValidationError(f"{what} is nested too deeply") from None
 
 
 def _check_confidence(value: Any, what: str = "confidence") -> float:
@@ -700,7 +742,16 @@ class MemoryStore:
 
         summary = opt_text("summary")
         if summary is not None:
-            _check_content(summary, "summary")
+            summary = _check_content(summary, "summary")
+        for key in ("source", "entered_by", "project", "session_id"):
+            _check_identity(data.get(key), key)
+        hints = data.get("hints")
+        if isinstance(hints, list | tuple):
+            hints = [_safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
+        message_ids = data.get("source_message_ids")
+        if isinstance(message_ids, list | tuple):
+            for mid_ in message_ids:
+                _check_identity(mid_, "source_message_ids")
         access_count = data.get("access_count") or 0
         if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
             raise ValidationError("access_count must be a non-negative integer")
@@ -715,14 +766,16 @@ class MemoryStore:
             "summary": summary,
             "source": opt_text("source") or "manual",
             "confidence": confidence,
-            "metadata": _json_dict(data.get("metadata")),
-            "hints": _json_list(data.get("hints"), "hints"),
+            "metadata": _json_dict(_safe_json(data.get("metadata"), "metadata")),
+            "hints": _json_list(hints, "hints"),
             "created_at": created,
             "updated_at": opt_time["updated_at"] or created,
             "accessed_at": opt_time["accessed_at"],
             "access_count": access_count,
             "valid_until": opt_time["valid_until"],
-            "invalidation_reason": opt_text("invalidation_reason"),
+            "invalidation_reason": _safe_text(
+                opt_text("invalidation_reason"), "invalidation_reason"
+            ),
             "expires_at": opt_time["expires_at"],
             "entered_by": opt_text("entered_by"),
             "project": opt_text("project"),
@@ -893,8 +946,10 @@ class MemoryStore:
         if confidence is not None:
             sets["confidence"] = _check_confidence(confidence)
         if metadata is not None:
-            sets["metadata"] = _json_dict(metadata)
+            sets["metadata"] = _json_dict(_safe_json(metadata, "metadata"))
         if hints is not None:
+            if isinstance(hints, list | tuple):
+                hints = [_safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
             sets["hints"] = _json_list(hints, "hints")
         if expires_at is not None:
             sets["expires_at"] = parse_iso(expires_at, field="expires_at")
@@ -918,11 +973,15 @@ class MemoryStore:
                 self._set_tags(row[0], new_tags)
             if "embedding" in sets:
                 self.vectors.write([(row[0], sets["embedding"])])
-            fuzzy.index_terms(self._conn, fuzzy.extract_terms(f"{content or ''} {summary or ''}"))
+            words = f"{sets.get('content') or ''} {sets.get('summary') or ''}"
+            fuzzy.index_terms(self._conn, fuzzy.extract_terms(words))
         return True
 
     def invalidate(self, memory_id: str, reason: str | None = None) -> bool:
         """Soft-delete: the memory stays for history but is no longer returned by default."""
+        if reason is not None and not isinstance(reason, str):
+            raise ValidationError("reason must be a string")
+        reason = _safe_text(reason, "reason")
         now = now_iso()
         with self._lock, transaction(self._conn):
             row = self._conn.execute(
@@ -1453,6 +1512,7 @@ class MemoryStore:
             raise ValidationError(f"invalid relation target {target_id!r}")
         if target_type == "code" and (target_id.startswith("/") or ".." in target_id):
             raise ValidationError("code references must be relative paths without '..'")
+        _check_identity(target_id, "relation target")
         when = parse_iso(created_at, field="created_at") if created_at else now_iso()
         return (source_id, target_id, target_type, relation_type, when)
 
@@ -1536,7 +1596,8 @@ class MemoryStore:
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """Stage a note in the capacity-limited inbox; the lowest-scored items are evicted."""
-        _check_content(content)
+        content = _check_content(content)
+        metadata = _safe_json(metadata, "metadata")
         if source not in INBOX_SOURCES:
             raise ValidationError(
                 f"invalid inbox source {source!r} (use {', '.join(INBOX_SOURCES)})"

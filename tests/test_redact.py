@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from llmem_hooks.redact import (
+    CONTEXT_RULES,
     REDACTED,
     SECRET_PATTERNS,
     find_secrets,
-    high_entropy_tokens,
+    redact_json,
     redact_secrets,
     strip_private,
 )
@@ -53,19 +54,56 @@ def test_redaction_keeps_the_context() -> None:
     assert redact_secrets("Authorization: Bearer abcFAKEbearer0123456789") == (
         f"Authorization: Bearer {REDACTED}"
     )
-    assert redact_secrets("salt uT7qP2xN9vR4kL8mZ3wB6yH1jF5sD0gA here") == (f"salt {REDACTED} here")
     assert redact_secrets("postgres://app:s3cr3tPassw0rd@db:5432/app") == (
         f"postgres://{REDACTED}@db:5432/app"
     )
 
 
-def test_high_entropy_tokens() -> None:
-    assert high_entropy_tokens("key Q2hFakeR4nd0mK3yZx9Lm7Pq2Vt8Wc5Nb end") == [
-        "Q2hFakeR4nd0mK3yZx9Lm7Pq2Vt8Wc5Nb"
-    ]
-    assert "high-entropy string" in find_secrets("x uT7qP2xN9vR4kL8mZ3wB6yH1jF5sD0gA")
-    hexes = "3f2a9c1e7b4d8a6f0e5c2b1a9d8e7f6c5b4a3d2e 123e4567-e89b-12d3-a456-426614174000"
-    assert high_entropy_tokens(hexes) == []
+def test_random_token_needs_a_credential_context() -> None:
+    """Issue 9 defect 7: mixing case and digits is what identifiers do; only a key-like
+    name or noun next to it (or a provider shape) makes a random token a secret."""
+    bare = "x uT7qP2xN9vR4kL8mZ3wB6yH1jF5sD0gA y"
+    assert find_secrets(bare) == [] and redact_secrets(bare) == bare
+    for benign in (
+        "We decided to name release branches after rivers PROJMARK-otter-1334815064",
+        "getUserAccountSettingsByIdentifierV2 returns null",
+    ):
+        assert redact_secrets(benign) == benign
+    assert redact_secrets("key Q2hFakeR4nd0mK3yZx9Lm7Pq2Vt8Wc5Nb end") == f"key {REDACTED} end"
+    assert redact_secrets("key=value and sort(key=lambda r: r.id)") == (
+        "key=value and sort(key=lambda r: r.id)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("PGPASSWORD=quokka psql -h db", "PGPASSWORD="),
+        ("MYSQL_PWD=tundra mysql", "MYSQL_PWD="),
+        ("REDISPASS: falcon", "REDISPASS: "),
+        ("mysql -u root --password walrus shop", "--password "),
+        ("mysql -uroot -pwalrus shop", "-p"),
+        ("redis-cli -h c -a falcon ping", "-a "),
+        ("the admin pw is meadow", "pw is "),
+        ("postgres://app:hunter@db/app", "postgres://"),
+        ("APP_KEY=base64:Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=", "APP_KEY="),
+        ("https://a.blob.core.windows.net/c?sv=1&sig=Zm9vYmFyYmF6MTIzNDU2Nzg%3D", "sig="),
+        ("Datadog API key: 0a1b2c3d4e5f60718293a4b5c6d7e8f9", "key: "),
+        ("the wifi passphrase has been reset to 'kumquat'", "reset to '"),
+    ],
+)
+def test_issue9_missed_shapes(text: str, kept: str) -> None:
+    """Issue 9 defect 5: shapes the old patterns missed; the name stays, the value goes."""
+    out = redact_secrets(text)
+    assert out is not None and REDACTED in out and kept in out, out
+
+
+def test_redact_json_walks_keys_and_values() -> None:
+    data = {"password": "hunter", "nested": ["token ghp_" + "a1B2" * 9], "n": 3, "note": "ok"}
+    out = redact_json(data)
+    assert out == {"password": REDACTED, "nested": [f"token {REDACTED}"], "n": 3, "note": "ok"}
+    with pytest.raises(ValueError):
+        redact_json({"k": "-----BEGIN PRIVATE KEY-----"})
 
 
 ADVERSARIAL_SEEDS = [
@@ -74,7 +112,8 @@ ADVERSARIAL_SEEDS = [
     "hf_", "npm_", "dop_v1_", "pypi-AgEIcHlwaS5vcmc", "SK", "password=", "password_",
     "a_password", "DB_", "://", "a://a:", "a://:", "Bearer ", "Authorization: Bearer ",
     "AccountKey=", '"private_key": "', "-----BEGIN ", "-----BEGIN A ", "hooks.slack.com/services/",
-    "sk_live_", "data:image/png;base64,", "sha256:",
+    "sk_live_", "data:image/png;base64,", "sha256:", "PASSWORD=", "mysql -p", "redis-cli -a ",
+    "the password is ", "key ", "pw for the ", "--password ", "-u a:", "sig=", "a8Q~",
 ]  # fmt: skip
 
 
@@ -82,7 +121,8 @@ ADVERSARIAL_SEEDS = [
 def test_patterns_are_linear_on_adversarial_input(seed: str) -> None:
     text = (seed * (100_000 // len(seed) + 1))[:100_000]
     checks = [(name, pattern.search) for name, pattern in SECRET_PATTERNS]
-    checks.append(("high-entropy string", high_entropy_tokens))
+    checks += [(name, pattern.search) for name, pattern, _ in CONTEXT_RULES]
+    checks.append(("redact_secrets", redact_secrets))
     for name, check in checks:
         started = time.perf_counter()
         check(text)
