@@ -297,7 +297,8 @@ def _json_dict(value: Any, what: str = "metadata") -> str:
 
 
 # Limits on imported records (an export file is untrusted input: it may be hand-written).
-MAX_IMPORT_TEXT = 256  # source, project, session_id, entered_by, type
+MAX_IMPORT_TEXT = 256  # source, session_id, entered_by, type, relation fields
+MAX_PROJECT_CHARS = 4_096  # a project key may be a folder path (PATH_MAX)
 MAX_IMPORT_REASON = 2_000  # invalidation_reason
 MAX_IMPORT_TAGS = 64  # tags per memory (each at most 64 characters, see _TAG)
 MAX_IMPORT_LIST = 1_000  # hints, source_message_ids, relations per memory
@@ -306,6 +307,18 @@ MAX_IMPORT_METADATA_BYTES = 65_536  # metadata as JSON
 MAX_IMPORT_COUNT = 2**31  # access_count
 MAX_IMPORT_DIMENSIONS = 8_192
 _IMPORT_TIMES = ("created_at", "updated_at", "accessed_at", "expires_at", "valid_until")
+
+
+def _identity_limit(key: str) -> int:
+    return MAX_PROJECT_CHARS if key == "project" else MAX_IMPORT_TEXT
+
+
+def _check_identity_length(value: Any, key: str) -> None:
+    """Every route in (CLI, API, import, extraction) gets the same bounds on ids and names:
+    a 200,000-character project or source is a mistake or an attack, never a key."""
+    limit = _identity_limit(key)
+    if isinstance(value, str) and len(value) > limit:
+        raise ValidationError(f"{key} is {len(value):,} characters; the limit is {limit}")
 
 
 def _import_field_error(field: str, problem: str) -> ValidationError:
@@ -326,10 +339,9 @@ def validate_import_record(item: Mapping[str, Any]) -> None:
             continue
         if not isinstance(value, str):
             raise _import_field_error(key, f"must be a string, got {type(value).__name__}")
-        if len(value) > MAX_IMPORT_TEXT:
-            raise _import_field_error(
-                key, f"is {len(value):,} characters; the limit is {MAX_IMPORT_TEXT}"
-            )
+        limit = _identity_limit(key)
+        if len(value) > limit:
+            raise _import_field_error(key, f"is {len(value):,} characters; the limit is {limit}")
     for key, limit in (
         ("content", MAX_CONTENT_CHARS),
         ("summary", MAX_CONTENT_CHARS),
@@ -369,7 +381,7 @@ def validate_import_record(item: Mapping[str, Any]) -> None:
             )
     for rel in item.get("relations") or []:
         if not isinstance(rel, Mapping) or not all(
-            v is None or (isinstance(v, str) and len(v) <= MAX_IMPORT_TEXT) for v in rel.values()
+            v is None or (isinstance(v, str) and len(v) <= MAX_PROJECT_CHARS) for v in rel.values()
         ):
             raise _import_field_error("relations", "must hold objects of short strings")
     metadata = item.get("metadata")
@@ -744,6 +756,7 @@ class MemoryStore:
         if summary is not None:
             summary = _check_content(summary, "summary")
         for key in ("source", "entered_by", "project", "session_id"):
+            _check_identity_length(data.get(key), key)
             _check_identity(data.get(key), key)
         hints = data.get("hints")
         if isinstance(hints, list | tuple):

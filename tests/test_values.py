@@ -188,7 +188,7 @@ BAD_FIELDS: list[tuple[str, Any]] = [
     ("confidence", 10**30),
     ("created_at", 12345),
     ("created_at", "2026-01-01" + "x" * 100),
-    ("relations", [{"target_id": "imp-1", "relation_type": "related_to", "x": "y" * 300}]),
+    ("relations", [{"target_id": "imp-1", "relation_type": "related_to", "x": "y" * 5_000}]),
 ]
 
 
@@ -224,6 +224,28 @@ def test_import_accepts_the_limits_exactly(store: MemoryStore) -> None:
         )
     ]
     assert store.import_memories(data) == 1
+
+
+@pytest.mark.parametrize("field", ["source", "project", "session_id", "entered_by"])
+def test_every_route_in_bounds_ids_and_names(store: MemoryStore, field: str) -> None:
+    """Not only import: the API (and so the CLI and extraction) refuses a 200,000-character
+    project, source, session id or author, naming the field."""
+    with pytest.raises(ValidationError, match=field):
+        store.add("fact", "a plain fact", **{field: "z" * 200_000})
+    assert store.count(valid_only=False) == 0
+
+
+def test_a_project_may_be_a_long_folder_path(store: MemoryStore) -> None:
+    deep = "/home/dev/" + "/".join(["segment"] * 500)  # ~4,000 characters, under PATH_MAX
+    mid = store.add("fact", "a plain fact", project=deep)
+    assert store.get(mid)["project"] == deep
+
+
+def test_store_with_a_huge_project_exits_2(llmem_home: Path) -> None:
+    r = run_cli("store", "we use postgres 16", "--project", "p" * 100_000)
+    assert_one_line_exit_2(r, "project")
+    r = run_cli("store", "we use postgres 16", "--entered-by", "e" * 1_000)
+    assert_one_line_exit_2(r, "entered_by")
 
 
 def test_exported_file_with_huge_fields_exits_2_via_cli(llmem_home: Path, tmp_path: Path) -> None:
