@@ -92,6 +92,10 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "Shopify token",
         re.compile(r"(?<![A-Za-z0-9_])shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"),
     ),
+    (
+        "webhook signing secret",
+        re.compile(r"(?<![A-Za-z0-9_])whsec_[A-Za-z0-9+/=]{24,255}(?![A-Za-z0-9+/=])"),
+    ),
     ("Vault token", re.compile(r"(?<![A-Za-z0-9_.])hv[sbr]\.[A-Za-z0-9_-]{24,255}")),
     (
         "Azure client secret",
@@ -334,7 +338,8 @@ _AUTH_HEADER = re.compile(
 # "pw for the wifi: X".
 _KEY_NOUN = (
     r"(?:(?:(?:api|access|secret|app|auth|private|encryption|master|signing|license|client"
-    r"|account|session)[ _-]?)?(?:key|token|cookie)|(?:signing[ _-]?)?salt)"
+    r"|account|session)[ _-]?)?(?:key|token|cookie)|(?:signing[ _-]?)?salt"
+    r"|(?:(?:webhook|signing|client|app|api|shared)[ _-]?)?secret)"
 )
 _PROSE = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?P<kw>" + _KEY_NOUN + r"|pass(?:word|wd|phrase|code)?|pwd|pw|pin"
@@ -417,6 +422,7 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "Twilio API key": ("sk",),
     "Mailgun key": ("key-",),
     "Shopify token": ("shp",),
+    "webhook signing secret": ("whsec_",),
     "Vault token": ("hvs.", "hvb.", "hvr."),
     "Azure client secret": ("q~",),
     "JSON web token": ("eyj",),
@@ -430,7 +436,7 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "credential flag": ("--",),
     "credential assignment": _STEMS,
     "credential in prose": (*_STEMS, "salt"),
-    "key material after a key noun": ("key", "token", "cookie", "salt"),
+    "key material after a key noun": ("key", "token", "cookie", "salt", "secret"),
 }  # fmt: skip
 
 

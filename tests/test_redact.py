@@ -147,3 +147,13 @@ def test_patterns_are_linear_on_adversarial_input(seed: str) -> None:
 )
 def test_strip_private_fails_closed(text: str, expected: str) -> None:
     assert strip_private(text) == expected
+
+
+def test_webhook_and_client_secrets_after_a_secret_noun() -> None:
+    """Found by a second, blind hand-written check: 'signing secret whsec_…' was kept."""
+    whsec = "whsec_" + "Zq8" * 11
+    assert "whsec_" not in redact_secrets(f"the webhook signing secret {whsec}")
+    assert "Zq8Zq8" not in redact_secrets("client secret Xk29fLq0ZpQ7mWv3Rt8Y for the app")
+    # a secret noun followed by words is prose, not a credential
+    for benign in ("the secret sauce is caching", "our shared secret rotation runbook"):
+        assert redact_secrets(benign) == benign
