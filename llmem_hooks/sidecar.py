@@ -40,6 +40,7 @@ from typing import Any, TextIO
 from . import faults, session_state
 from .events import LifecycleEvent
 from .paths import ensure_private_dir, get_llmem_home
+from .redact import redact_secrets
 from .session_hooks import RESULT_DEBOUNCED, RESULT_ERROR, SessionHookCoordinator
 from .sidecar_lock import single_instance
 
@@ -134,7 +135,8 @@ class Throttled:
         self._last[kind] = now
         held = self._held.pop(kind, 0)
         more = f" ({held} more since the last report)" if held else ""
-        text = " ".join(str(exc).split())[:300]  # one line, whatever the exception says
+        # One line, whatever the exception says, and never a credential it may quote.
+        text = redact_secrets(" ".join(str(exc).split())[:300])
         log.error("%s failed: %s: %s%s", what, type(exc).__name__, text, more)
         log.debug("%s failed", what, exc_info=exc)
 

@@ -103,3 +103,18 @@ def test_status_json(llmem_home: Path, tmp_path: Path) -> None:
     out = json.loads(proc.stdout)
     assert out["sidecar"] == {"running": False, "pid": None}
     assert out["sessions"] == []
+
+
+def test_a_failure_log_line_is_one_line_without_credentials(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An exception may quote user text (a SQL value, a path): the sidecar's error line is
+    one line and passes redaction like everything else we write."""
+    from llmem_hooks.sidecar import Throttled
+
+    secret = "ghp_" + "A1b2C3d4" * 5
+    with caplog.at_level("ERROR", logger="llmem_hooks.sidecar"):
+        Throttled().error("k", "idle", RuntimeError(f"bad value\nPGPASSWORD={secret} here"))
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert secret not in lines[0] and "[REDACTED]" in lines[0]
