@@ -133,7 +133,14 @@ def write_context_file(path: Path, text: str) -> bool:
 
 
 def remove_session_files(session_id: str, context_dir: Path | None = None) -> list[Path]:
-    removed = []
+    """Delete a session's context files (retention). Nothing is deleted through a context
+    folder that is a symlink: its target is not ours to clean. (A file that is itself a
+    symlink is unlinked, which removes the link, never its target.)"""
+    removed: list[Path] = []
+    folder = context_path(session_id, context_dir).parent
+    if folder.is_symlink():
+        log.warning("not cleaning %s: it is a symlink", folder)
+        return removed
     for path in (context_path(session_id, context_dir), resume_path(session_id, context_dir)):
         try:
             path.unlink()

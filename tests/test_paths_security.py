@@ -26,7 +26,7 @@ import pytest
 
 from llmem_hooks import cli_app, paths, sidecar
 from llmem_hooks.config import validate_config
-from llmem_hooks.context import write_context_file
+from llmem_hooks.context import remove_session_files, write_context_file
 from llmem_hooks.db import connect
 from llmem_hooks.errors import ConfigError, ValidationError
 from llmem_hooks.migrations import migrate
@@ -256,6 +256,20 @@ def test_context_files_are_not_written_through_a_symlinked_folder(tmp_path: Path
     (real / f"{SID}.md").symlink_to(victim)
     assert write_context_file(real / f"{SID}.md", "memories") is False
     assert victim.read_text(encoding="utf-8") == "keep me"
+
+
+def test_retention_cleanup_does_not_delete_through_a_symlinked_folder(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / f"{SID}.md").write_text("not ours", encoding="utf-8")
+    link = tmp_path / "context"
+    link.symlink_to(target)
+    assert remove_session_files(SID, link) == []
+    assert (target / f"{SID}.md").read_text(encoding="utf-8") == "not ours"
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / f"{SID}.md").write_text("ours", encoding="utf-8")
+    assert remove_session_files(SID, own) == [own / f"{SID}.md"]
 
 
 def test_hook_neither_writes_through_nor_prints_symlinks(llmem_home: Path, tmp_path: Path) -> None:
