@@ -325,7 +325,7 @@ def _read_marker(path: Path) -> dict[str, int]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return {k: int(v) for k, v in data.items() if k in ("checkpoints", "pack_mtime_ns")}
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, OverflowError):
         return {}
 
 

@@ -28,8 +28,9 @@ from .context import (
     resume_path,
     write_context_file,
 )
+from .errors import ValidationError
 from .events import Message, SessionInfo
-from .paths import get_context_dir, validate_session_id
+from .paths import get_context_dir, read_regular_file, validate_session_id
 from .project import session_project
 from .registry import VALID_SESSION_EVENT_TYPES, get_registered_session_hooks
 from .store import MemoryStore
@@ -334,8 +335,12 @@ class SessionHookCoordinator:
     def _summary_without_transcript(self, rec: session_state.SessionRecord, reason: str) -> str:
         goal = ""
         pack = resume_path(rec.session_id, self.ctx_dir)
-        if pack.exists():
-            lines = pack.read_text(encoding="utf-8").splitlines()
+        try:  # a planted symlink is not followed (read_regular_file refuses it)
+            pack_text = read_regular_file(pack, 65_536) or ""
+        except (OSError, ValidationError, UnicodeDecodeError):
+            pack_text = ""
+        if pack_text:
+            lines = pack_text.splitlines()
             if "## Goal" in lines:
                 rest = lines[lines.index("## Goal") + 1 :]
                 goal = next((x.strip() for x in rest if x.strip()), "")
