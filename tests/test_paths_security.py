@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -439,21 +440,38 @@ def test_read_commands_change_nothing_in_the_database_folder(
     )
 
 
-def _nobody_can_run() -> bool:
-    """As root, whether 'nobody' can run this venv's llmem-hooks (a pyenv Python under
-    /root cannot be)."""
+def _nobody_command() -> list[str] | None:
+    """As root, a command line that runs llmem-hooks as 'nobody': this venv's script, or,
+    when its Python lives where 'nobody' cannot go (a pyenv Python under /root), the
+    system Python of the same minor version with this venv's site-packages added."""
     if os.geteuid() != 0:
-        return False
-    try:
-        r = subprocess.run(
-            [str(EXE), "--help"], capture_output=True, timeout=60, user=65534, group=65534
-        )
-    except OSError:
-        return False
-    return r.returncode == 0
+        return None
+    site_dir = sysconfig.get_paths()["purelib"]
+    boot = (
+        f"import site, sys; site.addsitedir({site_dir!r}); "
+        "sys.argv[0] = 'llmem-hooks'; from llmem_hooks.cli import main; main()"
+    )
+    candidates = [[str(EXE)]]
+    for name in (f"python{sys.version_info.major}.{sys.version_info.minor}", "python3"):
+        found = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
+        if found:
+            candidates.append([found, "-c", boot])
+    for command in candidates:
+        try:
+            r = subprocess.run(
+                [*command, "--help"], capture_output=True, timeout=60, user=65534, group=65534
+            )
+        except OSError:
+            continue
+        if r.returncode == 0:
+            return command
+    return None
 
 
-@pytest.mark.skipif(not _nobody_can_run(), reason="needs root and a Python 'nobody' can run")
+NOBODY = _nobody_command()
+
+
+@pytest.mark.skipif(NOBODY is None, reason="needs root and a Python 'nobody' can run")
 def test_read_commands_work_for_a_user_who_cannot_write(shared_tmp: Path) -> None:
     """As root, run the CLI as 'nobody': permission bits then really stop writes."""
     home = shared_tmp / "home"
@@ -467,7 +485,7 @@ def test_read_commands_work_for_a_user_who_cannot_write(shared_tmp: Path) -> Non
     before = _snapshot(db.parent)
     for command in READ_COMMANDS:
         r = subprocess.run(
-            [str(EXE), "--db", str(db), *command],
+            [*(NOBODY or []), "--db", str(db), *command],
             capture_output=True,
             text=True,
             env={**_env(user_home), "HOME": str(user_home)},
