@@ -280,7 +280,12 @@ def test_sigterm_at_the_first_ending_of_40_loses_none(rig: Rig) -> None:
 
     t0 = time.monotonic()
     proc = rig.start()
-    wait_for(lambda: all(rig.state(s.id) == "ended" for s in sessions), what="all 40 endings")
+    try:
+        wait_for(lambda: all(rig.state(s.id) == "ended" for s in sessions), what="all 40 endings")
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}; pending {rig.pending()}; log tail:\n{rig.log()[-3000:]}"
+        ) from None
     caught_up_s = time.monotonic() - t0
     assert rig.stop(proc) == 0
     assert caught_up_s < 15
