@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ImportFormatError, ValidationError
-from .paths import DIR_MODE, FILE_MODE, get_llmem_home, write_private_file
+from .paths import DIR_MODE, FILE_MODE, get_llmem_home, read_bounded_text, write_private_file
 from .timestamps import now_iso
 
 FORMAT = "llmem-hooks-export"
@@ -107,18 +107,9 @@ def read_export(path: Path) -> list[Any]:
     MAX_IMPORT_BYTES, not JSON, nested too deeply, a 5,000-digit number) is one
     ImportFormatError line, never a traceback."""
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_IMPORT_BYTES + 1)
-    except OSError as exc:
-        raise ImportFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_IMPORT_BYTES:
-        raise ImportFormatError(f"{path} is larger than {MAX_IMPORT_BYTES:,} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(
-            f"{path} is not UTF-8 text (bad byte at offset {exc.start})"
-        ) from None
+        text = read_bounded_text(path, MAX_IMPORT_BYTES)
+    except ValueError as exc:
+        raise ImportFormatError(str(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, ValidationError
-from .paths import check_user_path, ensure_private_dir, get_config_path, write_private_file
+from .paths import (
+    check_user_path,
+    ensure_private_dir,
+    get_config_path,
+    read_bounded_text,
+    write_private_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -268,18 +274,9 @@ def _read_yaml(path: Path) -> Any:
     import yaml
 
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"config.yaml: cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config.yaml: {path} is larger than {MAX_CONFIG_BYTES:,} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"config.yaml: {path} is not UTF-8 text (bad byte at offset {exc.start})"
-        ) from None
+        text = read_bounded_text(path, MAX_CONFIG_BYTES)
+    except ValueError as exc:
+        raise ConfigError(f"config.yaml: {exc}") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:  # PyYAML's message spans lines; keep one

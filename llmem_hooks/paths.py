@@ -257,6 +257,23 @@ def read_regular_file(path: Path, limit: int | None = None) -> str | None:
     return text if limit is None else text[:limit]
 
 
+def read_bounded_text(path: Path, limit: int) -> str:
+    """The UTF-8 text of a file a user hands us (config.yaml, an import file), at most
+    ``limit`` bytes. Each way it cannot be read is a ValueError whose message is one line
+    naming the file, so callers turn it into their own one-line error, never a traceback."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise ValueError(f"{path} is larger than {limit:,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
 def validate_session_id(session_id: str) -> str:
     """Return ``session_id`` if it is safe to use in a file name, else raise.
 
