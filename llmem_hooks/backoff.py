@@ -22,14 +22,13 @@ import contextlib
 import json
 import math
 import os
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .paths import FILE_MODE, get_llmem_home
+from .paths import get_llmem_home, write_atomic
 from .url_validate import strip_credentials
 
 BACKOFF_SECONDS = 60.0
@@ -156,15 +155,5 @@ class SharedBackoff:
         folder = self.path.parent
         if not folder.is_dir() or folder.is_symlink():
             return
-        tmp = folder / f".{FILE_NAME}.{secrets.token_hex(8)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, self.path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        with contextlib.suppress(OSError):
+            write_atomic(self.path, json.dumps(data))
