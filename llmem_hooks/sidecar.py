@@ -110,8 +110,9 @@ SLOW_EVENTS = frozenset({"idle", "ending"})
 BACKFILL = "backfill"  # the worker's idle-time job: vectors for memories stored without one
 BACKFILL_EVERY_S = 30.0
 WORKER_STOP_S = 5.0  # how long a stopping sidecar drains its queue (the rest stays pending)
-PENDING_RETRY_S = 60.0  # how often pending hooks that failed are tried again
-MAX_HOOK_ATTEMPTS = 3  # a pending hook that failed this often is dropped (with a log line)
+PENDING_RETRY_S = 10.0  # how often pending hooks that failed are tried again (a busy or slow
+# moment must not leave an ending owed for a minute)
+MAX_HOOK_ATTEMPTS = 6  # a pending hook that failed this often (a minute of retries) is dropped
 ERROR_LOG_EVERY_S = 60.0  # one line per kind of failure and minute at most
 
 Job = tuple[str, str, tuple[Any, ...], int, int | None]  # event, session, args, stamp, seq
