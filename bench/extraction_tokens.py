@@ -32,7 +32,7 @@ from fake_ollama import start_server  # noqa: E402
 from llmem_hooks.budget import estimate_tokens  # noqa: E402
 from llmem_hooks.config import DEFAULT_CONFIG  # noqa: E402
 from llmem_hooks.events import Message, SessionInfo  # noqa: E402
-from llmem_hooks.llm_extract import build_extraction_engine, render_message  # noqa: E402
+from llmem_hooks.extraction.llm import build_extraction_engine, render_message  # noqa: E402
 from llmem_hooks.session_hooks import SessionHookCoordinator  # noqa: E402
 from llmem_hooks.store import MemoryStore  # noqa: E402
 

@@ -16,8 +16,8 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_BLEND": "retrieve",
     "DEFAULT_MEMORY_TYPES": "registry",
     "DEFAULT_RRF_K": "retrieve",
-    "ERROR_TAXONOMY": "taxonomy",
-    "ERROR_TAXONOMY_KEYS": "taxonomy",
+    "ERROR_TAXONOMY": "extraction.taxonomy",
+    "ERROR_TAXONOMY_KEYS": "extraction.taxonomy",
     "EmbeddingEngine": "embed",
     "EmbeddingMetrics": "metrics",
     "ImportFormatError": "errors",
@@ -30,16 +30,16 @@ _EXPORTS: dict[str, str] = {
     "NotFoundError": "errors",
     "OllamaClient": "ollama",
     "OllamaError": "ollama",
-    "OllamaExtractor": "llm_extract",
+    "OllamaExtractor": "extraction.llm",
     "Retriever": "retrieve",
-    "SELF_ASSESSMENT_FIELDS": "taxonomy",
+    "SELF_ASSESSMENT_FIELDS": "extraction.taxonomy",
     "SearchError": "errors",
     "SessionEventManager": "session_hooks",
     "SessionHookCoordinator": "session_hooks",
     "SessionInfo": "events",
     "VALID_SESSION_EVENT_TYPES": "registry",
     "ValidationError": "errors",
-    "build_extraction_engine": "llm_extract",
+    "build_extraction_engine": "extraction.llm",
     "compute_metrics": "metrics",
     "create_session_hook_coordinator": "session_hooks",
     "get_config_path": "paths",
@@ -49,7 +49,7 @@ _EXPORTS: dict[str, str] = {
     "get_registered_session_hooks": "registry",
     "get_registered_types": "registry",
     "load_config": "config",
-    "parse_self_assessment": "taxonomy",
+    "parse_self_assessment": "extraction.taxonomy",
     "register_memory_type": "registry",
     "register_session_hook": "registry",
     "validate_session_id": "paths",
@@ -79,7 +79,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         ValidationError,
     )
     from .events import LifecycleEvent, Message, SessionInfo
-    from .llm_extract import OllamaExtractor, build_extraction_engine
+    from .extraction.llm import OllamaExtractor, build_extraction_engine
+    from .extraction.taxonomy import (
+        ERROR_TAXONOMY,
+        ERROR_TAXONOMY_KEYS,
+        SELF_ASSESSMENT_FIELDS,
+        parse_self_assessment,
+    )
     from .metrics import EmbeddingMetrics, compute_metrics
     from .ollama import OllamaClient, OllamaError
     from .paths import (
@@ -104,12 +110,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         create_session_hook_coordinator,
     )
     from .store import MemoryFilter, MemoryStore
-    from .taxonomy import (
-        ERROR_TAXONOMY,
-        ERROR_TAXONOMY_KEYS,
-        SELF_ASSESSMENT_FIELDS,
-        parse_self_assessment,
-    )
 
 __version__ = "0.1.0"
 

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -41,6 +41,9 @@ from .registry import DEFAULT_MEMORY_TYPES
 from .retrieve import SEARCH_MODES, Retriever
 from .store import MemoryStore, SchemaBehind
 from .timestamps import parse_iso
+
+if TYPE_CHECKING:
+    from .embed import EmbeddingEngine
 
 EXIT_USAGE = 2
 
@@ -157,7 +160,7 @@ class _ModelState:
 model_state = _ModelState()
 
 
-def _local_embedding(text: str) -> tuple[Any, list[float] | None]:
+def _local_embedding(text: str) -> tuple[EmbeddingEngine | None, list[float] | None]:
     """(engine, vector of ``text``) when a local embedder is enabled and answers; else
     (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
     and a server that failed in the last minute (any process) is skipped at once.
@@ -173,7 +176,7 @@ def _local_embedding(text: str) -> tuple[Any, list[float] | None]:
     except ModelBackedOff as exc:
         model_state.failure, model_state.retry_in = exc.failure, exc.retry_in
     except Exception as exc:  # not running, no model, wrong size...
-        model_state.failure = getattr(engine, "last_failure", None)
+        model_state.failure = engine.last_failure
         model_state.other = str(exc)
         logging.getLogger(__name__).debug("no embedding: %s", exc)
     engine.close()
@@ -479,9 +482,11 @@ def search(
                 project=project,
             )
         finally:
-            close = getattr(retriever.embedder, "close", None)
-            if close is not None:
-                close()
+            if retriever.embedder is not None:
+                from .embed import EmbeddingEngine
+
+                if isinstance(retriever.embedder, EmbeddingEngine):
+                    retriever.embedder.close()
     print_memories(results, fmt, "No memories found.")
 
 

@@ -27,9 +27,10 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .backoff import ModelFailure, SharedBackoff
+from .config import DEFAULT_CONFIG
 from .errors import LLMemError, ValidationError
 from .ollama import (
     DEFAULT_BASE_URL,
@@ -42,13 +43,31 @@ from .ollama import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_EMBED_MODEL = "nomic-embed-text"
-DEFAULT_DIMENSIONS = 768  # nomic-embed-text; config key memory.vec_dimensions
+DEFAULT_EMBED_MODEL: str = DEFAULT_CONFIG["ollama"]["embed_model"]
+DEFAULT_DIMENSIONS: int = DEFAULT_CONFIG["memory"]["vec_dimensions"]
 DEFAULT_CACHE_SIZE = 2048
 DEFAULT_BATCH_SIZE = 32
 MAX_EMBED_CHARS = 8000  # longer texts are cut: nomic-embed-text reads ~8k tokens at most
 BACKOFF_SECONDS = 60.0
 PROBE_TEXT = "llmem-hooks embedding probe"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns text into a vector: what the `Retriever` needs for semantic
+    search (`EmbeddingEngine`, a test's hashing double...)."""
+
+    def embed(self, text: str) -> Sequence[float]: ...
+
+
+@runtime_checkable
+class BatchEmbedder(Embedder, Protocol):
+    """What the session hooks need to give new memories vectors: many texts per request,
+    and whether the model is being skipped after a failure (then nothing is asked)."""
+
+    def embed_batch(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+
+    def backoff_remaining(self) -> float: ...
 
 
 class EmbeddingError(LLMemError):
@@ -115,8 +134,8 @@ class ModelBackedOff(OllamaUnavailable):
 
 
 class EmbeddingEngine:
-    """Ollama embeddings for one model, cached. Thread-safe; satisfies
-    `llmem_hooks.retrieve.Embedder`.
+    """Ollama embeddings for one model, cached. Thread-safe; a `BatchEmbedder` (so also
+    the `Embedder` the `Retriever` takes).
 
     ``client`` shares an existing `OllamaClient` (``base_url``, ``allow_remote`` and
     ``timeout`` are then its own); ``clock`` is for tests of the back-off.

@@ -14,15 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .events import Message
-from .extract import (
-    HeuristicExtractor,
-    one_line,
-    safe_text,
-    session_goal,
-    split_sentences,
-    transcript_lines,
-    unique_recent,
-)
+from .extraction.heuristics import HeuristicExtractor
+from .extraction.summary import one_line, safe_text, session_goal, unique_recent
+from .extraction.transcript import split_sentences, transcript_lines
 
 DEFAULT_BUDGET_CHARS = 6000
 MAX_LINE_CHARS = 300

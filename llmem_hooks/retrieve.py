@@ -20,12 +20,15 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from . import fuzzy
 from .errors import SearchError, ValidationError
 from .query import ParsedQuery, parse_query, quote
 from .store import MemoryFilter, MemoryStore, pack_embedding
+
+if TYPE_CHECKING:
+    from .embed import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +57,6 @@ DEFAULT_TYPE_PRIORITY: dict[str, float] = {
     "conversation": 0.8,
 }
 SEARCH_MODES = ("hybrid", "fts", "semantic")
-
-
-class Embedder(Protocol):
-    """Anything that turns text into a vector (the EmbeddingEngine, a test double...)."""
-
-    def embed(self, text: str) -> Sequence[float]: ...
 
 
 def _rrf_score(rank: int, k: int = DEFAULT_RRF_K) -> float:

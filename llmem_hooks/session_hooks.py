@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import faults, session_state
 from .config import load_config
@@ -34,6 +34,10 @@ from .paths import get_context_dir, read_regular_file, validate_session_id
 from .project import session_project
 from .registry import VALID_SESSION_EVENT_TYPES, get_registered_session_hooks
 from .store import MemoryStore
+
+if TYPE_CHECKING:  # the engine and the model client load only when a hook needs them
+    from .embed import BatchEmbedder
+    from .extraction.candidates import Assessment, Extractor
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +70,9 @@ class SessionHookCoordinator:
         adapters: Mapping[str, Any] | None = None,
         config: Mapping[str, Any] | None = None,
         context_dir: Path | None = None,
-        extractor: Any | None = None,
+        extractor: Extractor | None = None,
         clock: Callable[[], float] = time.monotonic,
-        embedder: Any | None = None,
+        embedder: BatchEmbedder | None = None,
     ) -> None:
         self.store = store
         self.adapters = dict(adapters or {})
@@ -79,7 +83,7 @@ class SessionHookCoordinator:
         sess = self.config.get("session", {})
         self.debounce_s = float(sess.get("idle_debounce_seconds", 30))
         if extractor is None:
-            from .extract import ExtractionEngine
+            from .extraction.engine import ExtractionEngine
 
             extractor = ExtractionEngine()
         self.extractor = extractor
@@ -195,7 +199,7 @@ class SessionHookCoordinator:
             if rec.agent in self.adapters:
                 self.on_idle(session_id, force=True)
             msgs = self._messages(rec, session_id) or []
-            from .extract import summarize_session
+            from .extraction.summary import summarize_session
 
             if msgs:
                 summary = summarize_session(msgs)
@@ -238,14 +242,15 @@ class SessionHookCoordinator:
     # -- helpers -------------------------------------------------------------------------
     def _assess(
         self, rec: session_state.SessionRecord, session_id: str, msgs: list[Message]
-    ) -> Any:
-        """The session's self-assessment: the model's when the extraction engine can ask
-        one (it degrades to the plain-text counts by itself), else the counts."""
-        from .extract import Assessment, self_assessment
+    ) -> Assessment | None:
+        """The session's self-assessment: the model's when the extractor is a
+        `SessionAssessor` (the engine degrades to the plain-text counts by itself), else
+        the counts."""
+        from .extraction.candidates import Assessment, SessionAssessor
+        from .extraction.summary import self_assessment
 
-        assess = getattr(self.extractor, "assess_session", None)
-        if assess is not None:
-            return assess(msgs, session_key=f"{rec.agent}:{session_id}")
+        if isinstance(self.extractor, SessionAssessor):
+            return self.extractor.assess_session(msgs, session_key=f"{rec.agent}:{session_id}")
         text = self_assessment(msgs)
         return Assessment(text, ["self-assessment"]) if text else None
 
@@ -284,8 +289,7 @@ class SessionHookCoordinator:
         0 without an embedder, or while it backs off after a failure."""
         if self.embedder is None:
             return 0
-        backoff = getattr(self.embedder, "backoff_remaining", None)
-        if backoff is not None and backoff() > 0:
+        if self.embedder.backoff_remaining() > 0:
             return 0
         rows = self.store.missing_embeddings(limit)
         vectors = self._embed([content for _, content in rows])
@@ -429,7 +433,7 @@ def create_session_hook_coordinator(
     if adapters is None:
         adapters = default_adapters(config)
     from .embed import embedder_from_config
-    from .llm_extract import build_extraction_engine
+    from .extraction.llm import build_extraction_engine
 
     # With the local model when ollama.enabled (a bad base_url is logged, never raised).
     engine = build_extraction_engine(config, store)

@@ -461,7 +461,7 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         "code = main(['hook', 'copilot', 'sessionStart'])\n"
         "sys.stdout = real\n"
         "heavy = ['typer', 'click', 'llmem_hooks.cli_app', 'llmem_hooks.retrieve',\n"
-        "         'llmem_hooks.extract', 'httpx', 'yaml', 'llmem_hooks.store', 'sqlite3']\n"
+        "         'llmem_hooks.extraction', 'httpx', 'yaml', 'llmem_hooks.store', 'sqlite3']\n"
         "print(json.dumps({'code': code, 'out': out.getvalue(),\n"
         "                  'loaded': [m for m in heavy if m in sys.modules]}))\n"
     )
@@ -476,7 +476,7 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         assert result["code"] == 0 and memory in context_of(result["out"])
         loaded.append(result["loaded"])
     assert not {"typer", "click", "llmem_hooks.cli_app", "httpx"} & set(loaded[0]), loaded
-    assert not {"llmem_hooks.retrieve", "llmem_hooks.extract"} & set(loaded[0]), loaded
+    assert not {"llmem_hooks.retrieve", "llmem_hooks.extraction"} & set(loaded[0]), loaded
     assert loaded[1] == [], loaded
 
 

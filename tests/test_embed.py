@@ -18,6 +18,8 @@ from fake_ollama import embed_text, start_server
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.embed import (
     MAX_EMBED_CHARS,
+    BatchEmbedder,
+    Embedder,
     EmbeddingDimensionError,
     EmbeddingEngine,
     EmbeddingError,
@@ -31,7 +33,6 @@ from llmem_hooks.ollama import (
     OllamaTimeout,
     OllamaUnavailable,
 )
-from llmem_hooks.retrieve import Embedder
 
 
 def embed_bodies(server: Any) -> list[dict[str, Any]]:
@@ -79,6 +80,8 @@ def test_embed_returns_the_models_vector(fake_ollama: tuple[Any, str], engine: A
 def test_engine_is_a_retriever_embedder(engine: Any) -> None:
     embedder: Embedder = engine  # the Retriever's protocol: embed(text) -> Sequence[float]
     assert len(embedder.embed("hello")) == 768
+    # ...and what the session hooks need (embed_batch, backoff_remaining)
+    assert isinstance(engine, BatchEmbedder) and isinstance(engine, Embedder)
 
 
 def test_batch_sends_one_request_per_batch_in_input_order(

@@ -10,18 +10,12 @@ import pytest
 
 from llmem_hooks import MemoryStore
 from llmem_hooks.events import Message
-from llmem_hooks.extract import (
-    Candidate,
-    ExtractionEngine,
-    HeuristicExtractor,
-    auto_tags,
-    redact_secrets,
-    self_assessment,
-    session_goal,
-    strip_private,
-    summarize_session,
-    transcript_lines,
-)
+from llmem_hooks.extraction.candidates import Candidate, auto_tags
+from llmem_hooks.extraction.engine import ExtractionEngine
+from llmem_hooks.extraction.heuristics import HeuristicExtractor
+from llmem_hooks.extraction.summary import self_assessment, session_goal, summarize_session
+from llmem_hooks.extraction.transcript import transcript_lines
+from llmem_hooks.redact import redact_secrets, strip_private
 from llmem_hooks.registry import DEFAULT_MEMORY_TYPES
 from llmem_hooks.store import MAX_CONTENT_CHARS
 

@@ -19,8 +19,8 @@ from llmem_hooks import MemoryStore, Message, create_session_hook_coordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.budget import estimate_tokens
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.extract import ExtractionEngine
-from llmem_hooks.llm_extract import (
+from llmem_hooks.extraction.engine import ExtractionEngine
+from llmem_hooks.extraction.llm import (
     CUT_MARK,
     OllamaExtractor,
     build_extraction_engine,

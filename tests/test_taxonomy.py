@@ -13,9 +13,10 @@ import llmem_hooks
 from llmem_hooks import MemoryStore, Message
 from llmem_hooks.budget import BudgetLimits, ModelBudget
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.extract import ExtractionEngine, self_assessment
-from llmem_hooks.llm_extract import assessment_schema, build_extraction_engine
-from llmem_hooks.taxonomy import (
+from llmem_hooks.extraction.engine import ExtractionEngine
+from llmem_hooks.extraction.llm import assessment_schema, build_extraction_engine
+from llmem_hooks.extraction.summary import self_assessment
+from llmem_hooks.extraction.taxonomy import (
     ERROR_TAXONOMY,
     ERROR_TAXONOMY_KEYS,
     SELF_ASSESSMENT_FIELDS,

@@ -1,8 +1,9 @@
 """Extraction and self-assessment with a local model (Ollama), behind budgets and back-off.
 
-`OllamaExtractor` is an `extract.Extractor`: it sends the NEW messages of a session
-(the coordinator passes only those after the stored cursor), made safe first
-(`extract.safe_text`: private spans out, credentials redacted; tool output truncated;
+`OllamaExtractor` is an `Extractor` and an `Assessor` (`candidates.py`): it sends the NEW
+messages of a session (the coordinator passes only those after the stored cursor), made
+safe first
+(`summary.safe_text`: private spans out, credentials redacted; tool output truncated;
 reasoning left out), in chunks that fit ``ollama.context_tokens`` — one ``/api/generate``
 request (``stream: false``, a JSON schema in ``format``) per chunk — so the tokens an idle
 event costs grow with its new messages only, never with the session's length.
@@ -31,35 +32,32 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from .budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
-from .errors import ConfigError, LLMemError
-from .events import Message
-from .extract import (
-    Assessment,
-    Candidate,
-    ExtractionEngine,
-    one_line,
-    safe_text,
-    self_assessment,
-    session_goal,
-    transcript_lines,
-)
-from .ollama import (
+from ..budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
+from ..config import DEFAULT_CONFIG
+from ..errors import ConfigError, LLMemError
+from ..events import Message
+from ..ollama import (
     OllamaClient,
     OllamaError,
     OllamaResponseError,
     OllamaTimeout,
     OllamaUnavailable,
 )
-from .registry import get_registered_types
-from .store import MAX_CONTENT_CHARS, MemoryStore
+from ..registry import get_registered_types
+from ..store import MAX_CONTENT_CHARS, MemoryStore
+from .candidates import Assessment, Candidate
+from .engine import ExtractionEngine
+from .summary import one_line, safe_text, self_assessment, session_goal
 from .taxonomy import ERROR_TAXONOMY, ERROR_TAXONOMY_KEYS, OUTCOMES, category_tag
+from .transcript import transcript_lines
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 BACKOFF_SECONDS = 60.0
+DEFAULT_MODEL: str = DEFAULT_CONFIG["ollama"]["model"]
+DEFAULT_CONTEXT_TOKENS: int = DEFAULT_CONFIG["ollama"]["context_tokens"]
 TOOL_OUTPUT_CHARS = 400  # per tool call / patch / code block sent to the model
 CUT_MARK = "[... output cut]"
 ANSWER_RESERVE_MIN = 256  # tokens kept free for the model's answer...
@@ -136,7 +134,7 @@ class ModelCaller:
         client: OllamaClient,
         model: str,
         *,
-        context_tokens: int = 4096,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
         budget: ModelBudget | None = None,
         backoff_seconds: float = BACKOFF_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
@@ -478,7 +476,7 @@ def assessment_text(fields: Mapping[str, str]) -> str:
 
 
 class OllamaExtractor:
-    """An `extract.Extractor` backed by a local model; also assesses finished sessions.
+    """An `Extractor` backed by a local model; also an `Assessor` of finished sessions.
 
     ``session_key`` maps a session id to the key its usage is recorded under (default:
     the id itself; `build_extraction_engine` uses ``<agent>:<session id>``).
@@ -651,7 +649,7 @@ def build_extraction_engine(
     recorded in ``store``), the heuristics otherwise. Never raises for a bad
     ``ollama.base_url``: it is logged and the heuristics run."""
     section = config.get("ollama") or {}
-    if not section.get("enabled", True):
+    if not section.get("enabled", DEFAULT_CONFIG["ollama"]["enabled"]):
         return ExtractionEngine(reason="ollama.enabled is false")
     try:
         client = OllamaClient.from_config(section)
@@ -663,8 +661,8 @@ def build_extraction_engine(
         budget = ModelBudget(store, BudgetLimits.from_config(config.get("budget")), clock=clock)
     caller = ModelCaller(
         client,
-        str(section.get("model") or "llama3.2"),
-        context_tokens=int(section.get("context_tokens") or 4096),
+        str(section.get("model") or DEFAULT_MODEL),
+        context_tokens=int(section.get("context_tokens") or DEFAULT_CONTEXT_TOKENS),
         budget=budget,
         backoff_seconds=backoff_seconds,
         monotonic=monotonic,
@@ -672,7 +670,7 @@ def build_extraction_engine(
 
     def session_key(session_id: str) -> str:
         if store is not None:
-            from . import session_state
+            from .. import session_state
 
             rec = session_state.find(store, session_id)
             if rec is not None:
