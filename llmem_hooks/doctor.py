@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from .budget import BudgetLimits, ModelBudget
+from .config import DEFAULT_CONFIG
 from .errors import ConfigError
 from .paths import get_config_path
 from .store import MemoryStore
@@ -80,7 +81,7 @@ def _ollama_checks(
     url = str(section.get("base_url") or "http://localhost:11434")
     shown = strip_credentials(url)
     allow_remote = bool(section.get("allow_remote", False))
-    model = str(section.get("model") or "llama3.2")
+    model = str(section.get("model") or DEFAULT_CONFIG["ollama"]["model"])
     checks: list[Check] = []
     try:
         validate_base_url(url, allow_remote)
@@ -185,7 +186,7 @@ def diagnose(
     if why is None and over is not None:
         why, severity = over, "warn"
     if why is None:
-        model = section.get("model") or "llama3.2"
+        model = section.get("model") or DEFAULT_CONFIG["ollama"]["model"]
         shown = strip_credentials(str(section.get("base_url")))
         checks.append(Check("extractor", "ok", f"ollama ({model} at {shown}) + heuristics"))
     else:

@@ -304,7 +304,7 @@ class SessionHookCoordinator:
         if self.embedder is None or not texts:
             return [None] * len(texts)
         try:
-            return list(self.embedder.embed_batch(texts))
+            return [list(vec) for vec in self.embedder.embed_batch(texts)]
         except Exception as exc:  # a dead or misconfigured server must not cost the memory
             log.info("memories stored without embeddings: %s", exc)
             return [None] * len(texts)

@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from ..budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
@@ -550,7 +551,7 @@ class OllamaExtractor:
                     system=EXTRACT_SYSTEM,
                     prompt=self.build_prompt(chunk, project),
                     schema=schema,
-                    validate=lambda data, ids=chunk.message_ids: parse_memories(data, types, ids),
+                    validate=partial(parse_memories, types=types, chunk_ids=chunk.message_ids),
                     what="extraction",
                 )
             except MalformedAnswer as exc:
