@@ -526,3 +526,67 @@ def test_self_assessment_is_counts_only() -> None:
     assert self_assessment(clean).endswith("files touched: README.md, outcome: completed.")
     assert self_assessment([user("Add a README section")]).endswith("outcome: unclear.")
     assert self_assessment([]) == ""
+
+
+# -- the package and its protocols --------------------------------------------------------
+
+
+def test_the_extraction_package_exports_what_it_lists() -> None:
+    """``llmem_hooks.extraction`` re-exports lazily: every listed name resolves, and
+    ``__all__`` is exactly the lazy table (the two cannot drift apart silently)."""
+    import llmem_hooks.extraction as extraction
+
+    assert set(extraction.__all__) == set(extraction._EXPORTS)
+    for name in extraction.__all__:
+        assert getattr(extraction, name) is not None, name
+    with pytest.raises(AttributeError):
+        extraction.no_such_name  # noqa: B018
+
+
+def test_the_engine_and_the_extractors_satisfy_their_protocols() -> None:
+    from llmem_hooks.extraction.candidates import Assessor, ReportsStatus, SessionAssessor
+    from llmem_hooks.extraction.llm import ModelCaller, OllamaExtractor
+    from llmem_hooks.ollama import OllamaClient
+
+    engine = ExtractionEngine()
+    assert isinstance(engine, SessionAssessor) and not isinstance(engine, Assessor)
+    assert not isinstance(HeuristicExtractor(), Assessor | ReportsStatus)
+    with OllamaClient("http://127.0.0.1:9") as client:
+        model = OllamaExtractor(ModelCaller(client, "m"))
+        assert isinstance(model, Assessor) and isinstance(model, ReportsStatus)
+
+
+class SilentModel:
+    """A model extractor that neither names itself nor reports a status."""
+
+    def extract(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> list[Candidate]:
+        return [Candidate("fact", "The staging database lives on port 5433", 0.9)]
+
+
+def test_an_extractor_without_assess_degrades_to_the_counts() -> None:
+    engine = ExtractionEngine(SilentModel())
+    found = engine.extract([user("hello there")], project=None)
+    assert [c.content for c in found] == ["The staging database lives on port 5433"]
+    assert engine.last_run == "SilentModel"
+    result = engine.assess_session([user("fix the flaky test"), assistant("done")])
+    assert result is not None and result.assessed_by.startswith("heuristic: ")
+    assert "cannot assess" in engine.last_assessment
+
+
+def test_the_engine_does_not_load_the_model_client() -> None:
+    """The session hooks build the engine on every idle event: without a model it must
+    not import httpx or the Ollama extractor."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from llmem_hooks.extraction.engine import ExtractionEngine\n"
+        "ExtractionEngine().extract([])\n"
+        "print(sorted(m for m in ('httpx', 'llmem_hooks.extraction.llm') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
