@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from .backoff import ModelFailure, SharedBackoff
+from .backoff import BACKOFF_SECONDS, ModelFailure, SharedBackoff
 from .config import DEFAULT_CONFIG
 from .errors import LLMemError, ValidationError
 from .ollama import (
@@ -48,7 +48,6 @@ DEFAULT_DIMENSIONS: int = DEFAULT_CONFIG["memory"]["vec_dimensions"]
 DEFAULT_CACHE_SIZE = 2048
 DEFAULT_BATCH_SIZE = 32
 MAX_EMBED_CHARS = 8000  # longer texts are cut: nomic-embed-text reads ~8k tokens at most
-BACKOFF_SECONDS = 60.0
 PROBE_TEXT = "llmem-hooks embedding probe"
 
 

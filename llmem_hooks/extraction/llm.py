@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
+from ..backoff import BACKOFF_SECONDS
 from ..budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
 from ..config import DEFAULT_CONFIG
 from ..errors import ConfigError, LLMemError
@@ -56,7 +57,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-BACKOFF_SECONDS = 60.0
 DEFAULT_MODEL: str = DEFAULT_CONFIG["ollama"]["model"]
 DEFAULT_CONTEXT_TOKENS: int = DEFAULT_CONFIG["ollama"]["context_tokens"]
 TOOL_OUTPUT_CHARS = 400  # per tool call / patch / code block sent to the model
