@@ -31,7 +31,6 @@ try:  # typer >= 0.2x vendors its own copy of click
 except ImportError:  # pragma: no cover - older typer with click as a dependency
     from click.exceptions import UsageError
 
-from . import archive
 from .backoff import BACKOFF_SECONDS, ModelFailure
 from .config import load_config
 from .errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
@@ -39,7 +38,7 @@ from .paths import check_user_path, get_db_path
 from .redact import find_secrets
 from .registry import DEFAULT_MEMORY_TYPES
 from .retrieve import SEARCH_MODES, Retriever
-from .store import MemoryStore, SchemaBehind
+from .store import MemoryStore, SchemaBehind, archive
 from .timestamps import parse_iso
 
 EXIT_USAGE = 2
@@ -823,9 +822,9 @@ def run() -> None:
 def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
     and the last event of each."""
-    from . import session_state
     from .session_hooks import default_adapters
     from .sidecar_lock import running_pid
+    from .store import sessions as session_state
 
     fmt = _fmt(as_json, as_markdown)
     cfg = _config()

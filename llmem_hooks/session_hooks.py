@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import faults, session_state
+from . import faults
 from .config import load_config
 from .context import (
     build_session_context,
@@ -34,6 +34,7 @@ from .paths import get_context_dir, read_regular_file, validate_session_id
 from .project import session_project
 from .registry import VALID_SESSION_EVENT_TYPES, get_registered_session_hooks
 from .store import MemoryStore
+from .store import sessions as session_state
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.db import connect
-from llmem_hooks.migrations import MIGRATIONS, migrate
+from llmem_hooks.store.db import connect
+from llmem_hooks.store.migrations import MIGRATIONS, migrate
 
 
 def schema(conn: Any) -> list[tuple[str, str, str]]:

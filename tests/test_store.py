@@ -18,7 +18,7 @@ from llmem_hooks import (
     register_memory_type,
     validate_session_id,
 )
-from llmem_hooks.db import transaction
+from llmem_hooks.store.db import transaction
 
 
 def fts_ids(store: MemoryStore, match: str) -> set[str]:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .redact import redact_secrets
-from .store import MemoryStore
+from ..redact import redact_secrets
+from ..timestamps import now_iso
+
+if TYPE_CHECKING:
+    from .memories import MemoryStore
 
 ADAPTER_CURSOR = "adapter"  # extraction_log.source_type for an adapter's tail cursor
 
@@ -191,6 +194,36 @@ def ended_before(store: MemoryStore, cutoff_ms: int) -> list[str]:
         "SELECT session_id FROM sessions WHERE state = 'ended' AND ended_ms < ?", (cutoff_ms,)
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def log_extraction(
+    store: MemoryStore,
+    source_type: str,
+    source_id: str,
+    cursor: str | None = None,
+    memory_count: int = 0,
+    message_count: int = 0,
+) -> None:
+    """Record how far a source has been extracted (call inside the same transaction as the
+    memories it produced, via `transaction(store.conn)`, to keep the two consistent)."""
+    with store._lock:
+        store._conn.execute(
+            "INSERT INTO extraction_log(source_type, source_id, cursor, memory_count,"
+            " message_count, runs, extracted_at) VALUES (?, ?, ?, ?, ?, 1, ?)"
+            " ON CONFLICT(source_type, source_id) DO UPDATE SET cursor = excluded.cursor,"
+            " memory_count = memory_count + excluded.memory_count,"
+            " message_count = message_count + excluded.message_count, runs = runs + 1,"
+            " extracted_at = excluded.extracted_at",
+            (source_type, source_id, cursor, memory_count, message_count, now_iso()),
+        )
+
+
+def get_extraction(store: MemoryStore, source_type: str, source_id: str) -> dict[str, Any] | None:
+    row = store._conn.execute(
+        "SELECT * FROM extraction_log WHERE source_type = ? AND source_id = ?",
+        (source_type, source_id),
+    ).fetchone()
+    return dict(row) if row else None
 
 
 __all__ = [

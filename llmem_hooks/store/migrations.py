@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from . import fuzzy
+from .. import fuzzy
 from .db import transaction
 
 Migration = Callable[[Any], None]
