@@ -56,19 +56,19 @@ def inbox_row(row: Any) -> dict[str, Any]:
 
 
 def get_from_inbox(store: MemoryStore, item_id: str) -> dict[str, Any] | None:
-    row = store._conn.execute("SELECT * FROM inbox WHERE id = ?", (item_id,)).fetchone()
+    row = store._fetchone("SELECT * FROM inbox WHERE id = ?", (item_id,))
     return inbox_row(row) if row else None
 
 
 def list_inbox(store: MemoryStore, limit: int = 20) -> list[dict[str, Any]]:
-    rows = store._conn.execute(
+    rows = store._fetchall(
         "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC LIMIT ?", (limit,)
     )
     return [inbox_row(r) for r in rows]
 
 
 def inbox_count(store: MemoryStore) -> int:
-    return store._conn.execute("SELECT COUNT(*) FROM inbox").fetchone()[0]
+    return int(store._fetchone("SELECT COUNT(*) FROM inbox")[0])
 
 
 def update_inbox_attention_score(store: MemoryStore, item_id: str, score: float) -> bool:

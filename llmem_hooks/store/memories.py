@@ -81,7 +81,9 @@ def _check_db_file(path: Path, read_only: bool) -> None:
 class MemoryStore:
     """Memories in one SQLite file (default ``<LLMEM_HOME>/memory.db``).
 
-    Usable as a context manager; thread-safe (one connection guarded by a lock).
+    Usable as a context manager. Thread-safe: one connection behind one re-entrant lock,
+    which every public method takes (reads fetch all their rows before releasing it). The
+    raw handles ``conn`` and ``vectors`` are not guarded: use them inside `atomic`.
 
     ``vec_dimensions``: the embedding size (config memory.vec_dimensions); None adopts the
     one recorded in the database, or the first stored vector's. ``duplicate_cosine``: a
@@ -181,7 +183,20 @@ class MemoryStore:
     # -- lifecycle -----------------------------------------------------------------------
     @property
     def conn(self) -> Any:
+        """The raw connection, for `transaction(store.conn)` and tests. Not guarded: a
+        caller that shares the store between threads goes through `atomic` instead."""
         return self._conn
+
+    def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One row of a read, under the lock (the connection is shared between threads)."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchone()
+
+    def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of a read, fetched under the lock: a cursor read after it is
+        released would race another thread's statement on the same connection."""
+        with self._lock:
+            return list(self._conn.execute(sql, params).fetchall())
 
     def close(self) -> None:
         with self._lock:
@@ -398,7 +413,8 @@ class MemoryStore:
         }
 
     def _check_vector(self, blob: bytes | None) -> bytes | None:
-        self.vectors.check(blob)
+        with self._lock:  # the index's dimension may change under another thread's write
+            self.vectors.check(blob)
         return blob
 
     _INSERT_COLUMNS = (
@@ -493,16 +509,16 @@ class MemoryStore:
         """The full id of the memory whose id is, or starts with, ``id_or_prefix`` (>= 4 chars)."""
         if not id_or_prefix or len(id_or_prefix) > MAX_ID_LENGTH:
             raise NotFoundError(f"no memory with id {id_or_prefix!r}")
-        row = self._conn.execute("SELECT id FROM memories WHERE id = ?", (id_or_prefix,)).fetchone()
+        row = self._fetchone("SELECT id FROM memories WHERE id = ?", (id_or_prefix,))
         if row:
-            return row[0]
+            return str(row[0])
         if len(id_or_prefix) >= 4 and _ID.match(id_or_prefix):
-            rows = self._conn.execute(
+            rows = self._fetchall(
                 "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
                 (id_or_prefix, id_or_prefix + "\uffff"),
-            ).fetchall()
+            )
             if len(rows) == 1:
-                return rows[0][0]
+                return str(rows[0][0])
             if len(rows) > 1:
                 raise ValidationError(
                     f"id prefix {id_or_prefix!r} is ambiguous; give more characters"
@@ -757,12 +773,14 @@ class MemoryStore:
 
     def count(self, valid_only: bool = True) -> int:
         cond, params = MemoryFilter(valid_only=valid_only, include_expired=True).to_sql(now_iso())
-        return self._conn.execute(
-            f"SELECT COUNT(*) FROM memories m WHERE {cond}", params
-        ).fetchone()[0]
+        return int(self._fetchone(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)[0])
 
     def stats(self) -> dict[str, Any]:
-        """Counts by type, tag and agent, plus the database size."""
+        """Counts by type, tag and agent, plus the database size (one consistent read)."""
+        with self._lock:
+            return self._stats()
+
+    def _stats(self) -> dict[str, Any]:
         now = now_iso()
         live = (
             "(m.valid_until IS NULL OR m.valid_until > ?) AND "

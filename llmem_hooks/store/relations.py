@@ -66,11 +66,11 @@ def add_relation(
 
 def get_relations(store: MemoryStore, memory_id: str) -> list[dict[str, Any]]:
     """Relations from or to this memory."""
-    rows = store._conn.execute(
+    rows = store._fetchall(
         "SELECT id, source_id, target_id, target_type, relation_type, created_at FROM relations"
         " WHERE source_id = ? OR (target_type = 'memory' AND target_id = ?) ORDER BY id",
         (memory_id, memory_id),
-    ).fetchall()
+    )
     return [dict(r) for r in rows]
 
 
@@ -107,7 +107,7 @@ def traverse_relations(
         SELECT node, node_type, relation_type, MIN(distance) AS distance
         FROM walk WHERE distance > 0 GROUP BY node, node_type ORDER BY distance, node
     """
-    rows = store._conn.execute(sql, [memory_id, memory_id, *tparams, *tparams, depth]).fetchall()
+    rows = store._fetchall(sql, [memory_id, memory_id, *tparams, *tparams, depth])
     out = [
         {"target_id": r[0], "target_type": r[1], "relation_type": r[2], "distance": r[3]}
         for r in rows

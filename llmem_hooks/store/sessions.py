@@ -40,19 +40,19 @@ _COLUMNS = tuple(SessionRecord.__dataclass_fields__)
 
 
 def get(store: MemoryStore, agent: str, session_id: str) -> SessionRecord | None:
-    row = store.conn.execute(
+    row = store._fetchone(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE agent = ? AND session_id = ?",
         (agent, session_id),
-    ).fetchone()
+    )
     return SessionRecord(*row) if row else None
 
 
 def find(store: MemoryStore, session_id: str) -> SessionRecord | None:
     """A session by id alone (ids are unique across agents in practice)."""
-    row = store.conn.execute(
+    row = store._fetchone(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE session_id = ? LIMIT 1",
         (session_id,),
-    ).fetchone()
+    )
     return SessionRecord(*row) if row else None
 
 
@@ -62,11 +62,11 @@ def active(store: MemoryStore, agent: str | None = None) -> list[SessionRecord]:
     if agent:
         sql += " AND agent = ?"
         args = (agent,)
-    return [SessionRecord(*r) for r in store.conn.execute(sql + " ORDER BY created_ms", args)]
+    return [SessionRecord(*r) for r in store._fetchall(sql + " ORDER BY created_ms", args)]
 
 
 def all_sessions(store: MemoryStore, limit: int = 200) -> list[SessionRecord]:
-    rows = store.conn.execute(
+    rows = store._fetchall(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions ORDER BY last_activity_ms DESC LIMIT ?",
         (limit,),
     )
@@ -143,9 +143,9 @@ def add_pending(store: MemoryStore, session_id: str, event: str, arg: str = "") 
 
 def pending(store: MemoryStore) -> list[PendingHook]:
     """Every hook still owed, oldest first."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         "SELECT seq, session_id, event, arg, attempts FROM pending_hooks ORDER BY seq"
-    ).fetchall()
+    )
     return [PendingHook(*r) for r in rows]
 
 
@@ -167,7 +167,7 @@ def failed_pending(store: MemoryStore, seq: int, max_attempts: int) -> bool:
 
 def created_since(store: MemoryStore, since_ms: int) -> list[SessionRecord]:
     """Active sessions created at or after ``since_ms`` (owed a context file)."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE state = 'active' AND created_ms >= ?"
         " ORDER BY created_ms",
         (since_ms,),
@@ -178,7 +178,7 @@ def created_since(store: MemoryStore, since_ms: int) -> list[SessionRecord]:
 def extracted_since(store: MemoryStore, ended_after_ms: int) -> list[SessionRecord]:
     """Sessions with an extraction (owed a resume pack): active ones, and ended ones whose
     files the retention rule has not removed yet."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         f"SELECT {', '.join('s.' + c for c in _COLUMNS)} FROM sessions s"
         " WHERE (s.state = 'active' OR s.ended_ms >= ?) AND EXISTS ("
         "SELECT 1 FROM extraction_log e WHERE e.source_type = s.agent"
@@ -190,9 +190,9 @@ def extracted_since(store: MemoryStore, ended_after_ms: int) -> list[SessionReco
 
 def ended_before(store: MemoryStore, cutoff_ms: int) -> list[str]:
     """Ids of sessions that ended before ``cutoff_ms`` (their files may go)."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         "SELECT session_id FROM sessions WHERE state = 'ended' AND ended_ms < ?", (cutoff_ms,)
-    ).fetchall()
+    )
     return [r[0] for r in rows]
 
 
@@ -219,10 +219,10 @@ def log_extraction(
 
 
 def get_extraction(store: MemoryStore, source_type: str, source_id: str) -> dict[str, Any] | None:
-    row = store._conn.execute(
+    row = store._fetchone(
         "SELECT * FROM extraction_log WHERE source_type = ? AND source_id = ?",
         (source_type, source_id),
-    ).fetchone()
+    )
     return dict(row) if row else None
 
 

@@ -765,7 +765,5 @@ def count_embeddings(store: MemoryStore) -> int:
 
 
 def get_embedding(store: MemoryStore, memory_id: str) -> list[float] | None:
-    row = store._conn.execute(
-        "SELECT embedding FROM memories WHERE id = ?", (memory_id,)
-    ).fetchone()
+    row = store._fetchone("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
     return unpack_embedding(row[0]) if row and row[0] is not None else None
