@@ -107,10 +107,10 @@ def set_cursor(store: MemoryStore, source_id: str, cursor: str | None) -> None:
     with store.atomic():
         store.conn.execute(
             "INSERT INTO extraction_log(source_type, source_id, cursor, runs, extracted_at)"
-            " VALUES (?, ?, ?, 1, datetime('now'))"
+            " VALUES (?, ?, ?, 1, ?)"
             " ON CONFLICT(source_type, source_id) DO UPDATE SET cursor = excluded.cursor,"
             " runs = runs + 1, extracted_at = excluded.extracted_at",
-            (ADAPTER_CURSOR, source_id, cursor),
+            (ADAPTER_CURSOR, source_id, cursor, now_iso()),
         )
 
 
