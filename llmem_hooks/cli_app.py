@@ -834,11 +834,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
         sessions = session_state.all_sessions(st, limit=50)
         rows = []
         for rec in sessions:
-            last = st.conn.execute(
-                "SELECT extracted_at FROM extraction_log WHERE source_id = ? "
-                "ORDER BY extracted_at DESC LIMIT 1",
-                (rec.session_id,),
-            ).fetchone()
+            last = session_state.last_extraction_at(st, rec.session_id)
             rows.append(
                 {
                     "session_id": rec.session_id,
@@ -847,7 +843,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
                     "state": rec.state,
                     "end_reason": rec.end_reason,
                     "last_activity_ms": rec.last_activity_ms,
-                    "last_extraction": last[0] if last else None,
+                    "last_extraction": last,
                 }
             )
     out = {"sidecar": {"running": pid is not None, "pid": pid}, "stores": stores, "sessions": rows}

@@ -360,10 +360,7 @@ class SessionHookCoordinator:
         if rec is None:
             return
         with self.store.atomic():
-            self.store.conn.execute(
-                "DELETE FROM extraction_log WHERE source_type = ? AND source_id = ?",
-                (f"{rec.agent}:{ENDING_LOG}", session_id),
-            )
+            session_state.forget_extraction(self.store, f"{rec.agent}:{ENDING_LOG}", session_id)
             rec.state, rec.ended_ms, rec.end_reason = "active", None, None
             session_state.save(self.store, rec)
 

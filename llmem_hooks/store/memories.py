@@ -198,6 +198,12 @@ class MemoryStore:
         with self._lock:
             return list(self._conn.execute(sql, params).fetchall())
 
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a statement waits for another process's write lock before failing
+        (a hook with a deadline shortens it)."""
+        with self._lock:
+            self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(ms))}")
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -675,6 +681,12 @@ class MemoryStore:
             mem["_bm25"] = mem.pop("_bm25")
             out.append(mem)
         return out
+
+    def suggest_terms(self, term: str, threshold: float) -> list[str]:
+        """Spellings close to ``term`` from the vocabulary of every memory's words (the
+        ``fuzzy_terms`` index, see `llmem_hooks.fuzzy`), best first."""
+        with self._lock:
+            return [t for t, _ in fuzzy.suggest(self._conn, term, threshold)]
 
     def size_hint(self) -> int:
         """Upper bound of the number of memories, in O(1) (the highest row number)."""

@@ -1,7 +1,11 @@
-"""What the sidecar remembers about sessions between runs (the `sessions` table).
+"""What the hooks and the sidecar remember about sessions: the tables ``sessions``,
+``extraction_log`` (extraction runs and adapter cursors), ``pending_hooks`` and
+``model_usage``.
 
 Kept in the memory DB so that updates commit in the same transaction as the memories and
-cursors they go with; the store itself stays agnostic of agents.
+cursors they go with. Module functions over a `MemoryStore` (``log_extraction`` and
+``get_extraction`` are also bound as its methods); reads take the store's lock, writes
+join the caller's transaction through `MemoryStore.atomic`.
 """
 
 from __future__ import annotations
@@ -226,11 +230,78 @@ def get_extraction(store: MemoryStore, source_type: str, source_id: str) -> dict
     return dict(row) if row else None
 
 
+def forget_extraction(store: MemoryStore, source_type: str, source_id: str) -> None:
+    """Drop a source's extraction row (joins the caller's transaction)."""
+    with store.atomic():
+        store.conn.execute(
+            "DELETE FROM extraction_log WHERE source_type = ? AND source_id = ?",
+            (source_type, source_id),
+        )
+
+
+def last_extraction_at(store: MemoryStore, session_id: str) -> str | None:
+    """When anything of this session was last extracted (any source type), or None."""
+    row = store._fetchone(
+        "SELECT extracted_at FROM extraction_log WHERE source_id = ? "
+        "ORDER BY extracted_at DESC LIMIT 1",
+        (session_id,),
+    )
+    return str(row[0]) if row else None
+
+
+# -- model usage (see llmem_hooks.budget) -------------------------------------------------
+def usage_totals(
+    store: MemoryStore, *, day: str | None = None, session_key: str | None = None
+) -> tuple[int, int, int, float]:
+    """(calls, prompt tokens, output tokens, seconds) summed over one UTC day's rows or
+    one session's (exactly one of ``day`` and ``session_key``)."""
+    if (day is None) == (session_key is None):
+        raise ValueError("give exactly one of day and session_key")
+    column, value = ("day", day) if day is not None else ("session_key", session_key)
+    row = store._fetchone(
+        "SELECT coalesce(sum(calls), 0), coalesce(sum(prompt_tokens), 0), "
+        "coalesce(sum(output_tokens), 0), coalesce(sum(seconds), 0.0) FROM model_usage "
+        f"WHERE {column} = ?",
+        (value,),
+    )
+    return int(row[0]), int(row[1]), int(row[2]), float(row[3])
+
+
+def add_usage(
+    store: MemoryStore,
+    day: str,
+    session_key: str,
+    *,
+    calls: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    seconds: float,
+) -> None:
+    """Add one call's cost to the (day, session) row."""
+    with store.atomic():
+        store.conn.execute(
+            "INSERT INTO model_usage(day, session_key, calls, prompt_tokens, output_tokens,"
+            " seconds, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(day, session_key) DO UPDATE SET calls = calls + excluded.calls, "
+            "prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
+            "output_tokens = output_tokens + excluded.output_tokens, "
+            "seconds = seconds + excluded.seconds, updated_at = excluded.updated_at",
+            (day, session_key, calls, prompt_tokens, output_tokens, seconds, now_iso()),
+        )
+
+
+def usage_sessions(store: MemoryStore, day: str) -> int:
+    """How many sessions used the model on ``day``."""
+    row = store._fetchone("SELECT count(*) FROM model_usage WHERE day = ?", (day,))
+    return int(row[0])
+
+
 __all__ = [
     "PendingHook",
     "SessionRecord",
     "active",
     "add_pending",
+    "add_usage",
     "all_sessions",
     "created_since",
     "done_pending",
@@ -238,9 +309,15 @@ __all__ = [
     "extracted_since",
     "failed_pending",
     "find",
+    "forget_extraction",
     "get",
     "get_cursor",
+    "get_extraction",
+    "last_extraction_at",
+    "log_extraction",
     "pending",
     "save",
     "set_cursor",
+    "usage_sessions",
+    "usage_totals",
 ]
