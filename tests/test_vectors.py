@@ -305,7 +305,7 @@ def test_filters_apply_after_knn_with_over_fetch(tmp_path: Path, threshold: int)
 
 def test_vector_status_of_a_store(store: MemoryStore) -> None:
     status: Any = vector_status(store)
-    assert status.available is True and isinstance(status.reason, str) and status.count == 0
+    assert status.available is True and isinstance(status.reason, str) and status.stored == 0
 
 
 def test_a_rolled_back_first_vector_leaves_no_dimension_behind(store: MemoryStore) -> None:

@@ -574,9 +574,10 @@ class MemoryStore:
         if metadata is not None:
             sets["metadata"] = _json_dict(_safe_json(metadata, "metadata"))
         if hints is not None:
+            checked: Any = hints
             if isinstance(hints, list | tuple):
-                hints = [_safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
-            sets["hints"] = _json_list(hints, "hints")
+                checked = [_safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
+            sets["hints"] = _json_list(checked, "hints")
         if expires_at is not None:
             sets["expires_at"] = parse_iso(expires_at, field="expires_at")
         if embedding is not None:
@@ -743,7 +744,7 @@ class MemoryStore:
         query: str,
         limit: int = 20,
         offset: int = 0,
-        type: str | None = None,
+        type: str | Sequence[str] | None = None,
         valid_only: bool = True,
         **filters: Any,
     ) -> list[dict[str, Any]]:
@@ -758,7 +759,7 @@ class MemoryStore:
 
     def list_all(
         self,
-        type: str | None = None,
+        type: str | Sequence[str] | None = None,
         valid_only: bool = True,
         limit: int = 100,
         offset: int = 0,

@@ -87,7 +87,7 @@ class VectorStatus(NamedTuple):
 
     available: bool
     reason: str
-    count: int
+    stored: int  # vectors in the index (not `count`: that would hide tuple.count)
 
 
 def unavailable_reason() -> str:
