@@ -10,13 +10,11 @@ writers queue on the lock (busy_timeout) instead of losing data.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
 import stat
 import threading
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,9 +40,6 @@ from .records import (
     MemoryFilter,
     _check_confidence,
     _check_content,
-    _check_id,
-    _check_identity,
-    _check_identity_length,
     _json_dict,
     _json_list,
     _safe_json,
@@ -52,6 +47,7 @@ from .records import (
     content_hash,
     normalize_tags,
     pack_embedding,
+    prepare_record,
     row_to_memory,
 )
 from .vectors import PREFILTER_THRESHOLD, VectorIndex
@@ -340,83 +336,9 @@ class MemoryStore:
 
     def _prepare(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """Validate one memory's fields and return the row to insert (raises ValidationError)."""
-        content = _check_content(data.get("content"))
-        mtype = data.get("type")
-        if not isinstance(mtype, str):
-            raise ValidationError("type must be a string")
-        check_memory_type(mtype)
-        mid = data.get("id") or str(uuid.uuid4())
-        _check_id(mid)
-        confidence = data.get("confidence")
-        confidence = (
-            self.default_confidence if confidence is None else _check_confidence(confidence)
-        )
-        created = (
-            parse_iso(data["created_at"], field="created_at")
-            if data.get("created_at")
-            else now_iso()
-        )
-        tags = normalize_tags(data.get("tags"))
-        embedding = data.get("embedding")
-        if isinstance(embedding, str):
-            try:
-                embedding = base64.b64decode(embedding, validate=True)
-            except ValueError:
-                raise ValidationError("embedding must be base64 of packed float32") from None
-
-        def opt_text(key: str) -> str | None:
-            value = data.get(key)
-            if value is not None and not isinstance(value, str):
-                raise ValidationError(f"{key} must be a string")
-            return value or None
-
-        summary = opt_text("summary")
-        if summary is not None:
-            summary = _check_content(summary, "summary")
-        for key in ("source", "entered_by", "project", "session_id"):
-            _check_identity_length(data.get(key), key)
-            _check_identity(data.get(key), key)
-        hints = data.get("hints")
-        if isinstance(hints, list | tuple):
-            hints = [_safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
-        message_ids = data.get("source_message_ids")
-        if isinstance(message_ids, list | tuple):
-            for mid_ in message_ids:
-                _check_identity(mid_, "source_message_ids")
-        access_count = data.get("access_count") or 0
-        if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
-            raise ValidationError("access_count must be a non-negative integer")
-        opt_time = {
-            key: parse_iso(data[key], field=key) if data.get(key) else None
-            for key in ("expires_at", "valid_until", "accessed_at", "updated_at")
-        }
-        return {
-            "id": mid,
-            "type": mtype,
-            "content": content,
-            "summary": summary,
-            "source": opt_text("source") or "manual",
-            "confidence": confidence,
-            "metadata": _json_dict(_safe_json(data.get("metadata"), "metadata")),
-            "hints": _json_list(hints, "hints"),
-            "created_at": created,
-            "updated_at": opt_time["updated_at"] or created,
-            "accessed_at": opt_time["accessed_at"],
-            "access_count": access_count,
-            "valid_until": opt_time["valid_until"],
-            "invalidation_reason": _safe_text(
-                opt_text("invalidation_reason"), "invalidation_reason"
-            ),
-            "expires_at": opt_time["expires_at"],
-            "entered_by": opt_text("entered_by"),
-            "project": opt_text("project"),
-            "session_id": opt_text("session_id"),
-            "source_message_ids": _json_list(data.get("source_message_ids"), "source_message_ids"),
-            "content_hash": content_hash(content),
-            "tags": tags,
-            "tag_text": " ".join(tags),
-            "embedding": self._check_vector(pack_embedding(embedding)),
-        }
+        record = prepare_record(data, self.default_confidence)
+        self._check_vector(record["embedding"])
+        return record
 
     def _check_vector(self, blob: bytes | None) -> bytes | None:
         with self._lock:  # the index's dimension may change under another thread's write
