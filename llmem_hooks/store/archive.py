@@ -22,7 +22,7 @@ from ..errors import ImportFormatError, ValidationError
 from ..paths import DIR_MODE, FILE_MODE, get_llmem_home, read_bounded_text, write_private_file
 from ..timestamps import now_iso
 from .db import transaction
-from .records import _MEMORY_COLUMNS, DEFAULT_EXPORT_LIMIT, row_to_memory, validate_import_record
+from .records import DEFAULT_EXPORT_LIMIT, MEMORY_COLUMNS, row_to_memory, validate_import_record
 from .relations import check_relation
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def export_all(
     if ids is not None:
         where = "WHERE id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(ids)))
-    sql = f"SELECT {_MEMORY_COLUMNS}, embedding, seq FROM memories {where} ORDER BY seq"
+    sql = f"SELECT {MEMORY_COLUMNS}, embedding, seq FROM memories {where} ORDER BY seq"
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from ..errors import ValidationError
 from ..timestamps import now_iso
 from .db import transaction
-from .records import INBOX_SOURCES, _check_confidence, _check_content, _json_dict, _safe_json
+from .records import INBOX_SOURCES, check_confidence, check_content, json_dict, safe_json
 
 
 def add_to_inbox(
@@ -28,18 +28,18 @@ def add_to_inbox(
     metadata: Mapping[str, Any] | None = None,
 ) -> str:
     """Stage a note in the capacity-limited inbox; the lowest-scored items are evicted."""
-    content = _check_content(content)
-    metadata = _safe_json(metadata, "metadata")
+    content = check_content(content)
+    metadata = safe_json(metadata, "metadata")
     if source not in INBOX_SOURCES:
         raise ValidationError(f"invalid inbox source {source!r} (use {', '.join(INBOX_SOURCES)})")
-    score = _check_confidence(attention_score, "attention score")
+    score = check_confidence(attention_score, "attention score")
     item_id = str(uuid.uuid4())
     now = now_iso()
     with store._lock, transaction(store._conn):
         store._conn.execute(
             "INSERT INTO inbox(id, content, source, attention_score, metadata, created_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (item_id, content, source, score, _json_dict(metadata), now, now),
+            (item_id, content, source, score, json_dict(metadata), now, now),
         )
         store._conn.execute(
             "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox ORDER BY attention_score DESC,"
@@ -72,7 +72,7 @@ def inbox_count(store: MemoryStore) -> int:
 
 
 def update_inbox_attention_score(store: MemoryStore, item_id: str, score: float) -> bool:
-    score = _check_confidence(score, "attention score")
+    score = check_confidence(score, "attention score")
     with store._lock, transaction(store._conn):
         cur = store._conn.execute(
             "UPDATE inbox SET attention_score = ?, updated_at = ? WHERE id = ?",
@@ -95,7 +95,7 @@ def consolidate(
     The inbox is empty afterwards (unless ``dry_run``). Returns ``{"promoted", "evicted"}``
     (promoted items carry ``memory_id`` unless dry-run).
     """
-    _check_confidence(min_score, "min_score")
+    check_confidence(min_score, "min_score")
     with store._lock, transaction(store._conn):
         items = [
             inbox_row(r)

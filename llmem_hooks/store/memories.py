@@ -29,26 +29,26 @@ from . import archive, inbox, relations, sessions, vectors
 from .db import connect, connect_readonly, is_sqlite_file, transaction
 from .migrations import migrate, schema_lag
 from .records import (
-    _ID,
-    _MEMORY_COLUMNS,
-    _SORT_COLUMNS,
-    _TEXT_COLUMNS,
     DEFAULT_CONFIDENCE,
     DUPLICATE_COSINE,
+    FTS_TEXT_COLUMNS,
+    ID_PATTERN,
     MAX_ID_LENGTH,
+    MEMORY_COLUMNS,
     REINFORCEMENT,
+    SORT_COLUMNS,
     MemoryFilter,
-    _check_confidence,
-    _check_content,
-    _json_dict,
-    _json_list,
-    _safe_json,
-    _safe_text,
+    check_confidence,
+    check_content,
     content_hash,
+    json_dict,
+    json_list,
     normalize_tags,
     pack_embedding,
     prepare_record,
     row_to_memory,
+    safe_json,
+    safe_text,
 )
 from .vectors import PREFILTER_THRESHOLD, VectorIndex
 
@@ -119,8 +119,8 @@ class MemoryStore:
         self.db_path = path
         self.read_only = read_only
         self.inbox_capacity = inbox_capacity
-        self.default_confidence = _check_confidence(default_confidence, "default confidence")
-        self.duplicate_cosine = _check_confidence(duplicate_cosine, "duplicate cosine")
+        self.default_confidence = check_confidence(default_confidence, "default confidence")
+        self.duplicate_cosine = check_confidence(duplicate_cosine, "duplicate cosine")
         self._lock = threading.RLock()
         self._has_vec: bool | None = None
         if read_only:
@@ -312,7 +312,7 @@ class MemoryStore:
         count = meta.get("reinforcements")
         meta["reinforcements"] = (count if isinstance(count, int) else 0) + 1
         confidence = min(1.0, max(row[0], record["confidence"]) + REINFORCEMENT)
-        sets = {"confidence": confidence, "metadata": _json_dict(meta), "updated_at": now_iso()}
+        sets = {"confidence": confidence, "metadata": json_dict(meta), "updated_at": now_iso()}
         if row[2] and record["embedding"] is not None:
             sets["embedding"] = record["embedding"]
         assignments = ", ".join(f"{col} = ?" for col in sets)
@@ -425,7 +425,7 @@ class MemoryStore:
         """The memory with this id (valid or not), or None."""
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
             if row is None:
                 return None
@@ -440,7 +440,7 @@ class MemoryStore:
         row = self._fetchone("SELECT id FROM memories WHERE id = ?", (id_or_prefix,))
         if row:
             return str(row[0])
-        if len(id_or_prefix) >= 4 and _ID.match(id_or_prefix):
+        if len(id_or_prefix) >= 4 and ID_PATTERN.match(id_or_prefix):
             rows = self._fetchall(
                 "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
                 (id_or_prefix, id_or_prefix + "\uffff"),
@@ -460,7 +460,7 @@ class MemoryStore:
             for i in range(0, len(ids), 500):
                 chunk = list(ids[i : i + 500])
                 for row in self._conn.execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN "
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN "
                     f"({','.join('?' * len(chunk))})",
                     chunk,
                 ):
@@ -485,21 +485,21 @@ class MemoryStore:
         """Change fields of a memory; returns False if the id does not exist."""
         sets: dict[str, Any] = {}
         if content is not None:
-            sets["content"] = _check_content(content)
+            sets["content"] = check_content(content)
             sets["content_hash"] = content_hash(sets["content"])
         if summary is not None:
-            sets["summary"] = _check_content(summary, "summary")
+            sets["summary"] = check_content(summary, "summary")
         if type is not None:
             sets["type"] = check_memory_type(type)
         if confidence is not None:
-            sets["confidence"] = _check_confidence(confidence)
+            sets["confidence"] = check_confidence(confidence)
         if metadata is not None:
-            sets["metadata"] = _json_dict(_safe_json(metadata, "metadata"))
+            sets["metadata"] = json_dict(safe_json(metadata, "metadata"))
         if hints is not None:
             checked: Any = hints
             if isinstance(hints, list | tuple):
-                checked = [_safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
-            sets["hints"] = _json_list(checked, "hints")
+                checked = [safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
+            sets["hints"] = json_list(checked, "hints")
         if expires_at is not None:
             sets["expires_at"] = parse_iso(expires_at, field="expires_at")
         if embedding is not None:
@@ -530,7 +530,7 @@ class MemoryStore:
         """Soft-delete: the memory stays for history but is no longer returned by default."""
         if reason is not None and not isinstance(reason, str):
             raise ValidationError("reason must be a string")
-        reason = _safe_text(reason, "reason")
+        reason = safe_text(reason, "reason")
         now = now_iso()
         with self._lock, transaction(self._conn):
             row = self._conn.execute(
@@ -587,11 +587,11 @@ class MemoryStore:
             scopes = [f'"p{flt.project.encode().hex().upper()}"']
             if not flt.project_only:
                 scopes.append('"global"')
-            match = f"{_TEXT_COLUMNS} : ({match}) AND fts_scope : ({' OR '.join(scopes)})"
+            match = f"{FTS_TEXT_COLUMNS} : ({match}) AND fts_scope : ({' OR '.join(scopes)})"
         else:
-            match = f"{_TEXT_COLUMNS} : ({match})"
+            match = f"{FTS_TEXT_COLUMNS} : ({match})"
         sql = (
-            f"SELECT {', '.join('m.' + c.strip() for c in _MEMORY_COLUMNS.split(','))}, "
+            f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
             "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
             "ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {cond} ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
@@ -621,7 +621,7 @@ class MemoryStore:
         with self._lock:
             return self._conn.execute(
                 "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                (f"{_TEXT_COLUMNS} : ({match})",),
+                (f"{FTS_TEXT_COLUMNS} : ({match})",),
             ).fetchone()[0]
 
     def has_match(self, match: str) -> bool:
@@ -631,7 +631,7 @@ class MemoryStore:
             return (
                 self._conn.execute(
                     "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1",
-                    (f"{_TEXT_COLUMNS} : ({match})",),
+                    (f"{FTS_TEXT_COLUMNS} : ({match})",),
                 ).fetchone()
                 is not None
             )
@@ -691,15 +691,15 @@ class MemoryStore:
     ) -> list[dict[str, Any]]:
         """Memories matching the filters, sorted by ``sort`` (created, updated, accessed,
         expires, confidence, content, type)."""
-        if sort not in _SORT_COLUMNS:
-            raise ValidationError(f"invalid sort {sort!r} (use {', '.join(_SORT_COLUMNS)})")
+        if sort not in SORT_COLUMNS:
+            raise ValidationError(f"invalid sort {sort!r} (use {', '.join(SORT_COLUMNS)})")
         if order.lower() not in ("asc", "desc"):
             raise ValidationError(f"invalid order {order!r} (use asc or desc)")
         flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
         cond, params = flt.to_sql(now_iso())
         sql = (
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {cond} "
-            f"ORDER BY {_SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {cond} "
+            f"ORDER BY {SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
             "LIMIT ? OFFSET ?"
         )
         with self._lock:
@@ -793,7 +793,7 @@ class MemoryStore:
             params.append(json.dumps(list(only_ids)))
         with self._lock, transaction(self._conn):
             rows = self._conn.execute(
-                f"SELECT {_MEMORY_COLUMNS}, seq FROM memories WHERE {cond} ORDER BY seq", params
+                f"SELECT {MEMORY_COLUMNS}, seq FROM memories WHERE {cond} ORDER BY seq", params
             ).fetchall()
             if not dry_run and rows:
                 self._conn.execute(f"DELETE FROM memories WHERE {cond}", params)

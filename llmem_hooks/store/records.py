@@ -37,8 +37,8 @@ RELATION_TYPES = ("supersedes", "related_to", "derived_from", "references")
 TARGET_TYPES = ("memory", "code")
 INBOX_SOURCES = ("note", "learn", "extract", "consolidation")
 _TAG = re.compile(r"^[a-z0-9][a-z0-9_.:/+#-]{0,63}$")
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
-_SORT_COLUMNS = {
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+SORT_COLUMNS = {
     "created": "m.created_at",
     "updated": "m.updated_at",
     "accessed": "m.accessed_at",
@@ -48,8 +48,8 @@ _SORT_COLUMNS = {
     "type": "m.type",
 }
 # The FTS5 columns a query searches; fts_scope is only for the project filter.
-_TEXT_COLUMNS = "{content summary tag_text}"
-_MEMORY_COLUMNS = (
+FTS_TEXT_COLUMNS = "{content summary tag_text}"
+MEMORY_COLUMNS = (
     "id, type, content, summary, source, confidence, metadata, hints, created_at, updated_at, "
     "accessed_at, access_count, valid_until, invalidation_reason, expires_at, entered_by, "
     "project, session_id, source_message_ids, tag_text"
@@ -141,7 +141,7 @@ def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
     for raw in tags:
         if not isinstance(raw, str):
             raise ValidationError(f"invalid tag {raw!r}: tags are strings")
-        _check_identity(raw, "tag")
+        check_identity(raw, "tag")
         tag = raw.strip().lower()
         if not tag:
             continue
@@ -178,7 +178,7 @@ def unpack_embedding(blob: bytes) -> list[float]:
     return list(struct.unpack(f"<{len(blob) // 4}f", blob))
 
 
-def _cosine_distance(a: bytes, b: bytes) -> float:
+def cosine_distance(a: bytes, b: bytes) -> float:
     va, vb = unpack_embedding(a), unpack_embedding(b)
     dot = sum(x * y for x, y in zip(va, vb, strict=True))
     na = math.sqrt(sum(x * x for x in va))
@@ -186,7 +186,7 @@ def _cosine_distance(a: bytes, b: bytes) -> float:
     return 1.0 - dot / (na * nb) if na and nb else 1.0
 
 
-def _check_content(content: Any, what: str = "content") -> str:
+def check_content(content: Any, what: str = "content") -> str:
     """Valid text with credentials replaced by ``[REDACTED]``: whoever writes (an extractor,
     the CLI, an import), a secret never reaches the database. A private key block cannot be
     cut out reliably, so text holding one is refused."""
@@ -207,7 +207,7 @@ def _check_content(content: Any, what: str = "content") -> str:
 # -- the one redaction choke point (issue 9): every text this module writes passes here --
 
 
-def _safe_text(value: str | None, what: str) -> str | None:
+def safe_text(value: str | None, what: str) -> str | None:
     """Free text (a reason, a hint) with credentials replaced by ``[REDACTED]``."""
     if value is None:
         return None
@@ -223,7 +223,7 @@ def _holds_secret(value: str) -> bool:
     return bool(find_secrets(value))
 
 
-def _check_identity(value: Any, what: str) -> Any:
+def check_identity(value: Any, what: str) -> Any:
     """Ids and names (source, entered_by, project, session id, tags, code paths) are
     matched and grouped on; a redacted one would silently merge or split records, so one
     that holds a credential is refused instead. The message never repeats the value."""
@@ -232,7 +232,7 @@ def _check_identity(value: Any, what: str) -> Any:
     return value
 
 
-def _safe_json(value: Any, what: str) -> Any:
+def safe_json(value: Any, what: str) -> Any:
     """Metadata: every string (keys too) redacted, a credential-named key's value too."""
     if value is None:
         return None
@@ -244,24 +244,24 @@ def _safe_json(value: Any, what: str) -> Any:
         raise ValidationError(f"{what} is nested too deeply") from None
 
 
-def _check_confidence(value: Any, what: str = "confidence") -> float:
+def check_confidence(value: Any, what: str = "confidence") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise ValidationError(f"{what} must be a number between 0 and 1, got {value!r}")
     return float(value)
 
 
-def _check_id(value: Any, what: str = "id") -> str:
+def check_id(value: Any, what: str = "id") -> str:
     if (
         not isinstance(value, str)
         or not value
         or len(value) > MAX_ID_LENGTH
-        or not _ID.match(value)
+        or not ID_PATTERN.match(value)
     ):
         raise ValidationError(f"invalid {what} {value!r}")
     return value
 
 
-def _json_list(value: Any, what: str) -> str:
+def json_list(value: Any, what: str) -> str:
     if value is None:
         return "[]"
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
@@ -269,7 +269,7 @@ def _json_list(value: Any, what: str) -> str:
     return json.dumps(list(value))
 
 
-def _json_dict(value: Any, what: str = "metadata") -> str:
+def json_dict(value: Any, what: str = "metadata") -> str:
     if value is None:
         return "{}"
     if not isinstance(value, Mapping):
@@ -297,7 +297,7 @@ def _identity_limit(key: str) -> int:
     return MAX_PROJECT_CHARS if key == "project" else MAX_IMPORT_TEXT
 
 
-def _check_identity_length(value: Any, key: str) -> None:
+def check_identity_length(value: Any, key: str) -> None:
     """Every route in (CLI, API, import, extraction) gets the same bounds on ids and names:
     a 200,000-character project or source is a mistake or an attack, never a key."""
     limit = _identity_limit(key)
@@ -439,15 +439,15 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
 
     The embedding is packed but not checked against the index's dimension: the store
     does that under its lock."""
-    content = _check_content(data.get("content"))
+    content = check_content(data.get("content"))
     mtype = data.get("type")
     if not isinstance(mtype, str):
         raise ValidationError("type must be a string")
     check_memory_type(mtype)
     mid = data.get("id") or str(uuid.uuid4())
-    _check_id(mid)
+    check_id(mid)
     confidence = data.get("confidence")
-    confidence = default_confidence if confidence is None else _check_confidence(confidence)
+    confidence = default_confidence if confidence is None else check_confidence(confidence)
     created = (
         parse_iso(data["created_at"], field="created_at") if data.get("created_at") else now_iso()
     )
@@ -467,17 +467,17 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
 
     summary = opt_text("summary")
     if summary is not None:
-        summary = _check_content(summary, "summary")
+        summary = check_content(summary, "summary")
     for key in ("source", "entered_by", "project", "session_id"):
-        _check_identity_length(data.get(key), key)
-        _check_identity(data.get(key), key)
+        check_identity_length(data.get(key), key)
+        check_identity(data.get(key), key)
     hints = data.get("hints")
     if isinstance(hints, list | tuple):
-        hints = [_safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
+        hints = [safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
     message_ids = data.get("source_message_ids")
     if isinstance(message_ids, list | tuple):
         for mid_ in message_ids:
-            _check_identity(mid_, "source_message_ids")
+            check_identity(mid_, "source_message_ids")
     access_count = data.get("access_count") or 0
     if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
         raise ValidationError("access_count must be a non-negative integer")
@@ -492,19 +492,19 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
         "summary": summary,
         "source": opt_text("source") or "manual",
         "confidence": confidence,
-        "metadata": _json_dict(_safe_json(data.get("metadata"), "metadata")),
-        "hints": _json_list(hints, "hints"),
+        "metadata": json_dict(safe_json(data.get("metadata"), "metadata")),
+        "hints": json_list(hints, "hints"),
         "created_at": created,
         "updated_at": opt_time["updated_at"] or created,
         "accessed_at": opt_time["accessed_at"],
         "access_count": access_count,
         "valid_until": opt_time["valid_until"],
-        "invalidation_reason": _safe_text(opt_text("invalidation_reason"), "invalidation_reason"),
+        "invalidation_reason": safe_text(opt_text("invalidation_reason"), "invalidation_reason"),
         "expires_at": opt_time["expires_at"],
         "entered_by": opt_text("entered_by"),
         "project": opt_text("project"),
         "session_id": opt_text("session_id"),
-        "source_message_ids": _json_list(data.get("source_message_ids"), "source_message_ids"),
+        "source_message_ids": json_list(data.get("source_message_ids"), "source_message_ids"),
         "content_hash": content_hash(content),
         "tags": tags,
         "tag_text": " ".join(tags),
@@ -513,7 +513,7 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
 
 
 def row_to_memory(row: Any) -> dict[str, Any]:
-    """A memories row (selected with _MEMORY_COLUMNS) as the public dict."""
+    """A memories row (selected with MEMORY_COLUMNS) as the public dict."""
     mem = {k: row[k] for k in row.keys() if k not in ("tag_text", "embedding", "seq")}  # noqa: SIM118 - a Row iterates values
     mem["metadata"] = json.loads(row["metadata"] or "{}")
     mem["hints"] = json.loads(row["hints"] or "[]")

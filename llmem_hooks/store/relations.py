@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 from ..errors import NotFoundError, ValidationError
 from ..timestamps import now_iso, parse_iso
 from .db import transaction
-from .records import MAX_TRAVERSAL_DEPTH, RELATION_TYPES, TARGET_TYPES, _check_id, _check_identity
+from .records import MAX_TRAVERSAL_DEPTH, RELATION_TYPES, TARGET_TYPES, check_id, check_identity
 
 
 def check_relation(
@@ -24,7 +24,7 @@ def check_relation(
     target_type: Any,
     created_at: Any = None,
 ) -> tuple[str, str, str, str, str]:
-    _check_id(source_id, "source id")
+    check_id(source_id, "source id")
     if relation_type not in RELATION_TYPES:
         raise ValidationError(
             f"invalid relation type {relation_type!r} (use {', '.join(RELATION_TYPES)})"
@@ -35,7 +35,7 @@ def check_relation(
         raise ValidationError(f"invalid relation target {target_id!r}")
     if target_type == "code" and (target_id.startswith("/") or ".." in target_id):
         raise ValidationError("code references must be relative paths without '..'")
-    _check_identity(target_id, "relation target")
+    check_identity(target_id, "relation target")
     when = parse_iso(created_at, field="created_at") if created_at else now_iso()
     return (source_id, target_id, target_type, relation_type, when)
 

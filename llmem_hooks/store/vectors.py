@@ -46,9 +46,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .db import has_function, transaction
 from .records import (
-    _MEMORY_COLUMNS,
+    MEMORY_COLUMNS,
     MemoryFilter,
-    _cosine_distance,
+    cosine_distance,
     pack_embedding,
     unpack_embedding,
 )
@@ -636,7 +636,7 @@ def knn_rows(
     """KNN in one partition (or all vectors), the filter applied to the neighbours;
     more are fetched while too few pass, and a filter too selective for that is
     answered by scanning its rows instead."""
-    cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
+    cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
     k = min(searched, max(limit * KNN_OVERFETCH, KNN_MIN_K))
     for _ in range(KNN_MAX_ROUNDS):
         if k <= 0:
@@ -672,7 +672,7 @@ def scan_rows(
 ) -> list[tuple[float, Any]]:
     """Exact distances of every memory satisfying ``cond``: ``vec_distance_cosine``
     when sqlite-vec is loaded, else Python over at most BRUTE_FORCE_MAX_ROWS rows."""
-    cols = ", ".join("m." + c.strip() for c in _MEMORY_COLUMNS.split(","))
+    cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
     base = f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
     if vec_loaded(store):
         where_d = "" if max_distance is None else "AND _distance <= ?"
@@ -692,7 +692,7 @@ def scan_rows(
         f"SELECT {cols}, m.seq, m.embedding AS _emb {base} LIMIT ?",
         [len(query), *params, BRUTE_FORCE_MAX_ROWS],
     ).fetchall()
-    scored = sorted(((_cosine_distance(query, r["_emb"]), r) for r in rows), key=lambda dr: dr[0])
+    scored = sorted(((cosine_distance(query, r["_emb"]), r) for r in rows), key=lambda dr: dr[0])
     if max_distance is not None:
         scored = [dr for dr in scored if dr[0] <= max_distance]
     return scored[:limit]
