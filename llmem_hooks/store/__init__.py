@@ -2,12 +2,12 @@
 
 ``from llmem_hooks.store import MemoryStore`` is the public door. Who owns which table:
 
-- `memories`  MemoryStore: ``memories``, ``tags``, ``memory_tags``, ``memories_fts``,
-  ``fuzzy_terms`` (through `llmem_hooks.fuzzy`)
+- `memories`  MemoryStore: ``memories``, ``tags``, ``memory_tags``, ``memories_fts``
+- `vocabulary` ``fuzzy_terms``, ``fuzzy_trigrams`` (the typo-tolerance index)
 - `vectors`   the sqlite-vec tables and the filtered nearest-neighbour planner
 - `relations` ``relations``;  `inbox` ``inbox``;  `archive` export / import files
 - `sessions`  ``sessions``, ``extraction_log`` (adapter cursors), ``pending_hooks``,
-  ``model_usage``
+  ``model_usage`` (was ``llmem_hooks.session_state``; imported as a module of functions)
 - `records`   validators, `MemoryFilter`, row -> memory dict, embedding packing
 - `db`        connections, transactions;  `migrations` the schema, one named step each
 """

@@ -25,7 +25,7 @@ from ..errors import NotFoundError, ValidationError
 from ..paths import FILE_MODE, ensure_private_dir, get_db_path
 from ..registry import check_memory_type, register_memory_type
 from ..timestamps import now_iso, parse_iso
-from . import archive, inbox, relations, sessions, vectors
+from . import archive, inbox, relations, sessions, vectors, vocabulary
 from .db import connect, connect_readonly, is_sqlite_file, transaction
 from .migrations import migrate, schema_lag
 from .records import (
@@ -395,7 +395,7 @@ class MemoryStore:
             terms |= fuzzy.extract_terms(
                 f"{rec['content']} {rec['summary'] or ''} {rec['tag_text']}"
             )
-        fuzzy.index_terms(self._conn, terms)
+        vocabulary.index_terms(self._conn, terms)
 
     def _tag_ids(self, names: Iterable[str]) -> dict[str, int]:
         names = sorted(set(names))
@@ -419,7 +419,7 @@ class MemoryStore:
             [(seq, ids[t]) for t in tags],
         )
         self._conn.execute("UPDATE memories SET tag_text = ? WHERE seq = ?", (" ".join(tags), seq))
-        fuzzy.index_terms(self._conn, tags)
+        vocabulary.index_terms(self._conn, tags)
 
     def get(self, memory_id: str, track_access: bool = False) -> dict[str, Any] | None:
         """The memory with this id (valid or not), or None."""
@@ -523,7 +523,7 @@ class MemoryStore:
             if "embedding" in sets:
                 self.vectors.write([(row[0], sets["embedding"])])
             words = f"{sets.get('content') or ''} {sets.get('summary') or ''}"
-            fuzzy.index_terms(self._conn, fuzzy.extract_terms(words))
+            vocabulary.index_terms(self._conn, fuzzy.extract_terms(words))
         return True
 
     def invalidate(self, memory_id: str, reason: str | None = None) -> bool:
@@ -609,7 +609,7 @@ class MemoryStore:
         """Spellings close to ``term`` from the vocabulary of every memory's words (the
         ``fuzzy_terms`` index, see `llmem_hooks.fuzzy`), best first."""
         with self._lock:
-            return [t for t, _ in fuzzy.suggest(self._conn, term, threshold)]
+            return [t for t, _ in vocabulary.suggest(self._conn, term, threshold)]
 
     def size_hint(self) -> int:
         """Upper bound of the number of memories, in O(1) (the highest row number)."""

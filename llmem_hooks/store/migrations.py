@@ -14,6 +14,7 @@ from typing import Any
 from .. import fuzzy
 from ..errors import ValidationError
 from ..timestamps import now_iso, parse_iso
+from . import vocabulary
 from .db import transaction
 
 Migration = Callable[[Any], None]
@@ -164,7 +165,7 @@ def m003_fuzzy(conn: Any) -> None:
         "SELECT content, coalesce(summary, ''), tag_text FROM memories"
     ):
         terms |= fuzzy.extract_terms(f"{content} {summary} {tag_text}")
-    fuzzy.index_terms(conn, terms)
+    vocabulary.index_terms(conn, terms)
 
 
 def m004_inbox(conn: Any) -> None:
