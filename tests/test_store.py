@@ -498,3 +498,22 @@ def test_every_public_method_runs_sql_under_the_lock(store: MemoryStore) -> None
         before = lock.taken
         call()
         assert lock.taken > before
+
+
+def test_sql_runs_only_inside_the_store_package() -> None:
+    """Which module owns which table stays visible: outside ``llmem_hooks/store/`` no module
+    of the package runs a statement (adapters read the agents' own databases, not ours)."""
+    import re
+
+    import llmem_hooks
+
+    root = Path(llmem_hooks.__file__).parent
+    statement = re.compile(r"\.(execute|executemany|executescript)\(|\.conn\b")
+    offenders = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if "store" not in path.relative_to(root).parts[:1]
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if statement.search(line)
+    ]
+    assert offenders == []
