@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus
 
-from llmem_hooks import MemoryStore, archive
+from llmem_hooks import MemoryStore
+from llmem_hooks.store import archive
 
 
 def fresh(path: Path) -> Path:

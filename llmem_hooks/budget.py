@@ -22,8 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import LLMemError
-from .store import MemoryStore
-from .timestamps import now_iso
+from .store import MemoryStore, sessions
 
 CHARS_PER_TOKEN = 4
 MIN_CALL_SECONDS = 0.1  # less time left than this: a request could only time out
@@ -89,12 +88,6 @@ class BudgetCheck:
     seconds_left: float
 
 
-_SUM = (
-    "SELECT coalesce(sum(calls), 0), coalesce(sum(prompt_tokens), 0), "
-    "coalesce(sum(output_tokens), 0), coalesce(sum(seconds), 0.0) FROM model_usage WHERE "
-)
-
-
 class ModelBudget:
     """Checks and records model usage against the caps, in the memory database.
 
@@ -115,17 +108,13 @@ class ModelBudget:
     def today(self) -> str:
         return utc_day(self.clock())
 
-    def _sum(self, where: str, params: tuple[Any, ...]) -> Usage:
-        row = self.store.conn.execute(_SUM + where, params).fetchone()
-        return Usage(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
-
     def day_usage(self, day: str | None = None) -> Usage:
         """All sessions' usage on ``day`` (default: today, UTC)."""
-        return self._sum("day = ?", (day or self.today(),))
+        return Usage(*sessions.usage_totals(self.store, day=day or self.today()))
 
     def session_usage(self, session_key: str) -> Usage:
         """One session's usage over all days."""
-        return self._sum("session_key = ?", (session_key,))
+        return Usage(*sessions.usage_totals(self.store, session_key=session_key))
 
     def check(self, session_key: str, need_tokens: int = 0) -> BudgetCheck:
         """Whether a call of about ``need_tokens`` prompt tokens fits under every cap."""
@@ -158,37 +147,26 @@ class ModelBudget:
         calls: int = 1,
     ) -> None:
         """Add one call's cost to today's row for the session."""
-        with self.store.atomic():
-            self.store.conn.execute(
-                "INSERT INTO model_usage(day, session_key, calls, prompt_tokens, output_tokens,"
-                " seconds, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(day, session_key) DO UPDATE SET calls = calls + excluded.calls, "
-                "prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
-                "output_tokens = output_tokens + excluded.output_tokens, "
-                "seconds = seconds + excluded.seconds, updated_at = excluded.updated_at",
-                (
-                    self.today(),
-                    session_key,
-                    max(0, calls),
-                    max(0, int(prompt_tokens)),
-                    max(0, int(output_tokens)),
-                    max(0.0, float(seconds)),
-                    now_iso(),
-                ),
-            )
+        sessions.add_usage(
+            self.store,
+            self.today(),
+            session_key,
+            calls=max(0, calls),
+            prompt_tokens=max(0, int(prompt_tokens)),
+            output_tokens=max(0, int(output_tokens)),
+            seconds=max(0.0, float(seconds)),
+        )
 
     def report(self) -> dict[str, Any]:
         """Today's usage, the caps and what is left of the day's: for ``stats`` and
         ``doctor``."""
         day = self.day_usage()
-        sessions = self.store.conn.execute(
-            "SELECT count(*) FROM model_usage WHERE day = ?", (self.today(),)
-        ).fetchone()[0]
+        used_by = sessions.usage_sessions(self.store, self.today())
         lim = self.limits
         return {
             "day": self.today(),
             "today": {**asdict(day), "tokens": day.tokens, "seconds": round(day.seconds, 3)},
-            "sessions_today": int(sessions),
+            "sessions_today": used_by,
             "caps": asdict(lim),
             "day_tokens_left": max(0, lim.day_tokens - day.tokens),
             "day_seconds_left": round(max(0.0, lim.day_seconds - day.seconds), 3),

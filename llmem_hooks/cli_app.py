@@ -31,7 +31,6 @@ try:  # typer >= 0.2x vendors its own copy of click
 except ImportError:  # pragma: no cover - older typer with click as a dependency
     from click.exceptions import UsageError
 
-from . import archive
 from .backoff import BACKOFF_SECONDS, ModelFailure
 from .config import load_config
 from .errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
@@ -39,7 +38,7 @@ from .paths import check_user_path, get_db_path
 from .redact import find_secrets
 from .registry import DEFAULT_MEMORY_TYPES
 from .retrieve import SEARCH_MODES, Retriever
-from .store import MemoryStore, SchemaBehind
+from .store import MemoryStore, SchemaBehind, archive
 from .timestamps import parse_iso
 
 if TYPE_CHECKING:
@@ -828,9 +827,9 @@ def run() -> None:
 def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
     and the last event of each."""
-    from . import session_state
     from .session_hooks import default_adapters
     from .sidecar_lock import running_pid
+    from .store import sessions as session_state
 
     fmt = _fmt(as_json, as_markdown)
     cfg = _config()
@@ -840,11 +839,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
         sessions = session_state.all_sessions(st, limit=50)
         rows = []
         for rec in sessions:
-            last = st.conn.execute(
-                "SELECT extracted_at FROM extraction_log WHERE source_id = ? "
-                "ORDER BY extracted_at DESC LIMIT 1",
-                (rec.session_id,),
-            ).fetchone()
+            last = session_state.last_extraction_at(st, rec.session_id)
             rows.append(
                 {
                     "session_id": rec.session_id,
@@ -853,7 +848,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
                     "state": rec.state,
                     "end_reason": rec.end_reason,
                     "last_activity_ms": rec.last_activity_ms,
-                    "last_extraction": last[0] if last else None,
+                    "last_extraction": last,
                 }
             )
     out = {"sidecar": {"running": pid is not None, "pid": pid}, "stores": stores, "sessions": rows}

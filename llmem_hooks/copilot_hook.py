@@ -298,7 +298,7 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     try:
         # A writer holding the lock must not keep us past the deadline.
         wait_ms = max(0, int((deadline - time.monotonic() - DB_MARGIN_S) * 1000))
-        store.conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        store.set_busy_timeout(wait_ms)
         coord = SessionHookCoordinator(
             store, adapters={}, config=settings.config, extractor=_NO_EXTRACTOR
         )

@@ -119,8 +119,8 @@ def _vector_checks(config: Mapping[str, Any], store: MemoryStore | None) -> list
     checks = [_embedder_check(config)]
     if store is None:
         return [*checks, Check("vectors", "skip", "no database opened")]
-    from .db import driver_name
-    from .vectors import vector_status
+    from .store.db import driver_name
+    from .store.vectors import vector_status
 
     available, reason, _ = vector_status(store)
     reason = f"{driver_name()}: {reason}"

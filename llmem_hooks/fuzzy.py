@@ -5,14 +5,15 @@ write), we index the trigrams of each distinct *word* once. A misspelled query w
 (``dokcer``) is matched to vocabulary words sharing a padded trigram, then scored by
 optimal-string-alignment edit distance (so a swap of two letters costs 1). The caller
 rewrites the query with the corrections and runs the normal FTS5 search.
+
+This module holds the text side (folding, words, trigrams, edit distance); the tables
+``fuzzy_terms`` / ``fuzzy_trigrams`` are written and read in `llmem_hooks.store.vocabulary`.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
-from typing import Any
 
 DEFAULT_THRESHOLD = 0.7
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,31}")
@@ -82,55 +83,3 @@ def similarity(a: str, b: str, threshold: float | None = None) -> float:
         return 1.0
     cap = None if threshold is None else int((1.0 - threshold) * longest + 1e-9)
     return 1.0 - osa_distance(a, b, cap) / longest
-
-
-def index_terms(conn: Any, terms: Iterable[str]) -> None:
-    """Add words to the vocabulary and their trigrams to the index (idempotent)."""
-    new = list(set(terms))
-    if not new:
-        return
-    known = set()
-    for i in range(0, len(new), 500):
-        chunk = new[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        known.update(
-            r[0]
-            for r in conn.execute(f"SELECT term FROM fuzzy_terms WHERE term IN ({marks})", chunk)
-        )
-    fresh = [t for t in new if t not in known]
-    if not fresh:
-        return
-    conn.executemany("INSERT OR IGNORE INTO fuzzy_terms(term) VALUES (?)", [(t,) for t in fresh])
-    conn.executemany(
-        "INSERT OR IGNORE INTO fuzzy_trigrams(trigram, term) VALUES (?, ?)",
-        [(g, t) for t in fresh for g in trigrams(t)],
-    )
-
-
-def suggest(
-    conn: Any, word: str, threshold: float = DEFAULT_THRESHOLD, limit: int = 3
-) -> list[tuple[str, float]]:
-    """Vocabulary words similar to ``word`` (similarity >= threshold), best first."""
-    word = fold(word)
-    if len(word) < MIN_FUZZY_LEN:
-        return []
-    grams = sorted(trigrams(word))
-    marks = ",".join("?" * len(grams))
-    # A word within edit distance d of `word` shares most trigrams; require at least a
-    # quarter of them, and score only the words sharing the most (edit distance in Python
-    # is the cost here: a common word's trigrams are shared by hundreds of words).
-    need = max(1, len(grams) // 4)
-    rows = conn.execute(
-        f"SELECT term FROM fuzzy_trigrams WHERE trigram IN ({marks}) "
-        f"GROUP BY term HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC LIMIT ?",
-        [*grams, need, MAX_CANDIDATES],
-    ).fetchall()
-    scored = []
-    for (term,) in rows:
-        if term == word or abs(len(term) - len(word)) > len(word) * (1 - threshold) + 1:
-            continue
-        sim = similarity(word, term, threshold)
-        if sim >= threshold:
-            scored.append((term, sim))
-    scored.sort(key=lambda ts: (-ts[1], ts[0]))
-    return scored[:limit]

@@ -339,13 +339,12 @@ class Retriever:
         """Close spellings from the vocabulary for each word no memory contains (or for
         every word with ``known_too``)."""
         out: dict[str, list[str]] = {}
-        conn = self.store.conn
         for term in terms:
             if fuzzy.extract_terms(term) != {term}:
                 continue
             if not known_too and self.store.has_match(quote(term)):
                 continue
-            alts = [t for t, _ in fuzzy.suggest(conn, term, threshold)]
+            alts = self.store.suggest_terms(term, threshold)
             if alts:
                 out[term] = alts
         return out

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import faults, session_state
+from . import faults
 from .config import load_config
 from .context import (
     build_session_context,
@@ -34,6 +34,7 @@ from .paths import get_context_dir, read_regular_file, validate_session_id
 from .project import session_project
 from .registry import VALID_SESSION_EVENT_TYPES, get_registered_session_hooks
 from .store import MemoryStore
+from .store import sessions as session_state
 
 if TYPE_CHECKING:  # the engine and the model client load only when a hook needs them
     from .embed import BatchEmbedder
@@ -363,10 +364,7 @@ class SessionHookCoordinator:
         if rec is None:
             return
         with self.store.atomic():
-            self.store.conn.execute(
-                "DELETE FROM extraction_log WHERE source_type = ? AND source_id = ?",
-                (f"{rec.agent}:{ENDING_LOG}", session_id),
-            )
+            session_state.forget_extraction(self.store, f"{rec.agent}:{ENDING_LOG}", session_id)
             rec.state, rec.ended_ms, rec.end_reason = "active", None, None
             session_state.save(self.store, rec)
 

@@ -37,12 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import faults, session_state
+from . import faults
 from .events import LifecycleEvent
 from .paths import ensure_private_dir, get_llmem_home
 from .redact import redact_secrets
 from .session_hooks import RESULT_DEBOUNCED, RESULT_ERROR, SessionHookCoordinator
 from .sidecar_lock import single_instance
+from .store import sessions as session_state
 
 log = logging.getLogger("llmem_hooks.sidecar")
 

@@ -208,7 +208,7 @@ def test_session_start_writes_the_context_file_and_is_stable(
 def test_session_start_records_the_session_like_the_sidecar(
     repo: Path, memory: str, llmem_home: Path
 ) -> None:
-    from llmem_hooks import session_state
+    from llmem_hooks.store import sessions as session_state
 
     hook("sessionStart", payload("sessionStart.camel.stdin.json", repo))
     with MemoryStore(llmem_home / "memory.db") as st:

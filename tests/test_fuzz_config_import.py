@@ -33,10 +33,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmem_hooks import archive
 from llmem_hooks.config import DEFAULT_CONFIG, VALIDATORS, load_config
 from llmem_hooks.errors import ConfigError, ImportFormatError, ValidationError
-from llmem_hooks.store import MemoryStore
+from llmem_hooks.store import MemoryStore, archive
 
 FUZZ = settings(
     deadline=None,

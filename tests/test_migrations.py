@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.db import connect
-from llmem_hooks.migrations import MIGRATIONS, migrate
+from llmem_hooks.store.db import connect
+from llmem_hooks.store.migrations import MIGRATIONS, migrate
 
 
 def schema(conn: Any) -> list[tuple[str, str, str]]:
@@ -65,3 +65,32 @@ def test_failed_migration_rolls_back(tmp_path: Path) -> None:
     assert applied == {1, 2}
     assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fuzzy_trigrams'").fetchone()
     conn.close()
+
+
+def test_extraction_log_timestamps_are_normalized(tmp_path: Path) -> None:
+    """m009: cursors stamped by SQLite's datetime('now') take the canonical form, and new
+    cursors are written in it."""
+    from llmem_hooks.store import sessions
+    from llmem_hooks.timestamps import parse_stored
+
+    conn = connect(tmp_path / "m.db")
+    migrate(conn, upto=8)
+    with conn:
+        conn.execute(
+            "INSERT INTO extraction_log(source_type, source_id, cursor, runs, extracted_at)"
+            " VALUES ('adapter', 'old', 'c', 1, '2026-11-22 13:15:00')"
+        )
+        conn.execute(
+            "INSERT INTO extraction_log(source_type, source_id, cursor, runs, extracted_at)"
+            " VALUES ('opencode', 'new', 'c', 1, '2026-11-22T13:16:00.000000+00:00')"
+        )
+    conn.close()
+    with MemoryStore(tmp_path / "m.db") as store:
+        old = store.get_extraction("adapter", "old")
+        assert old is not None and old["extracted_at"] == "2026-11-22T13:15:00.000000+00:00"
+        new = store.get_extraction("opencode", "new")
+        assert new is not None and new["extracted_at"] == "2026-11-22T13:16:00.000000+00:00"
+        sessions.set_cursor(store, "fresh", "7")
+        row = store.get_extraction(sessions.ADAPTER_CURSOR, "fresh")
+        assert row is not None and row["extracted_at"].endswith("+00:00")
+        assert parse_stored(row["extracted_at"]).tzinfo is not None

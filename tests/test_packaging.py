@@ -34,6 +34,7 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
     (wheel,) = dist.glob("llmem_hooks-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "llmem_hooks/adapters/__init__.py" in names
+    assert "llmem_hooks/store/memories.py" in names  # every subpackage is listed
     assert "llmem_hooks/AGENT_GUIDE.md" in names
     assert "llmem_hooks/plugin/llmem.ts" in names  # `install --opencode` copies it
     assert not any(n.startswith("adapters/") for n in names)
@@ -59,6 +60,7 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
     assert not (target / "adapters").exists()
     probe = (
         "import importlib.util, llmem_hooks, llmem_hooks.adapters, llmem_hooks.cli;"
+        "from llmem_hooks.store import MemoryStore;"
         "print(llmem_hooks.__file__);"
         "print(importlib.util.find_spec('adapters'));"
         "print(len(llmem_hooks.cli._agent_guide()) > 100)"

@@ -28,10 +28,10 @@ import pytest
 from llmem_hooks import cli_app, paths, sidecar
 from llmem_hooks.config import validate_config
 from llmem_hooks.context import remove_session_files, write_context_file
-from llmem_hooks.db import connect
 from llmem_hooks.errors import ConfigError, ValidationError
-from llmem_hooks.migrations import migrate
 from llmem_hooks.store import MemoryStore, SchemaBehind
+from llmem_hooks.store.db import connect
+from llmem_hooks.store.migrations import migrate
 
 EXE = Path(sys.executable).parent / "llmem-hooks"
 SID = "55634ac8-b1c4-44ad-a4cf-4c99a1b09a4c"

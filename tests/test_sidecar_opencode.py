@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from opencode_db import PROJECT, OpenCodeDB, text
 
-from llmem_hooks import MemoryStore, SessionHookCoordinator, session_state
+from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.sidecar import Sidecar
+from llmem_hooks.store import sessions as session_state
 
 
 def make(store: MemoryStore, db: OpenCodeDB, ctx: Path) -> Sidecar:

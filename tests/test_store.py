@@ -18,7 +18,7 @@ from llmem_hooks import (
     register_memory_type,
     validate_session_id,
 )
-from llmem_hooks.db import transaction
+from llmem_hooks.store.db import transaction
 
 
 def fts_ids(store: MemoryStore, match: str) -> set[str]:
@@ -414,3 +414,106 @@ def test_a_second_store_in_one_process_keeps_the_first_ones_writes_visible(
             ).stdout.strip()
             assert seen == "2"
             assert second.count() == 2
+
+
+class _CountingLock:
+    """An RLock that counts how often it was taken, and refuses connection use without it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.taken = 0
+        self.depth = 0
+
+    def __enter__(self) -> _CountingLock:
+        self._lock.acquire()
+        self.taken += 1
+        self.depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        self._lock.release()
+
+
+class _GuardedConn:
+    """A connection wrapper that fails a statement run while the store's lock is free."""
+
+    def __init__(self, conn: object, lock: _CountingLock) -> None:
+        self._conn = conn
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self._conn, name)
+        if name in ("execute", "executemany") and self._lock.depth == 0:
+            raise AssertionError(f"{name} outside the store lock")
+        return attr
+
+
+def test_every_public_method_runs_sql_under_the_lock(store: MemoryStore) -> None:
+    """The docstring promises thread safety behind one lock: no public method, read or
+    write, touches the connection without holding it."""
+    from llmem_hooks.store import sessions
+
+    mid = store.add("fact", "Locks guard the shared connection", tags=["lock"])
+    other = store.add("fact", "A second memory to relate to")
+    lock = _CountingLock()
+    store._lock = lock  # type: ignore[assignment]
+    store._conn = _GuardedConn(store._conn, lock)
+    store.vectors.conn = store._conn
+    calls = [
+        lambda: store.get(mid, track_access=True),
+        lambda: store.resolve_id(mid[:8]),
+        lambda: store.get_many([mid]),
+        lambda: store.get_embedding(mid),
+        lambda: store.count(),
+        lambda: store.stats(),
+        lambda: store.size_hint(),
+        lambda: store.search("locks"),
+        lambda: store.count_matching("locks"),
+        lambda: store.has_match("locks"),
+        lambda: store.list_all(),
+        lambda: store.add_relation(mid, other, "related_to"),
+        lambda: store.get_relations(mid),
+        lambda: store.traverse_relations(mid),
+        lambda: store.add_to_inbox("an inbox note"),
+        lambda: store.list_inbox(),
+        lambda: store.inbox_count(),
+        lambda: store.get_from_inbox("nope"),
+        lambda: store.log_extraction("test", "s1", "c1"),
+        lambda: store.get_extraction("test", "s1"),
+        lambda: store.export_all(),
+        lambda: store.missing_embeddings(),
+        lambda: store.count_embeddings(),
+        lambda: store.get_embeddings_with_types(),
+        lambda: store.update(mid, summary="guarded"),
+        lambda: store.prune(dry_run=True),
+        lambda: sessions.active(store),
+        lambda: sessions.pending(store),
+        lambda: sessions.get_cursor(store, "k"),
+        lambda: sessions.set_cursor(store, "k", "1"),
+        lambda: store.invalidate(other),
+        lambda: store.delete(other),
+    ]
+    for call in calls:
+        before = lock.taken
+        call()
+        assert lock.taken > before
+
+
+def test_sql_runs_only_inside_the_store_package() -> None:
+    """Which module owns which table stays visible: outside ``llmem_hooks/store/`` no module
+    of the package runs a statement (adapters read the agents' own databases, not ours)."""
+    import re
+
+    import llmem_hooks
+
+    root = Path(llmem_hooks.__file__).parent
+    statement = re.compile(r"\.(execute|executemany|executescript)\(|\.conn\b")
+    offenders = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if "store" not in path.relative_to(root).parts[:1]
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if statement.search(line)
+    ]
+    assert offenders == []

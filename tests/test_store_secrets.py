@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from llmem_hooks import MemoryStore, ValidationError, copilot_hook, session_state
+from llmem_hooks import MemoryStore, ValidationError, copilot_hook
 from llmem_hooks.cli import main as cli_main
 from llmem_hooks.redact import REDACTED
+from llmem_hooks.store import sessions as session_state
 
 
 def _token() -> str:

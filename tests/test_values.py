@@ -281,8 +281,8 @@ def test_unreadable_import_file_is_one_line(
 
 
 def test_oversized_import_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from llmem_hooks import archive
     from llmem_hooks.errors import ImportFormatError
+    from llmem_hooks.store import archive
 
     monkeypatch.setattr(archive, "MAX_IMPORT_BYTES", 1000)
     src = tmp_path / "big.json"

@@ -15,7 +15,7 @@ from fake_ollama import embed_text
 from llmem_hooks import MemoryStore, Retriever
 from llmem_hooks.errors import ValidationError
 from llmem_hooks.store import OWN_SCAN_MAX, MemoryFilter, pack_embedding
-from llmem_hooks.vectors import BIT_TABLE, VEC_TABLE, vector_status
+from llmem_hooks.store.vectors import BIT_TABLE, VEC_TABLE, vector_status
 
 DIM = 64
 
@@ -305,7 +305,7 @@ def test_filters_apply_after_knn_with_over_fetch(tmp_path: Path, threshold: int)
 
 def test_vector_status_of_a_store(store: MemoryStore) -> None:
     status: Any = vector_status(store)
-    assert status.available is True and isinstance(status.reason, str) and status.count == 0
+    assert status.available is True and isinstance(status.reason, str) and status.stored == 0
 
 
 def test_a_rolled_back_first_vector_leaves_no_dimension_behind(store: MemoryStore) -> None:
@@ -472,7 +472,7 @@ def test_cli_search_falls_back_to_fts_quietly_without_an_embedder(
 def test_the_driver_chosen_loads_sqlite_vec_and_is_named() -> None:
     """The stdlib sqlite3 when it can load extensions, else sqlean-py: either way the
     chosen driver loads sqlite-vec on this machine (sqlean-py is a dependency)."""
-    from llmem_hooks.db import _driver, _loads_vec, driver_name
+    from llmem_hooks.store.db import _driver, _loads_vec, driver_name
 
     assert _loads_vec(_driver())
     assert "SQLite 3." in driver_name()

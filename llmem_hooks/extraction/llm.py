@@ -671,7 +671,7 @@ def build_extraction_engine(
 
     def session_key(session_id: str) -> str:
         if store is not None:
-            from .. import session_state
+            from ..store import sessions as session_state
 
             rec = session_state.find(store, session_id)
             if rec is not None:

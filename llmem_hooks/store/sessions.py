@@ -1,17 +1,24 @@
-"""What the sidecar remembers about sessions between runs (the `sessions` table).
+"""What the hooks and the sidecar remember about sessions: the tables ``sessions``,
+``extraction_log`` (extraction runs and adapter cursors), ``pending_hooks`` and
+``model_usage``.
 
 Kept in the memory DB so that updates commit in the same transaction as the memories and
-cursors they go with; the store itself stays agnostic of agents.
+cursors they go with. Module functions over a `MemoryStore` (``log_extraction`` and
+``get_extraction`` are also bound as its methods); reads take the store's lock, writes
+join the caller's transaction through `MemoryStore.atomic`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .redact import redact_secrets
-from .store import MemoryStore
+from ..redact import redact_secrets
+from ..timestamps import now_iso
+
+if TYPE_CHECKING:
+    from .memories import MemoryStore
 
 ADAPTER_CURSOR = "adapter"  # extraction_log.source_type for an adapter's tail cursor
 
@@ -37,19 +44,19 @@ _COLUMNS = tuple(SessionRecord.__dataclass_fields__)
 
 
 def get(store: MemoryStore, agent: str, session_id: str) -> SessionRecord | None:
-    row = store.conn.execute(
+    row = store._fetchone(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE agent = ? AND session_id = ?",
         (agent, session_id),
-    ).fetchone()
+    )
     return SessionRecord(*row) if row else None
 
 
 def find(store: MemoryStore, session_id: str) -> SessionRecord | None:
     """A session by id alone (ids are unique across agents in practice)."""
-    row = store.conn.execute(
+    row = store._fetchone(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE session_id = ? LIMIT 1",
         (session_id,),
-    ).fetchone()
+    )
     return SessionRecord(*row) if row else None
 
 
@@ -59,11 +66,11 @@ def active(store: MemoryStore, agent: str | None = None) -> list[SessionRecord]:
     if agent:
         sql += " AND agent = ?"
         args = (agent,)
-    return [SessionRecord(*r) for r in store.conn.execute(sql + " ORDER BY created_ms", args)]
+    return [SessionRecord(*r) for r in store._fetchall(sql + " ORDER BY created_ms", args)]
 
 
 def all_sessions(store: MemoryStore, limit: int = 200) -> list[SessionRecord]:
-    rows = store.conn.execute(
+    rows = store._fetchall(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions ORDER BY last_activity_ms DESC LIMIT ?",
         (limit,),
     )
@@ -104,10 +111,10 @@ def set_cursor(store: MemoryStore, source_id: str, cursor: str | None) -> None:
     with store.atomic():
         store.conn.execute(
             "INSERT INTO extraction_log(source_type, source_id, cursor, runs, extracted_at)"
-            " VALUES (?, ?, ?, 1, datetime('now'))"
+            " VALUES (?, ?, ?, 1, ?)"
             " ON CONFLICT(source_type, source_id) DO UPDATE SET cursor = excluded.cursor,"
             " runs = runs + 1, extracted_at = excluded.extracted_at",
-            (ADAPTER_CURSOR, source_id, cursor),
+            (ADAPTER_CURSOR, source_id, cursor, now_iso()),
         )
 
 
@@ -140,9 +147,9 @@ def add_pending(store: MemoryStore, session_id: str, event: str, arg: str = "") 
 
 def pending(store: MemoryStore) -> list[PendingHook]:
     """Every hook still owed, oldest first."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         "SELECT seq, session_id, event, arg, attempts FROM pending_hooks ORDER BY seq"
-    ).fetchall()
+    )
     return [PendingHook(*r) for r in rows]
 
 
@@ -164,7 +171,7 @@ def failed_pending(store: MemoryStore, seq: int, max_attempts: int) -> bool:
 
 def created_since(store: MemoryStore, since_ms: int) -> list[SessionRecord]:
     """Active sessions created at or after ``since_ms`` (owed a context file)."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE state = 'active' AND created_ms >= ?"
         " ORDER BY created_ms",
         (since_ms,),
@@ -175,7 +182,7 @@ def created_since(store: MemoryStore, since_ms: int) -> list[SessionRecord]:
 def extracted_since(store: MemoryStore, ended_after_ms: int) -> list[SessionRecord]:
     """Sessions with an extraction (owed a resume pack): active ones, and ended ones whose
     files the retention rule has not removed yet."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         f"SELECT {', '.join('s.' + c for c in _COLUMNS)} FROM sessions s"
         " WHERE (s.state = 'active' OR s.ended_ms >= ?) AND EXISTS ("
         "SELECT 1 FROM extraction_log e WHERE e.source_type = s.agent"
@@ -187,10 +194,106 @@ def extracted_since(store: MemoryStore, ended_after_ms: int) -> list[SessionReco
 
 def ended_before(store: MemoryStore, cutoff_ms: int) -> list[str]:
     """Ids of sessions that ended before ``cutoff_ms`` (their files may go)."""
-    rows = store.conn.execute(
+    rows = store._fetchall(
         "SELECT session_id FROM sessions WHERE state = 'ended' AND ended_ms < ?", (cutoff_ms,)
-    ).fetchall()
+    )
     return [r[0] for r in rows]
+
+
+def log_extraction(
+    store: MemoryStore,
+    source_type: str,
+    source_id: str,
+    cursor: str | None = None,
+    memory_count: int = 0,
+    message_count: int = 0,
+) -> None:
+    """Record how far a source has been extracted (call inside the same transaction as the
+    memories it produced, via `transaction(store.conn)`, to keep the two consistent)."""
+    with store._lock:
+        store._conn.execute(
+            "INSERT INTO extraction_log(source_type, source_id, cursor, memory_count,"
+            " message_count, runs, extracted_at) VALUES (?, ?, ?, ?, ?, 1, ?)"
+            " ON CONFLICT(source_type, source_id) DO UPDATE SET cursor = excluded.cursor,"
+            " memory_count = memory_count + excluded.memory_count,"
+            " message_count = message_count + excluded.message_count, runs = runs + 1,"
+            " extracted_at = excluded.extracted_at",
+            (source_type, source_id, cursor, memory_count, message_count, now_iso()),
+        )
+
+
+def get_extraction(store: MemoryStore, source_type: str, source_id: str) -> dict[str, Any] | None:
+    row = store._fetchone(
+        "SELECT * FROM extraction_log WHERE source_type = ? AND source_id = ?",
+        (source_type, source_id),
+    )
+    return dict(row) if row else None
+
+
+def forget_extraction(store: MemoryStore, source_type: str, source_id: str) -> None:
+    """Drop a source's extraction row (joins the caller's transaction)."""
+    with store.atomic():
+        store.conn.execute(
+            "DELETE FROM extraction_log WHERE source_type = ? AND source_id = ?",
+            (source_type, source_id),
+        )
+
+
+def last_extraction_at(store: MemoryStore, session_id: str) -> str | None:
+    """When anything of this session was last extracted (any source type), or None."""
+    row = store._fetchone(
+        "SELECT extracted_at FROM extraction_log WHERE source_id = ? "
+        "ORDER BY extracted_at DESC LIMIT 1",
+        (session_id,),
+    )
+    return str(row[0]) if row else None
+
+
+# -- model usage (see llmem_hooks.budget) -------------------------------------------------
+def usage_totals(
+    store: MemoryStore, *, day: str | None = None, session_key: str | None = None
+) -> tuple[int, int, int, float]:
+    """(calls, prompt tokens, output tokens, seconds) summed over one UTC day's rows or
+    one session's (exactly one of ``day`` and ``session_key``)."""
+    if (day is None) == (session_key is None):
+        raise ValueError("give exactly one of day and session_key")
+    column, value = ("day", day) if day is not None else ("session_key", session_key)
+    row = store._fetchone(
+        "SELECT coalesce(sum(calls), 0), coalesce(sum(prompt_tokens), 0), "
+        "coalesce(sum(output_tokens), 0), coalesce(sum(seconds), 0.0) FROM model_usage "
+        f"WHERE {column} = ?",
+        (value,),
+    )
+    return int(row[0]), int(row[1]), int(row[2]), float(row[3])
+
+
+def add_usage(
+    store: MemoryStore,
+    day: str,
+    session_key: str,
+    *,
+    calls: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    seconds: float,
+) -> None:
+    """Add one call's cost to the (day, session) row."""
+    with store.atomic():
+        store.conn.execute(
+            "INSERT INTO model_usage(day, session_key, calls, prompt_tokens, output_tokens,"
+            " seconds, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(day, session_key) DO UPDATE SET calls = calls + excluded.calls, "
+            "prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
+            "output_tokens = output_tokens + excluded.output_tokens, "
+            "seconds = seconds + excluded.seconds, updated_at = excluded.updated_at",
+            (day, session_key, calls, prompt_tokens, output_tokens, seconds, now_iso()),
+        )
+
+
+def usage_sessions(store: MemoryStore, day: str) -> int:
+    """How many sessions used the model on ``day``."""
+    row = store._fetchone("SELECT count(*) FROM model_usage WHERE day = ?", (day,))
+    return int(row[0])
 
 
 __all__ = [
@@ -198,6 +301,7 @@ __all__ = [
     "SessionRecord",
     "active",
     "add_pending",
+    "add_usage",
     "all_sessions",
     "created_since",
     "done_pending",
@@ -205,9 +309,15 @@ __all__ = [
     "extracted_since",
     "failed_pending",
     "find",
+    "forget_extraction",
     "get",
     "get_cursor",
+    "get_extraction",
+    "last_extraction_at",
+    "log_extraction",
     "pending",
     "save",
     "set_cursor",
+    "usage_sessions",
+    "usage_totals",
 ]

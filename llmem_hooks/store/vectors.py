@@ -42,10 +42,21 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .db import has_function, transaction
-from .errors import ValidationError
+from .records import (
+    MEMORY_COLUMNS,
+    MemoryFilter,
+    cosine_distance,
+    pack_embedding,
+    unpack_embedding,
+)
+
+if TYPE_CHECKING:
+    from .memories import MemoryStore
+from ..errors import ValidationError
+from ..timestamps import now_iso
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +67,14 @@ PENDING_TABLE = "_vec_pending"
 LENGTH_INDEX = "idx_memories_vec_scope"
 PREFILTER_THRESHOLD = 50_000
 PREFILTER_CANDIDATES = 100
+# The filtered-KNN planner: fetch this many times the limit (at least KNN_MIN_K) and widen
+# at most KNN_MAX_ROUNDS times; a project with at most OWN_SCAN_MAX vectors is scanned
+# exactly; without sqlite-vec, a Python scan reads at most BRUTE_FORCE_MAX_ROWS rows.
+KNN_OVERFETCH = 2
+KNN_MIN_K = 20
+KNN_MAX_ROUNDS = 3
+OWN_SCAN_MAX = 2_000
+BRUTE_FORCE_MAX_ROWS = 10_000
 SCOPE_GLOBAL = "g"
 SCOPE_PROJECT = "p"
 _SCOPE_SQL = f"CASE WHEN project IS NULL THEN '{SCOPE_GLOBAL}' ELSE '{SCOPE_PROJECT}' END"
@@ -68,7 +87,7 @@ class VectorStatus(NamedTuple):
 
     available: bool
     reason: str
-    count: int
+    stored: int  # vectors in the index (not `count`: that would hide tuple.count)
 
 
 def unavailable_reason() -> str:
@@ -553,3 +572,198 @@ def vector_status(store: Any) -> VectorStatus:
     """(available, reason, count) of a `MemoryStore`'s vector search."""
     with store._lock:
         return store.vectors.status()
+
+
+# -- the filtered nearest-neighbour planner (bound on MemoryStore) ---------------------
+def nearest_rows(
+    store: MemoryStore,
+    query: bytes,
+    cond: str,
+    params: Sequence[Any],
+    limit: int,
+    max_distance: float | None = None,
+    scope: tuple[str | None, bool] | None = None,
+) -> list[tuple[float, Any]]:
+    """(distance, row) of the ``limit`` nearest memories satisfying ``cond`` (over
+    alias ``m``), at most ``max_distance`` away. Call under the lock.
+
+    ``scope``: None searches every vector; ``(project, with_global)`` only that
+    project's memories (if project is not None) and the global ones (if with_global).
+    A project's own memories are scanned exactly when at most OWN_SCAN_MAX, else found
+    by KNN in the project partition; the global ones by KNN in theirs."""
+    vi = store.vectors
+    if limit < 1 or not vi.usable(query):
+        return scan_rows(store, query, cond, params, limit, max_distance)
+    total = vi.count()
+    if scope is None:
+        return knn_rows(store, query, cond, params, limit, max_distance, None, total)
+    project, with_global = scope
+    hits: list[tuple[float, Any]] = []
+    n_global = vi.count_scope(None, total) if with_global else 0
+    if project is not None:
+        own = (f"{cond} AND m.project = ?", [*params, project])
+        if vi.count_scope(project, OWN_SCAN_MAX + 1) <= OWN_SCAN_MAX:
+            hits += scan_rows(store, query, *own, limit, max_distance)
+        else:
+            hits += knn_rows(
+                store, query, *own, limit, max_distance, SCOPE_PROJECT, total - n_global
+            )
+    if n_global:
+        hits += knn_rows(
+            store,
+            query,
+            f"{cond} AND m.project IS NULL",
+            params,
+            limit,
+            max_distance,
+            SCOPE_GLOBAL,
+            n_global,
+        )
+    hits.sort(key=lambda dr: dr[0])
+    return hits[:limit]
+
+
+def knn_rows(
+    store: MemoryStore,
+    query: bytes,
+    cond: str,
+    params: Sequence[Any],
+    limit: int,
+    max_distance: float | None,
+    scope: str | None,
+    searched: int,
+) -> list[tuple[float, Any]]:
+    """KNN in one partition (or all vectors), the filter applied to the neighbours;
+    more are fetched while too few pass, and a filter too selective for that is
+    answered by scanning its rows instead."""
+    cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
+    k = min(searched, max(limit * KNN_OVERFETCH, KNN_MIN_K))
+    for _ in range(KNN_MAX_ROUNDS):
+        if k <= 0:
+            return []
+        cands = store.vectors.knn(query, k, scope=scope, searched=searched)
+        near = cands if max_distance is None else [c for c in cands if c[1] <= max_distance]
+        dist = dict(near)
+        rows = store._conn.execute(
+            f"SELECT {cols}, m.seq FROM memories m WHERE m.seq IN "
+            f"(SELECT value FROM json_each(?)) AND {cond}",
+            [json.dumps(list(dist)), *params],
+        ).fetchall()
+        scored = sorted(((dist[r["seq"]], r) for r in rows), key=lambda dr: dr[0])
+        # Done when enough passed the filter, or no vector is left to look at (all
+        # seen, or the rest are farther than max_distance).
+        if len(scored) >= limit or k >= searched or len(near) < len(cands):
+            return scored[:limit]
+        if not rows:
+            break  # a very selective filter: scanning its rows beats a bigger KNN
+        k = min(searched, 2 * k * max(2, (limit * len(cands)) // len(rows)))
+        if k > searched // 4:
+            break
+    return scan_rows(store, query, cond, params, limit, max_distance)
+
+
+def scan_rows(
+    store: MemoryStore,
+    query: bytes,
+    cond: str,
+    params: Sequence[Any],
+    limit: int,
+    max_distance: float | None = None,
+) -> list[tuple[float, Any]]:
+    """Exact distances of every memory satisfying ``cond``: ``vec_distance_cosine``
+    when sqlite-vec is loaded, else Python over at most BRUTE_FORCE_MAX_ROWS rows."""
+    cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
+    base = f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
+    if vec_loaded(store):
+        where_d = "" if max_distance is None else "AND _distance <= ?"
+        rows = store._conn.execute(
+            f"SELECT {cols}, m.seq, vec_distance_cosine(m.embedding, ?) AS _distance {base} "
+            f"{where_d} ORDER BY _distance LIMIT ?",
+            [
+                query,
+                len(query),
+                *params,
+                *([] if max_distance is None else [max_distance]),
+                limit,
+            ],
+        ).fetchall()
+        return [(r["_distance"], r) for r in rows if r["_distance"] is not None]
+    rows = store._conn.execute(
+        f"SELECT {cols}, m.seq, m.embedding AS _emb {base} LIMIT ?",
+        [len(query), *params, BRUTE_FORCE_MAX_ROWS],
+    ).fetchall()
+    scored = sorted(((cosine_distance(query, r["_emb"]), r) for r in rows), key=lambda dr: dr[0])
+    if max_distance is not None:
+        scored = [dr for dr in scored if dr[0] <= max_distance]
+    return scored[:limit]
+
+
+def vec_loaded(store: MemoryStore) -> bool:
+    if store._has_vec is None:
+        store._has_vec = has_function(store._conn, "vec_distance_cosine")
+    return store._has_vec
+
+
+def get_embeddings_with_types(
+    store: MemoryStore, limit: int | None = 10_000
+) -> list[tuple[bytes, str]]:
+    """(embedding BLOB, type) of live memories with an embedding, newest first; at most
+    ``limit`` (None or 0: all, negative: 10,000) since the metrics are O(n^2)."""
+    limit = 10_000 if limit is not None and limit < 0 else limit
+    cond, params = MemoryFilter().to_sql(now_iso())
+    sql = (
+        f"SELECT m.embedding, m.type FROM memories m WHERE m.embedding IS NOT NULL AND {cond}"
+        " ORDER BY m.seq DESC"
+    )
+    if limit:
+        sql += " LIMIT ?"
+        params.append(limit)
+    with store._lock:
+        rows = store._conn.execute(sql, params).fetchall()
+    return [(bytes(r[0]), str(r[1])) for r in rows]
+
+
+def missing_embeddings(store: MemoryStore, limit: int = 32) -> list[tuple[str, str]]:
+    """(id, content) of live memories without a vector, newest first: the ones
+    semantic search and near-duplicate merging cannot see yet."""
+    cond, params = MemoryFilter().to_sql(now_iso())
+    with store._lock:
+        rows = store._conn.execute(
+            f"SELECT m.id, m.content FROM memories m WHERE m.embedding IS NULL AND {cond} "
+            "ORDER BY m.seq DESC LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def set_embeddings(store: MemoryStore, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
+    """Give memories their vectors (kept in step with the vec tables) without touching
+    ``updated_at``: a vector added later is not news about the memory. Returns how
+    many memories took one."""
+    done = 0
+    with store._lock, transaction(store._conn):
+        for memory_id, vec in vectors:
+            blob = store._check_vector(pack_embedding(vec))
+            row = store._conn.execute(
+                "SELECT seq FROM memories WHERE id = ? AND embedding IS NULL", (memory_id,)
+            ).fetchone()
+            if row is None:
+                continue
+            store._conn.execute("UPDATE memories SET embedding = ? WHERE seq = ?", (blob, row[0]))
+            store.vectors.write([(row[0], blob)])
+            done += 1
+    return done
+
+
+def count_embeddings(store: MemoryStore) -> int:
+    """How many live memories have an embedding."""
+    cond, params = MemoryFilter().to_sql(now_iso())
+    with store._lock:
+        return store._conn.execute(
+            f"SELECT COUNT(*) FROM memories m WHERE m.embedding IS NOT NULL AND {cond}", params
+        ).fetchone()[0]
+
+
+def get_embedding(store: MemoryStore, memory_id: str) -> list[float] | None:
+    row = store._fetchone("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
+    return unpack_embedding(row[0]) if row and row[0] is not None else None

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
-from . import fuzzy
+from .. import fuzzy
+from ..errors import ValidationError
+from ..timestamps import now_iso, parse_iso
+from . import vocabulary
 from .db import transaction
 
 Migration = Callable[[Any], None]
@@ -163,7 +165,7 @@ def m003_fuzzy(conn: Any) -> None:
         "SELECT content, coalesce(summary, ''), tag_text FROM memories"
     ):
         terms |= fuzzy.extract_terms(f"{content} {summary} {tag_text}")
-    fuzzy.index_terms(conn, terms)
+    vocabulary.index_terms(conn, terms)
 
 
 def m004_inbox(conn: Any) -> None:
@@ -299,6 +301,26 @@ def m008_pending_hooks(conn: Any) -> None:
     )
 
 
+def m009_timestamps(conn: Any) -> None:
+    """``extraction_log.extracted_at`` in the one canonical form (`timestamps.to_iso`):
+    adapter cursors were stamped by SQLite's ``datetime('now')`` (``2026-11-22 13:15:00``,
+    UTC without an offset), so comparing them as text against the rest was wrong."""
+    rows = conn.execute(
+        "SELECT source_type, source_id, extracted_at FROM extraction_log"
+        " WHERE extracted_at NOT LIKE '%+00:00'"
+    ).fetchall()
+    fixed = []
+    for source_type, source_id, stamp in rows:
+        try:
+            fixed.append((parse_iso(stamp, field="extracted_at"), source_type, source_id))
+        except ValidationError:
+            continue  # not a date at all: leave it for a person to see
+    conn.executemany(
+        "UPDATE extraction_log SET extracted_at = ? WHERE source_type = ? AND source_id = ?",
+        fixed,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -308,6 +330,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "sessions", m006_sessions),
     (7, "model_usage", m007_model_usage),
     (8, "pending_hooks", m008_pending_hooks),
+    (9, "timestamps", m009_timestamps),
 ]
 
 
@@ -345,7 +368,7 @@ def migrate(conn: Any, upto: int | None = None) -> list[int]:
             fn(conn)
             conn.execute(
                 "INSERT INTO _schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
-                (version, name, datetime.now(UTC).isoformat()),
+                (version, name, now_iso()),
             )
         applied.append(version)
     return applied

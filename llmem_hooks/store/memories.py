@@ -1,0 +1,831 @@
+"""MemoryStore: the memories table, its tags and FTS index, behind one lock.
+
+The class is the store's table of contents: the memory methods are written here, the
+others are module functions bound in its class body, one module per table (relations,
+inbox, archive, sessions, vectors), so each table's SQL lives in one file. The store
+knows nothing of agents beyond the provenance columns it keeps. Every write runs in one
+``BEGIN IMMEDIATE`` transaction, so a failure leaves nothing half-written and concurrent
+writers queue on the lock (busy_timeout) instead of losing data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .. import fuzzy
+from ..errors import NotFoundError, ValidationError
+from ..paths import FILE_MODE, ensure_private_dir, get_db_path
+from ..registry import check_memory_type, register_memory_type
+from ..timestamps import now_iso, parse_iso
+from . import archive, inbox, relations, sessions, vectors, vocabulary
+from .db import connect, connect_readonly, is_sqlite_file, transaction
+from .migrations import migrate, schema_lag
+from .records import (
+    DEFAULT_CONFIDENCE,
+    DUPLICATE_COSINE,
+    FTS_TEXT_COLUMNS,
+    ID_PATTERN,
+    MAX_ID_LENGTH,
+    MEMORY_COLUMNS,
+    REINFORCEMENT,
+    SORT_COLUMNS,
+    MemoryFilter,
+    check_confidence,
+    check_content,
+    content_hash,
+    json_dict,
+    json_list,
+    normalize_tags,
+    pack_embedding,
+    prepare_record,
+    row_to_memory,
+    safe_json,
+    safe_text,
+)
+from .vectors import PREFILTER_THRESHOLD, VectorIndex
+
+
+class SchemaBehind(ValidationError):
+    """A read-only open found a database older than this version's schema."""
+
+
+def _check_db_file(path: Path, read_only: bool) -> None:
+    """Refuse, before SQLite opens it, a path that is not a database: SQLite would create
+    a journal next to it or fail later with a less clear message."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if read_only:
+            raise NotFoundError(f"no database at {path}") from None
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ValidationError(f"database: {path} is not a regular file")
+    # With a -wal beside it, SQLite has the file open (maybe this very process: closing
+    # any descriptor of it would drop that connection's POSIX locks), so it is a database.
+    if not os.path.exists(f"{path}-wal") and not is_sqlite_file(path):
+        raise ValidationError(f"database: {path} is not an SQLite database; nothing was changed")
+
+
+class MemoryStore:
+    """Memories in one SQLite file (default ``<LLMEM_HOME>/memory.db``).
+
+    Usable as a context manager. Thread-safe: one connection behind one re-entrant lock,
+    which every public method takes (reads fetch all their rows before releasing it). The
+    raw handles ``conn`` and ``vectors`` are not guarded: use them inside `atomic`.
+
+    ``vec_dimensions``: the embedding size (config memory.vec_dimensions); None adopts the
+    one recorded in the database, or the first stored vector's. ``duplicate_cosine``: a
+    new memory at least this similar to a valid one of its project is merged into it.
+    ``load_vec=False`` opens without sqlite-vec (FTS and a Python scan only), as a Python
+    that cannot load extensions would. ``prefilter_threshold``: from this many vectors on,
+    KNN goes through the binary prefilter (see `llmem_hooks.store.vectors`).
+    """
+
+    def __init__(
+        self,
+        db_path: Path | str | None = None,
+        *,
+        inbox_capacity: int = 100,
+        default_confidence: float = DEFAULT_CONFIDENCE,
+        vec_dimensions: int | None = None,
+        duplicate_cosine: float = DUPLICATE_COSINE,
+        load_vec: bool = True,
+        prefilter_threshold: int = PREFILTER_THRESHOLD,
+        read_only: bool = False,
+    ) -> None:
+        path = Path(db_path) if db_path is not None else get_db_path()
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
+            _check_db_file(path, read_only)
+        if not in_memory and not read_only:
+            ensure_private_dir(path.parent)
+            # Create the file 0600 before SQLite opens it: SQLite gives the -wal and -shm
+            # files the database file's mode, so they are private from the first write.
+            # Only when it does not exist: closing any descriptor of a file drops every
+            # POSIX lock this process holds on it, including those of a connection already
+            # open here; another process would then think itself the last user and delete
+            # the WAL under that connection, whose later commits nobody else would see.
+            if not path.exists():
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, FILE_MODE))
+        self.db_path = path
+        self.read_only = read_only
+        self.inbox_capacity = inbox_capacity
+        self.default_confidence = check_confidence(default_confidence, "default confidence")
+        self.duplicate_cosine = check_confidence(duplicate_cosine, "duplicate cosine")
+        self._lock = threading.RLock()
+        self._has_vec: bool | None = None
+        if read_only:
+            # Readers never write: no migrations, no vector reconcile, no access counts.
+            self._conn = connect_readonly(path, load_vec=load_vec)
+            lag = schema_lag(self._conn)
+            if lag:
+                self._conn.close()
+                raise SchemaBehind(
+                    f"database {path} lacks {lag} schema upgrade(s) and cannot be written;"
+                    " run any llmem-hooks command once with write access to upgrade it"
+                )
+        else:
+            self._conn = connect(path, load_vec=load_vec)
+            migrate(self._conn)
+        try:
+            self.vectors = VectorIndex(
+                self._conn,
+                None if read_only else vec_dimensions,
+                enabled=load_vec,
+                prefilter_threshold=prefilter_threshold,
+            )
+            if read_only:
+                self.vectors.refresh()
+            else:
+                self.vectors.open()
+        except BaseException:
+            self._conn.close()
+            raise
+        for (name,) in self._conn.execute("SELECT DISTINCT type FROM memories"):
+            register_memory_type(name)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Mapping[str, Any],
+        db_path: Path | str | None = None,
+        *,
+        read_only: bool = False,
+    ) -> MemoryStore:
+        """The store config.yaml's ``memory`` section describes (``db_path`` overrides its
+        path): one rule for the CLI, the sidecar and the hooks. ``read_only``: see
+        `connect_readonly` (for commands that only read)."""
+        mem = config.get("memory") or {}
+        if db_path is None and mem.get("db_path"):
+            db_path = Path(str(mem["db_path"])).expanduser()
+        return cls(
+            db_path,
+            inbox_capacity=int(mem.get("inbox_capacity", 100)),
+            default_confidence=float(mem.get("default_confidence", DEFAULT_CONFIDENCE)),
+            vec_dimensions=mem.get("vec_dimensions"),
+            duplicate_cosine=float(mem.get("duplicate_cosine", DUPLICATE_COSINE)),
+            read_only=read_only,
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def conn(self) -> Any:
+        """The raw connection, for `transaction(store.conn)` and tests. Not guarded: a
+        caller that shares the store between threads goes through `atomic` instead."""
+        return self._conn
+
+    def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One row of a read, under the lock (the connection is shared between threads)."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchone()
+
+    def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of a read, fetched under the lock: a cursor read after it is
+        released would race another thread's statement on the same connection."""
+        with self._lock:
+            return list(self._conn.execute(sql, params).fetchall())
+
+    def set_busy_timeout(self, ms: int) -> None:
+        """How long a statement waits for another process's write lock before failing
+        (a hook with a deadline shortens it)."""
+        with self._lock:
+            self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(ms))}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    @contextmanager
+    def atomic(self) -> Iterator[MemoryStore]:
+        """Run several writes as one transaction: all of them land, or none."""
+        with self._lock, transaction(self._conn):
+            yield self
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- memories ------------------------------------------------------------------------
+    def add(
+        self,
+        type: str,
+        content: str,
+        *,
+        summary: str | None = None,
+        source: str = "manual",
+        confidence: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        hints: Sequence[str] | None = None,
+        tags: Iterable[str] | str | None = None,
+        expires_at: str | None = None,
+        valid_until: str | None = None,
+        entered_by: str | None = None,
+        project: str | None = None,
+        session_id: str | None = None,
+        source_message_ids: Sequence[str] | None = None,
+        embedding: Sequence[float] | bytes | None = None,
+        id: str | None = None,
+        created_at: str | None = None,
+        dedupe: bool = True,
+    ) -> str:
+        """Store a memory and return its id.
+
+        With ``dedupe`` (the default) a duplicate of a valid memory is not stored twice:
+        same text up to case and spacing (same type and project), or, given an embedding,
+        cosine similarity >= ``duplicate_cosine`` with a memory of the same project (any
+        type: an extractor may call the same statement a fact once and a decision the next
+        time). The existing memory is reinforced instead (see `_reinforce`) and its id
+        returned.
+        """
+        record = self._prepare(
+            {
+                "id": id,
+                "type": type,
+                "content": content,
+                "summary": summary,
+                "source": source,
+                "confidence": confidence,
+                "metadata": metadata,
+                "hints": hints,
+                "tags": tags,
+                "expires_at": expires_at,
+                "valid_until": valid_until,
+                "entered_by": entered_by,
+                "project": project,
+                "session_id": session_id,
+                "source_message_ids": source_message_ids,
+                "embedding": embedding,
+                "created_at": created_at,
+            }
+        )
+        with self._lock, transaction(self._conn):
+            if dedupe:
+                existing = self._find_duplicate(record) or self._find_near_duplicate(record)
+                if existing is not None:
+                    self._reinforce(existing, record)
+                    return existing[1]
+            self._insert([record])
+        return record["id"]
+
+    def _find_near_duplicate(self, record: dict[str, Any]) -> tuple[int, str, str] | None:
+        """The valid memory of the same project nearest to the new one's embedding, if its
+        cosine similarity reaches ``duplicate_cosine``."""
+        if record["embedding"] is None:
+            return None
+        now = now_iso()
+        hits = self._nearest_rows(
+            record["embedding"],
+            "m.project IS ? AND (m.valid_until IS NULL OR m.valid_until > ?) "
+            "AND (m.expires_at IS NULL OR m.expires_at > ?)",
+            [record["project"], now, now],
+            1,
+            max_distance=1.0 - self.duplicate_cosine,
+            scope=(record["project"], record["project"] is None),
+        )
+        if not hits:
+            return None
+        row = hits[0][1]
+        return (row["seq"], row["id"], row["tag_text"])
+
+    def _reinforce(self, existing: tuple[int, str, str], record: dict[str, Any]) -> None:
+        """Seeing a memory again makes it more credible: tags merged, confidence raised
+        to the higher of the two plus REINFORCEMENT (at most 1), ``updated_at`` bumped and
+        ``metadata.reinforcements`` counted. An embedding it lacked is taken over."""
+        seq, _, tag_text = existing
+        row = self._conn.execute(
+            "SELECT confidence, metadata, embedding IS NULL FROM memories WHERE seq = ?", (seq,)
+        ).fetchone()
+        meta = json.loads(row[1] or "{}")
+        count = meta.get("reinforcements")
+        meta["reinforcements"] = (count if isinstance(count, int) else 0) + 1
+        confidence = min(1.0, max(row[0], record["confidence"]) + REINFORCEMENT)
+        sets = {"confidence": confidence, "metadata": json_dict(meta), "updated_at": now_iso()}
+        if row[2] and record["embedding"] is not None:
+            sets["embedding"] = record["embedding"]
+        assignments = ", ".join(f"{col} = ?" for col in sets)
+        self._conn.execute(
+            f"UPDATE memories SET {assignments} WHERE seq = ?", [*sets.values(), seq]
+        )
+        if "embedding" in sets:
+            self.vectors.write([(seq, record["embedding"])])
+        if record["tags"]:
+            self._set_tags(seq, normalize_tags(tag_text.split() + record["tags"]))
+
+    def _find_duplicate(self, record: dict[str, Any]) -> tuple[int, str, str] | None:
+        now = now_iso()
+        row = self._conn.execute(
+            "SELECT seq, id, tag_text FROM memories WHERE content_hash = ? AND type = ? "
+            "AND project IS ? AND (valid_until IS NULL OR valid_until > ?) "
+            "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
+            (record["content_hash"], record["type"], record["project"], now, now),
+        ).fetchone()
+        return (row[0], row[1], row[2]) if row else None
+
+    def _prepare(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate one memory's fields and return the row to insert (raises ValidationError)."""
+        record = prepare_record(data, self.default_confidence)
+        self._check_vector(record["embedding"])
+        return record
+
+    def _check_vector(self, blob: bytes | None) -> bytes | None:
+        with self._lock:  # the index's dimension may change under another thread's write
+            self.vectors.check(blob)
+        return blob
+
+    _INSERT_COLUMNS = (
+        "seq",
+        "id",
+        "type",
+        "content",
+        "summary",
+        "source",
+        "confidence",
+        "metadata",
+        "hints",
+        "created_at",
+        "updated_at",
+        "accessed_at",
+        "access_count",
+        "valid_until",
+        "invalidation_reason",
+        "expires_at",
+        "entered_by",
+        "project",
+        "session_id",
+        "source_message_ids",
+        "content_hash",
+        "tag_text",
+        "embedding",
+    )
+
+    def _insert(self, records: list[dict[str, Any]]) -> None:
+        """Insert validated records (inside the caller's transaction)."""
+        start = self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+        for offset, rec in enumerate(records, start=1):
+            rec["seq"] = start + offset
+        cols = self._INSERT_COLUMNS
+        self._conn.executemany(
+            f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [tuple(rec[c] for c in cols) for rec in records],
+        )
+        self.vectors.inserted(
+            start + 1,
+            [(rec["seq"], rec["embedding"]) for rec in records if rec["embedding"] is not None],
+        )
+        tag_ids = self._tag_ids({t for rec in records for t in rec["tags"]})
+        self._conn.executemany(
+            "INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
+            [(rec["seq"], tag_ids[t]) for rec in records for t in rec["tags"]],
+        )
+        terms: set[str] = set()
+        for rec in records:
+            terms |= fuzzy.extract_terms(
+                f"{rec['content']} {rec['summary'] or ''} {rec['tag_text']}"
+            )
+        vocabulary.index_terms(self._conn, terms)
+
+    def _tag_ids(self, names: Iterable[str]) -> dict[str, int]:
+        names = sorted(set(names))
+        if not names:
+            return {}
+        self._conn.executemany("INSERT OR IGNORE INTO tags(name) VALUES (?)", [(n,) for n in names])
+        ids: dict[str, int] = {}
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            for tid, name in self._conn.execute(
+                f"SELECT id, name FROM tags WHERE name IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                ids[name.lower()] = tid
+        return ids
+
+    def _set_tags(self, seq: int, tags: list[str]) -> None:
+        self._conn.execute("DELETE FROM memory_tags WHERE memory_seq = ?", (seq,))
+        ids = self._tag_ids(tags)
+        self._conn.executemany(
+            "INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
+            [(seq, ids[t]) for t in tags],
+        )
+        self._conn.execute("UPDATE memories SET tag_text = ? WHERE seq = ?", (" ".join(tags), seq))
+        vocabulary.index_terms(self._conn, tags)
+
+    def get(self, memory_id: str, track_access: bool = False) -> dict[str, Any] | None:
+        """The memory with this id (valid or not), or None."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            if track_access:
+                self.touch_batch([memory_id])
+            return row_to_memory(row)
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        """The full id of the memory whose id is, or starts with, ``id_or_prefix`` (>= 4 chars)."""
+        if not id_or_prefix or len(id_or_prefix) > MAX_ID_LENGTH:
+            raise NotFoundError(f"no memory with id {id_or_prefix!r}")
+        row = self._fetchone("SELECT id FROM memories WHERE id = ?", (id_or_prefix,))
+        if row:
+            return str(row[0])
+        if len(id_or_prefix) >= 4 and ID_PATTERN.match(id_or_prefix):
+            rows = self._fetchall(
+                "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
+                (id_or_prefix, id_or_prefix + "\uffff"),
+            )
+            if len(rows) == 1:
+                return str(rows[0][0])
+            if len(rows) > 1:
+                raise ValidationError(
+                    f"id prefix {id_or_prefix!r} is ambiguous; give more characters"
+                )
+        raise NotFoundError(f"no memory with id {id_or_prefix!r}")
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Memories by id (missing ids are absent from the result)."""
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                chunk = list(ids[i : i + 500])
+                for row in self._conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN "
+                    f"({','.join('?' * len(chunk))})",
+                    chunk,
+                ):
+                    out[row["id"]] = row_to_memory(row)
+        return out
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        summary: str | None = None,
+        type: str | None = None,
+        confidence: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        hints: Sequence[str] | None = None,
+        tags: Iterable[str] | str | None = None,
+        expires_at: str | None = None,
+        embedding: Sequence[float] | bytes | None = None,
+        clear_embedding: bool = False,
+    ) -> bool:
+        """Change fields of a memory; returns False if the id does not exist."""
+        sets: dict[str, Any] = {}
+        if content is not None:
+            sets["content"] = check_content(content)
+            sets["content_hash"] = content_hash(sets["content"])
+        if summary is not None:
+            sets["summary"] = check_content(summary, "summary")
+        if type is not None:
+            sets["type"] = check_memory_type(type)
+        if confidence is not None:
+            sets["confidence"] = check_confidence(confidence)
+        if metadata is not None:
+            sets["metadata"] = json_dict(safe_json(metadata, "metadata"))
+        if hints is not None:
+            checked: Any = hints
+            if isinstance(hints, list | tuple):
+                checked = [safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
+            sets["hints"] = json_list(checked, "hints")
+        if expires_at is not None:
+            sets["expires_at"] = parse_iso(expires_at, field="expires_at")
+        if embedding is not None:
+            sets["embedding"] = self._check_vector(pack_embedding(embedding))
+        elif clear_embedding:
+            sets["embedding"] = None
+        new_tags = normalize_tags(tags) if tags is not None else None
+        with self._lock, transaction(self._conn):
+            row = self._conn.execute(
+                "SELECT seq FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            sets["updated_at"] = now_iso()
+            assignments = ", ".join(f"{col} = ?" for col in sets)
+            self._conn.execute(
+                f"UPDATE memories SET {assignments} WHERE seq = ?", [*sets.values(), row[0]]
+            )
+            if new_tags is not None:
+                self._set_tags(row[0], new_tags)
+            if "embedding" in sets:
+                self.vectors.write([(row[0], sets["embedding"])])
+            words = f"{sets.get('content') or ''} {sets.get('summary') or ''}"
+            vocabulary.index_terms(self._conn, fuzzy.extract_terms(words))
+        return True
+
+    def invalidate(self, memory_id: str, reason: str | None = None) -> bool:
+        """Soft-delete: the memory stays for history but is no longer returned by default."""
+        if reason is not None and not isinstance(reason, str):
+            raise ValidationError("reason must be a string")
+        reason = safe_text(reason, "reason")
+        now = now_iso()
+        with self._lock, transaction(self._conn):
+            row = self._conn.execute(
+                "SELECT seq FROM memories WHERE id = ? "
+                "AND (valid_until IS NULL OR valid_until > ?)",
+                (memory_id, now),
+            ).fetchone()
+            if row is None:
+                return False
+            self._conn.execute(
+                "UPDATE memories SET valid_until = ?, invalidation_reason = ?, updated_at = ?, "
+                "embedding = NULL WHERE seq = ?",
+                (now, reason, now, row[0]),
+            )
+            self.vectors.remove([row[0]])
+            return True
+
+    def delete(self, memory_id: str) -> bool:
+        """Remove a memory for good (its tags links and relations go with it)."""
+        with self._lock, transaction(self._conn):
+            row = self._conn.execute(
+                "SELECT seq FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            self._conn.execute("DELETE FROM memories WHERE seq = ?", (row[0],))
+            self.vectors.remove([row[0]])
+            return True
+
+    def touch_batch(self, ids: Sequence[str]) -> int:
+        """Count one access for each id in one UPDATE; returns the rows updated."""
+        ids = list(dict.fromkeys(ids))
+        if not ids or self.read_only:  # a read-only open records no accesses
+            return 0
+        with self._lock, transaction(self._conn):
+            cur = self._conn.execute(
+                "UPDATE memories SET access_count = access_count + 1, accessed_at = ? "
+                f"WHERE id IN ({','.join('?' * len(ids))})",
+                [now_iso(), *ids],
+            )
+            return cur.rowcount
+
+    # -- search and listing --------------------------------------------------------------
+    def fts_search(
+        self, match: str, flt: MemoryFilter | None = None, limit: int = 10, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """Memories matching the FTS5 expression ``match``, best BM25 first.
+
+        Each result carries ``_bm25`` (lower is better, as FTS5 reports it).
+        """
+        flt = flt or MemoryFilter()
+        cond, params = flt.to_sql(now_iso())
+        if flt.project:  # narrow inside FTS5 (see m005_fts_scope); the SQL filter stays
+            scopes = [f'"p{flt.project.encode().hex().upper()}"']
+            if not flt.project_only:
+                scopes.append('"global"')
+            match = f"{FTS_TEXT_COLUMNS} : ({match}) AND fts_scope : ({' OR '.join(scopes)})"
+        else:
+            match = f"{FTS_TEXT_COLUMNS} : ({match})"
+        sql = (
+            f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
+            "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
+            "ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, [match, *params, limit, offset]).fetchall()
+        out = []
+        for row in rows:
+            mem = row_to_memory(row)
+            mem["_bm25"] = mem.pop("_bm25")
+            out.append(mem)
+        return out
+
+    def suggest_terms(self, term: str, threshold: float) -> list[str]:
+        """Spellings close to ``term`` from the vocabulary of every memory's words (the
+        ``fuzzy_terms`` index, see `llmem_hooks.fuzzy`), best first."""
+        with self._lock:
+            return [t for t, _ in vocabulary.suggest(self._conn, term, threshold)]
+
+    def size_hint(self) -> int:
+        """Upper bound of the number of memories, in O(1) (the highest row number)."""
+        with self._lock:
+            return self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+
+    def count_matching(self, match: str) -> int:
+        """How many memories (valid or not) match an FTS5 expression; cheap, no ranking."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                (f"{FTS_TEXT_COLUMNS} : ({match})",),
+            ).fetchone()[0]
+
+    def has_match(self, match: str) -> bool:
+        """Whether any memory matches an FTS5 expression (stems count: 'failing' finds
+        'failed'); stops at the first row."""
+        with self._lock:
+            return (
+                self._conn.execute(
+                    "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1",
+                    (f"{FTS_TEXT_COLUMNS} : ({match})",),
+                ).fetchone()
+                is not None
+            )
+
+    def nearest(
+        self, query_vec: bytes, flt: MemoryFilter | None = None, limit: int = 10
+    ) -> list[dict[str, Any]]:
+        """Memories with an embedding of the same size, nearest (cosine) first.
+
+        KNN over the sqlite-vec index (`llmem_hooks.store.vectors`): exact below the prefilter
+        threshold, binary prefilter + exact re-rank above; the filter is applied to the
+        neighbours, fetching more while too few pass. Without sqlite-vec, a Python scan
+        capped at BRUTE_FORCE_MAX_ROWS rows. Each result carries ``_distance``.
+        A query of another dimension than the store's raises ValidationError.
+        """
+        flt = flt or MemoryFilter()
+        cond, params = flt.to_sql(now_iso())
+        with self._lock:
+            scope = (flt.project, not flt.project_only) if flt.project else None
+            scored = self._nearest_rows(query_vec, cond, params, limit, scope=scope)
+        out = []
+        for dist, row in scored:
+            mem = row_to_memory(row)
+            mem.pop("_emb", None)
+            mem.pop("_distance", None)
+            mem["_distance"] = dist
+            out.append(mem)
+        return out
+
+    def search(
+        self,
+        query: str,
+        limit: int = 20,
+        offset: int = 0,
+        type: str | Sequence[str] | None = None,
+        valid_only: bool = True,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
+        """Classic FTS5 search with the grep-like syntax (see `llmem_hooks.query`)."""
+        from ..query import parse_query
+
+        parsed = parse_query(query)
+        if not parsed.strict_match:
+            return []
+        flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
+        return self.fts_search(parsed.strict_match, flt, limit, offset)
+
+    def list_all(
+        self,
+        type: str | Sequence[str] | None = None,
+        valid_only: bool = True,
+        limit: int = 100,
+        offset: int = 0,
+        sort: str = "created",
+        order: str = "desc",
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
+        """Memories matching the filters, sorted by ``sort`` (created, updated, accessed,
+        expires, confidence, content, type)."""
+        if sort not in SORT_COLUMNS:
+            raise ValidationError(f"invalid sort {sort!r} (use {', '.join(SORT_COLUMNS)})")
+        if order.lower() not in ("asc", "desc"):
+            raise ValidationError(f"invalid order {order!r} (use asc or desc)")
+        flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
+        cond, params = flt.to_sql(now_iso())
+        sql = (
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {cond} "
+            f"ORDER BY {SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
+            "LIMIT ? OFFSET ?"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, [*params, limit, offset]).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    def count(self, valid_only: bool = True) -> int:
+        cond, params = MemoryFilter(valid_only=valid_only, include_expired=True).to_sql(now_iso())
+        return int(self._fetchone(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)[0])
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by type, tag and agent, plus the database size (one consistent read)."""
+        with self._lock:
+            return self._stats()
+
+    def _stats(self) -> dict[str, Any]:
+        now = now_iso()
+        live = (
+            "(m.valid_until IS NULL OR m.valid_until > ?) AND "
+            "(m.expires_at IS NULL OR m.expires_at > ?)"
+        )
+        q = self._conn.execute
+
+        def counts(col: str, frm: str = "memories m", limit: int = 1000) -> list[Any]:
+            return q(
+                f"SELECT {col}, COUNT(*) FROM {frm} WHERE {live} GROUP BY {col} "
+                f"ORDER BY COUNT(*) DESC, {col} LIMIT {limit}",
+                (now, now),
+            ).fetchall()
+
+        by_type = dict(counts("m.type"))
+        by_agent = {k or "(unknown)": v for k, v in counts("m.entered_by")}
+        by_project = {k or "(global)": v for k, v in counts("m.project", limit=50)}
+        by_tag = dict(
+            counts(
+                "t.name",
+                "memory_tags mt JOIN tags t ON t.id = mt.tag_id "
+                "JOIN memories m ON m.seq = mt.memory_seq",
+                limit=50,
+            )
+        )
+        total = q("SELECT COUNT(*) FROM memories").fetchone()[0]
+        invalid = q(
+            "SELECT COUNT(*) FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?",
+            (now,),
+        ).fetchone()[0]
+        expired = q(
+            "SELECT COUNT(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+        ).fetchone()[0]
+        size = 0
+        if str(self.db_path) != ":memory:":
+            for suffix in ("", "-wal", "-shm"):
+                p = Path(f"{self.db_path}{suffix}")
+                size += p.stat().st_size if p.exists() else 0
+        return {
+            "total": total,
+            "active": sum(by_type.values()),
+            "invalidated": invalid,
+            "expired": expired,
+            "by_type": by_type,
+            "by_tag": by_tag,
+            "by_agent": by_agent,
+            "by_project": by_project,
+            "inbox": self.inbox_count(),
+            "db_path": str(self.db_path),
+            "db_size_bytes": size,
+        }
+
+    def prune(
+        self,
+        before: str | None = None,
+        dry_run: bool = False,
+        only_ids: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Delete expired memories (and, with ``before``, all created before that date).
+
+        Returns the memories that were (or, with ``dry_run``, would be) deleted. With
+        ``only_ids`` (the ids a person confirmed and a backup holds), only those of them
+        that still match are deleted: a memory that became prunable after the preview is
+        never deleted unseen.
+        """
+        now = now_iso()
+        cond = "((expires_at IS NOT NULL AND expires_at <= ?)"
+        params: list[Any] = [now]
+        if before:
+            cond += " OR created_at < ?"
+            params.append(parse_iso(before, field="--before date"))
+        cond += ")"
+        if only_ids is not None:
+            cond += " AND id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(only_ids)))
+        with self._lock, transaction(self._conn):
+            rows = self._conn.execute(
+                f"SELECT {MEMORY_COLUMNS}, seq FROM memories WHERE {cond} ORDER BY seq", params
+            ).fetchall()
+            if not dry_run and rows:
+                self._conn.execute(f"DELETE FROM memories WHERE {cond}", params)
+                self.vectors.remove([r["seq"] for r in rows])
+        return [row_to_memory(r) for r in rows]
+
+    # -- vectors: the filtered-KNN planner and embedding backfill (store/vectors.py) ------
+    _nearest_rows = vectors.nearest_rows
+    get_embedding = vectors.get_embedding
+    get_embeddings_with_types = vectors.get_embeddings_with_types
+    missing_embeddings = vectors.missing_embeddings
+    set_embeddings = vectors.set_embeddings
+    count_embeddings = vectors.count_embeddings
+
+    # -- export / import (store/archive.py) -----------------------------------------------
+    export_all = archive.export_all
+    import_memories = archive.import_memories
+
+    # -- relations (store/relations.py) ---------------------------------------------------
+    add_relation = relations.add_relation
+    get_relations = relations.get_relations
+    traverse_relations = relations.traverse_relations
+
+    # -- inbox, the working memory (store/inbox.py) ---------------------------------------
+    add_to_inbox = inbox.add_to_inbox
+    get_from_inbox = inbox.get_from_inbox
+    list_inbox = inbox.list_inbox
+    inbox_count = inbox.inbox_count
+    update_inbox_attention_score = inbox.update_inbox_attention_score
+    remove_from_inbox = inbox.remove_from_inbox
+    consolidate = inbox.consolidate
+
+    # -- extraction cursors (store/sessions.py) -------------------------------------------
+    log_extraction = sessions.log_extraction
+    get_extraction = sessions.get_extraction
