@@ -6,8 +6,9 @@ for the PascalCase aliases such as ``SessionStart``). It prints at most one JSON
 
 * ``sessionStart``: ``{"additionalContext": <the session's context file>}``. The file
   ``<context_dir>/<session_id>.md`` is the one the sidecar writes; if the sidecar has not
-  written it yet, the hook builds it through the same `SessionHookCoordinator.on_created`,
-  so both always agree. Copilot places it first in the conversation.
+  written it yet, the hook builds it through the same `SessionHookCoordinator.on_created`
+  (dispatched by `SessionEventManager`, so a registered ``created`` hook runs too), so
+  both always agree. Copilot places it first in the conversation.
 * ``userPromptSubmitted``: ``{"additionalContext": <resume pack>}`` once after each
   compaction (Copilot's ``checkpoints/NNN-*.md`` count went up since the last injection,
   remembered in ``<session_id>.compact.injected``).
@@ -291,8 +292,11 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     if text is not None:
         return text
     _route_library_logs()
-    from .session_hooks import SessionHookCoordinator
+    from .registry import load_session_hook_entry_points
+    from .session_hooks import SessionEventManager, SessionHookCoordinator
     from .store import MemoryStore
+
+    load_session_hook_entry_points()  # only here: the fast path above imports nothing
 
     store = MemoryStore.from_config(settings.config)
     try:
@@ -302,7 +306,8 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
         coord = SessionHookCoordinator(
             store, adapters={}, config=settings.config, extractor=_NO_EXTRACTOR
         )
-        result, _ = coord.on_created(sid, session_info(sid, payload))
+        # Through the manager, so a registered ``created`` hook runs (failing open).
+        result, _ = SessionEventManager(coord).emit("created", sid, session_info(sid, payload))
         if result == "error":
             raise HookError(f"on_created failed for session {sid}")
     finally:
