@@ -470,7 +470,8 @@ class OpenCodeAdapter(SessionAdapter):
         sql = (
             f"SELECT {_SESSION_COLUMNS} FROM session {where} ORDER BY time_created DESC, id LIMIT ?"
         )
-        rows = self._with_db(lambda c: c.execute(sql, (max(0, int(limit)),)).fetchall(), [])
+        no_rows: list[Any] = []
+        rows = self._with_db(lambda c: c.execute(sql, (max(0, int(limit)),)).fetchall(), no_rows)
         return [s for s in map(self._session_or_none, rows) if s is not None]
 
     def _session_or_none(self, row: Sequence[Any]) -> SessionInfo | None:
@@ -498,7 +499,8 @@ class OpenCodeAdapter(SessionAdapter):
         if not ids:
             return set()
         sql = "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?))"
-        rows = self._with_db(lambda c: c.execute(sql, (json.dumps(ids),)).fetchall(), [])
+        no_rows: list[Any] = []
+        rows = self._with_db(lambda c: c.execute(sql, (json.dumps(ids),)).fetchall(), no_rows)
         return {r[0] for r in rows}
 
     def watch_paths(self) -> list[str]:
@@ -590,7 +592,8 @@ class OpenCodeAdapter(SessionAdapter):
         """
         rowid, last_id = _parse_cursor(cursor)
         try:
-            return self._with_db(lambda c: self._poll(c, rowid, last_id, cursor), ([], cursor))
+            nothing: tuple[list[LifecycleEvent], str | None] = ([], cursor)
+            return self._with_db(lambda c: self._poll(c, rowid, last_id, cursor), nothing)
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):
                 log.warning("opencode: DB busy (%s); will retry on the next poll", exc)

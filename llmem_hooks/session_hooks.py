@@ -214,7 +214,7 @@ class SessionHookCoordinator:
             assessment = self._assess(rec, session_id, msgs) if msgs else None
             written = 0
             with self.store.atomic():
-                common = {
+                common: dict[str, Any] = {
                     "entered_by": rec.agent,
                     "project": rec.project,
                     "session_id": session_id,

@@ -24,6 +24,7 @@ stop the sidecar: each is guarded, logs one rate-limited line and the loop goes 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import logging.handlers
 import os
@@ -68,7 +69,7 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     opens the new file after a rollover with ``open()`` (0666 minus the umask), and log
     lines name sessions and projects. Never opens through a symlink."""
 
-    def _open(self) -> TextIO:
+    def _open(self) -> io.TextIOWrapper:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
         fd = os.open(self.baseFilename, flags, 0o600)
         try:
@@ -563,7 +564,7 @@ class Sidecar:
                 wake.set()
 
         self._handler = _Handler()
-        self._watched: set[str] = set()
+        self._watched = set()
         observer = Observer()
         observer.daemon = True
         observer.start()
