@@ -44,6 +44,7 @@ LOG_NAME = "copilot-hook.log"
 LOG_MAX_BYTES = 1_000_000
 MARKER_SUFFIX = ".compact.injected"
 SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
+ENTRY_POINTS_CACHE = ".copilot-hook-entry-points.json"  # the session hooks plugins declare
 
 # PascalCase (VS Code / Claude compatible) names -> Copilot's camelCase names.
 EVENT_ALIASES = {
@@ -144,6 +145,12 @@ class Settings:
         from .paths import copilot_home
 
         return copilot_home(self.config["copilot"]["home"])
+
+
+def _config_path() -> Path:
+    from .paths import get_config_path
+
+    return get_config_path()
 
 
 def load_settings() -> Settings:
@@ -296,7 +303,8 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     from .session_hooks import SessionEventManager, SessionHookCoordinator
     from .store import MemoryStore
 
-    load_session_hook_entry_points()  # only here: the fast path above imports nothing
+    # Only here: the fast path above imports nothing. Cached next to config.yaml.
+    load_session_hook_entry_points(cache=_config_path().with_name(ENTRY_POINTS_CACHE))
 
     store = MemoryStore.from_config(settings.config)
     try:

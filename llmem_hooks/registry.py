@@ -17,6 +17,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .errors import ValidationError
@@ -93,29 +94,90 @@ def get_registered_session_hooks() -> dict[str, Callable[[str], Any]]:
         return dict(_session_hooks)
 
 
-def load_session_hook_entry_points(*, reload: bool = False) -> list[str]:
+_ENTRY_POINT_VALUE = re.compile(
+    r"^\s*(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[.*\]\s*)?$"
+)
+
+
+def session_hook_entry_points() -> list[tuple[str, str]]:
+    """``(event, "module:attr")`` of every installed session hook entry point."""
+    from importlib.metadata import entry_points
+
+    return [(ep.name, ep.value) for ep in entry_points(group=SESSION_HOOK_ENTRY_POINTS)]
+
+
+def cached_session_hook_entry_points(cache: Path) -> list[tuple[str, str]]:
+    """`session_hook_entry_points`, kept in ``cache`` while no folder of ``sys.path``
+    changed (installing or removing a package changes its site-packages folder). For the
+    Copilot hook command: importing ``importlib.metadata`` and scanning every
+    distribution costs ~40 ms, a stat of each path folder well under one."""
+    import json
+    import os
+    import sys
+
+    stamp: list[Any] = []
+    for entry in sys.path:
+        try:
+            stamp.append([entry, os.stat(entry or ".").st_mtime_ns])
+        except OSError:
+            stamp.append([entry, None])
+    try:
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if cached["stamp"] == stamp:
+            return [(str(name), str(value)) for name, value in cached["entry_points"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found = session_hook_entry_points()
+    try:
+        from .paths import write_private_file
+
+        write_private_file(cache, json.dumps({"stamp": stamp, "entry_points": found}) + "\n")
+    except OSError as exc:
+        log.warning("cannot write %s: %s", cache, exc)
+    return found
+
+
+def _load_entry_point(value: str) -> Any:
+    """The object an entry point's ``module:attr`` value names (what ``EntryPoint.load``
+    does, without importing ``importlib.metadata``)."""
+    import importlib
+
+    m = _ENTRY_POINT_VALUE.match(value)
+    if m is None:
+        raise ValueError(f"not an entry point value: {value!r}")
+    obj: Any = importlib.import_module(m.group("module"))
+    for part in (m.group("attr") or "").split("."):
+        if part:
+            obj = getattr(obj, part)
+    return obj
+
+
+def load_session_hook_entry_points(*, reload: bool = False, cache: Path | None = None) -> list[str]:
     """Register the session hooks installed packages declare (once per process, unless
-    ``reload``). Returns the events that got one. An entry point that cannot be loaded,
-    names no event or finds its event taken is logged and skipped: a broken plugin never
-    stops the sidecar or the Copilot hook."""
+    ``reload``; through `cached_session_hook_entry_points` when ``cache`` is given).
+    Returns the events that got one. An entry point that cannot be loaded, names no event
+    or finds its event taken is logged and skipped: a broken plugin never stops the
+    sidecar or the Copilot hook."""
     global _entry_points_loaded
     with _lock:
         if _entry_points_loaded and not reload:
             return []
         _entry_points_loaded = True
-    from importlib.metadata import entry_points
-
     loaded: list[str] = []
     try:
-        found = list(entry_points(group=SESSION_HOOK_ENTRY_POINTS))
+        found = (
+            session_hook_entry_points()
+            if cache is None
+            else (cached_session_hook_entry_points(cache))
+        )
     except Exception as exc:  # a broken distribution's metadata
         log.warning("session hook entry points cannot be listed: %s", exc)
         return loaded
-    for ep in found:
+    for name, value in found:
         try:
-            register_session_hook(ep.name, ep.load())
+            register_session_hook(name, _load_entry_point(value))
         except Exception as exc:
-            log.warning("session hook entry point %s = %s skipped: %s", ep.name, ep.value, exc)
+            log.warning("session hook entry point %s = %s skipped: %s", name, value, exc)
             continue
-        loaded.append(ep.name)
+        loaded.append(name)
     return loaded

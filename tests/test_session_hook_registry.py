@@ -21,6 +21,7 @@ import pytest
 from llmem_hooks import MemoryStore, register_session_hook
 from llmem_hooks.registry import (
     SESSION_HOOK_ENTRY_POINTS,
+    cached_session_hook_entry_points,
     get_registered_session_hooks,
     load_session_hook_entry_points,
     unregister_session_hook,
@@ -257,3 +258,34 @@ def test_the_copilot_hook_command_runs_registered_hooks(tmp_path: Path, plugin: 
     out = proc.stdout.decode().strip()
     assert not out or list(json.loads(out)) == ["additionalContext"]
     assert (tmp_path / "llmem" / "context" / f"{sid}.md").exists()
+    # The entry points are cached next to config.yaml; the next session's hook uses them.
+    assert (tmp_path / "llmem" / ".copilot-hook-entry-points.json").exists()
+    other = sid.replace("a11e", "b22f")
+    proc = subprocess.run(
+        [str(HOOK_EXE), "hook", "copilot", "sessionStart"],
+        input=json.dumps({**payload, "sessionId": other}).encode(),
+        capture_output=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert traced(tmp_path / "trace.txt") == [f"created {sid}", f"created {other}"]
+
+
+def test_the_entry_point_cache_follows_installs(
+    tmp_path: Path, plugin: Path, hooks_clean: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "ep.json"
+    assert ("created", f"{PLUGIN}:on_created") not in cached_session_hook_entry_points(cache)
+    monkeypatch.syspath_prepend(str(plugin))  # "installing" it: a new path entry
+    importlib.invalidate_caches()
+    found = cached_session_hook_entry_points(cache)
+    assert ("created", f"{PLUGIN}:on_created") in found
+    assert cached_session_hook_entry_points(cache) == found  # from the cache
+    assert sorted(load_session_hook_entry_points(reload=True, cache=cache)) == [
+        "created",
+        "ending",
+        "idle",
+    ]
+    sys.modules.pop(PLUGIN, None)
