@@ -35,6 +35,7 @@ from llmem_hooks.events import (
     load_json_object,
     record_ms,
     session_id_problem,
+    valid_session_id,
 )
 
 from .base import (
@@ -232,10 +233,6 @@ def _wal_mode(path: Path) -> bool:
     except OSError:
         return False
     return len(header) == 20 and header[:16] == b"SQLite format 3\x00" and header[18] == 2
-
-
-def _valid_id(value: Any) -> bool:
-    return session_id_problem(value) is None
 
 
 def _parse_cursor(cursor: str | None) -> tuple[int, str | None]:
@@ -621,7 +618,7 @@ class OpenCodeAdapter(SessionAdapter):
             ).fetchall()
         if not rows:
             return [], cursor
-        missing = self._prefetch_parents(conn, {r[2] for r in rows if _valid_id(r[2])})
+        missing = self._prefetch_parents(conn, {r[2] for r in rows if valid_session_id(r[2])})
         now_ms = int(time.time() * 1000)
         events: list[LifecycleEvent] = []
         for _rowid, evt_id, sid, typ, raw in rows:
