@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # no types-PyYAML offline
 
 from llmem_hooks.events import (
     BadRecord,
