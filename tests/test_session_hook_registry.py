@@ -289,3 +289,18 @@ def test_the_entry_point_cache_follows_installs(
         "idle",
     ]
     sys.modules.pop(PLUGIN, None)
+
+
+# -- the declared adapter interface ------------------------------------------------------------
+def test_cursor_keys_are_unchanged_by_the_declared_interface(tmp_path: Path) -> None:
+    """The sidecar saves each adapter's cursor under `cursor_key`: the same key as before
+    the interface was declared (``<agent>:<db path or home>``), so an upgrade does not
+    read every agent's history again."""
+    from llmem_hooks.adapters import CopilotAdapter, OpenCodeAdapter
+
+    oc = OpenCodeAdapter(tmp_path / "oc" / "opencode.db")
+    cp = CopilotAdapter(tmp_path / "copilot")
+    assert oc.cursor_key("opencode") == f"opencode:{tmp_path / 'oc' / 'opencode.db'}"
+    assert cp.cursor_key("copilot") == f"copilot:{tmp_path / 'copilot'}"
+    assert cp.cursor_key() == cp.cursor_key("copilot")
+    assert not oc.available() and not cp.available()  # neither agent ran yet
