@@ -638,9 +638,6 @@ def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
 
     with single_instance(home):
         setup_logging(home)
-        hooks = load_session_hook_entry_points()
-        if hooks:
-            log.info("registered session hooks from entry points: %s", ", ".join(hooks))
         coord = create_session_hook_coordinator(config)
         # Idle and ending (which may wait on the local model) run on a second coordinator.
         slow = create_session_hook_coordinator(config)
@@ -653,6 +650,10 @@ def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
 
         signal.signal(signal.SIGINT, _stop)
         signal.signal(signal.SIGTERM, _stop)
+        # After the handlers: a stop signal during the scan still ends the run cleanly.
+        hooks = load_session_hook_entry_points()
+        if hooks:
+            log.info("registered session hooks from entry points: %s", ", ".join(hooks))
         watched = {name: a.watch_paths() for name, a in coord.adapters.items()}
         log.info("sidecar started (pid %d); watching %s", os.getpid(), watched)
         try:
