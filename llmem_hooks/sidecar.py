@@ -636,24 +636,31 @@ def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
     from .registry import load_session_hook_entry_points
     from .session_hooks import create_session_hook_coordinator
 
+    # Handlers before the pid file names us: a stop signal while the coordinators are
+    # built must end the run cleanly, not kill it.
+    stopping: list[int] = []
+    sidecar: Sidecar | None = None
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping", signum)
+        stopping.append(signum)
+        if sidecar is not None:
+            sidecar.stop.set()
+            sidecar.wake.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
     with single_instance(home):
         setup_logging(home)
+        hooks = load_session_hook_entry_points()
+        if hooks:
+            log.info("registered session hooks from entry points: %s", ", ".join(hooks))
         coord = create_session_hook_coordinator(config)
         # Idle and ending (which may wait on the local model) run on a second coordinator.
         slow = create_session_hook_coordinator(config)
         sidecar = Sidecar(coord, config, worker=slow)
-
-        def _stop(signum: int, _frame: Any) -> None:
-            log.info("signal %d: stopping", signum)
+        if stopping:
             sidecar.stop.set()
-            sidecar.wake.set()
-
-        signal.signal(signal.SIGINT, _stop)
-        signal.signal(signal.SIGTERM, _stop)
-        # After the handlers: a stop signal during the scan still ends the run cleanly.
-        hooks = load_session_hook_entry_points()
-        if hooks:
-            log.info("registered session hooks from entry points: %s", ", ".join(hooks))
         watched = {name: a.watch_paths() for name, a in coord.adapters.items()}
         log.info("sidecar started (pid %d); watching %s", os.getpid(), watched)
         try:
