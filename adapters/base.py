@@ -1,12 +1,27 @@
-"""SessionAdapter: the read-only view of one agent's session store, and the registry."""
+"""SessionAdapter: the declared interface of an agent's session store, and the registry.
+
+`SessionAdapter` is an ABC, not a `typing.Protocol`: every adapter shares real behaviour
+(transcript and chunk building from `get_messages`, `existing`, the context manager,
+the cursor key), registration checks ``issubclass`` at run time, and a missing method
+fails when the class is instantiated rather than in the middle of a sidecar pass. The
+sidecar, the hooks, the CLI and the doctor call only what is declared here.
+
+The small helpers at the end are shared by the adapters (they read agents' JSON the same
+defensive way), so each is written once.
+"""
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from llmem_hooks.events import LifecycleEvent, Message, SessionInfo
+
+SUMMARY_CHARS = 200  # one-line tool argument summaries in transcripts
+COMMAND_CHARS = 2000  # commands kept in Message.commands
+PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
 class SessionAdapter(ABC):
@@ -69,6 +84,20 @@ class SessionAdapter(ABC):
         """Which of these sessions still exist (deletions leave no trace to tail)."""
         return {s for s in session_ids if self.session_exists(s)}
 
+    def available(self) -> bool:
+        """Whether the agent's store exists (the agent has run at least once). While it
+        does not, missing sessions must not be taken for deleted ones."""
+        return True
+
+    def location(self) -> str:
+        """Where this adapter reads (a database file, a folder); "" when it has no place."""
+        return ""
+
+    def cursor_key(self, name: str | None = None) -> str:
+        """The key its `poll` cursor is saved under: the registered ``name`` (default: the
+        agent) and the `location`, so pointing the adapter elsewhere starts afresh."""
+        return f"{name or self.agent}:{self.location()}"
+
     def watch_paths(self) -> list[str]:
         """Files or folders whose changes mean new data (for the watchdog observer)."""
         return []
@@ -104,3 +133,43 @@ def get_adapter_class(name: str) -> type[SessionAdapter]:
 
 def registered_adapters() -> dict[str, type[SessionAdapter]]:
     return dict(_ADAPTERS)
+
+
+# -- helpers the adapters share ----------------------------------------------------------------
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty one (agents' JSON is untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def text_or_none(value: Any) -> str | None:
+    """An optional text field: None unless a non-empty string."""
+    return value if isinstance(value, str) and value else None
+
+
+def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def make_message(
+    mid: str,
+    session_id: str,
+    role: str,
+    lines: Iterable[str],
+    created_ms: int,
+    files: Iterable[str] | None = None,
+    commands: Iterable[str] | None = None,
+) -> Message:
+    """A `Message` from transcript lines; files and commands deduplicated in order."""
+    return Message(
+        id=mid,
+        session_id=session_id,
+        role="user" if role == "user" else "assistant",
+        text="\n".join(lines),
+        created_ms=created_ms,
+        files=tuple(dict.fromkeys(files or ())),
+        commands=tuple(dict.fromkeys(commands or ())),
+    )

@@ -19,13 +19,11 @@ import logging
 import os
 import re
 import stat
-import zlib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # no types-PyYAML offline
 
 from llmem_hooks.events import (
     BadRecord,
@@ -35,43 +33,42 @@ from llmem_hooks.events import (
     SessionInfo,
     SkipLog,
     lenient_ms,
-    load_json_object,
     record_ms,
     session_id_problem,
 )
 from llmem_hooks.paths import copilot_home
 
-from .base import SessionAdapter
+from .base import SessionAdapter, as_dict, make_message, one_line, text_or_none
+from .copilot_jsonl import (
+    F_CRASHED,
+    F_CREATED,
+    F_OPEN,
+    F_REPLAY,
+    MAX_LINE_BYTES,
+    MESSAGE_LINE_BYTES,
+    Tail,
+    crc_before,
+    decode_line,
+    dump_cursor,
+    open_regular,
+    parse_cursor,
+    read_lines,
+    read_small,
+    valid_session_id,
+)
+from .copilot_share import DOC_FILE_BYTES, read_share_transcript
+from .copilot_tools import tool_command, tool_files, tool_summary
 
 log = logging.getLogger(__name__)
 
 AGENT = "copilot"
 EVENTS = "events.jsonl"
 WORKSPACE = "workspace.yaml"
-READ_CHUNK = 256 * 1024
-MAX_LINE_BYTES = 1 << 20  # poll: longer lines are skipped (model.* lines carry whole requests)
-MESSAGE_LINE_BYTES = 8 << 20  # transcripts: a long answer or file write is still worth reading
 POLL_BYTES = 64 << 20  # per poll; the sidecar polls again while events keep coming
 WATCH_MAX = 512  # session folders watched (most recently changed first)
-SUMMARY_CHARS = 200  # one-line tool argument summaries in transcripts
-COMMAND_CHARS = 2000  # commands kept in Message.commands
 SMALL_FILE_BYTES = 256 * 1024  # workspace.yaml
-DOC_FILE_BYTES = 8 << 20  # checkpoint summaries, --share transcripts
-TAIL_BYTES = 32  # bytes before the cursor offset whose checksum detects in-place rewrites
-CURSOR_VERSION = 1
 
-# Per-session cursor flags.
-F_CREATED = 1  # ``created`` was reported (never again, even after a rewrite)
-F_OPEN = 2  # a start/resume with no shutdown after it: a process may still run it
-F_CRASHED = 4  # ``ended crashed`` was reported for the current run
-F_REPLAY = 8  # re-reading a rewritten file: lines not newer than ``mark`` were reported
-
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LOCK_NAME = re.compile(r"^inuse\.(\d{1,10})\.lock$")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
-_SHELL_TOOLS = frozenset({"bash", "shell", "powershell", "pwsh", "sh", "zsh"})
-_SEARCH_TOOLS = frozenset({"grep", "glob", "rg", "search", "find", "ls"})  # path = where to look
-_FILE_KEYS = ("path", "file_path", "filePath", "filename", "file")
 _LEADING_TYPE = re.compile(rb'\s*\{\s*"type"\s*:\s*"([^"\\]{1,100})"')  # how the CLI writes
 _TRANSCRIPT_TYPES = frozenset(
     {
@@ -84,18 +81,6 @@ _TRANSCRIPT_TYPES = frozenset(
         "session.compaction_complete",
         "session.context_cleared",
     }
-)
-_SUMMARY_KEYS = (
-    "command",
-    "pattern",
-    "path",
-    "file_path",
-    "filePath",
-    "url",
-    "query",
-    "description",
-    "skill",
-    "prompt",
 )
 
 # Every type the 1.0.102 schema marks as persisted, plus the undocumented ``model.*`` lines
@@ -147,25 +132,7 @@ def validate_home(path: str | Path) -> Path:
     return Path(os.path.abspath(raw))
 
 
-def valid_session_id(session_id: Any) -> bool:
-    """A plausible session folder name (Copilot uses UUIDs); never a path, never ``..``
-    or a control character (the rule of `llmem_hooks.events.session_id_problem`)."""
-    return (
-        isinstance(session_id, str)
-        and _SESSION_ID.fullmatch(session_id) is not None
-        and session_id_problem(session_id) is None
-    )
-
-
 # -- small helpers -------------------------------------------------------------------------
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _scalar(value: Any) -> str | None:
@@ -177,11 +144,6 @@ def _scalar(value: Any) -> str | None:
     return None
 
 
-def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
-
-
 def _ms(value: Any) -> int:
     """Epoch ms of an ISO-8601 string or datetime (naive = UTC) or an epoch-ms number;
     0 when absent or unreadable (for optional times; a line's own timestamp is checked
@@ -189,96 +151,8 @@ def _ms(value: Any) -> int:
     return lenient_ms(value)
 
 
-def _open_regular(path: Path) -> BinaryIO | None:
-    """``path`` opened read-only if it is a regular file (not a symlink, FIFO or device,
-    which could point elsewhere or block); None otherwise."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-        return os.fdopen(fd, "rb", buffering=0)
-    except OSError:
-        os.close(fd)
-        return None
-
-
-def _read_small(path: Path, cap: int) -> bytes | None:
-    """A regular file's bytes, None if missing, irregular or larger than ``cap``."""
-    f = _open_regular(path)
-    if f is None:
-        return None
-    with f:
-        data = b""
-        try:
-            while len(data) <= cap:
-                chunk = f.read(min(READ_CHUNK, cap + 1 - len(data)))
-                if not chunk:
-                    break
-                data += chunk
-        except OSError:
-            return None
-    return None if len(data) > cap else data
-
-
-def _lines(f: BinaryIO, offset: int, max_line: int) -> Iterator[tuple[int, bytes | None]]:
-    """``(end offset, line)`` for each complete line from ``offset`` (``line`` without its
-    newline; None when longer than ``max_line``, which is skipped without being held in
-    memory). A last line without its newline is not yielded: it is still being written."""
-    f.seek(offset)
-    buf = b""
-    pos = offset  # file offset of buf[0]
-    skipping = False
-    while True:
-        chunk = f.read(READ_CHUNK)
-        if not chunk:
-            return
-        buf += chunk
-        start = 0
-        while (nl := buf.find(b"\n", start)) >= 0:
-            too_long = skipping or nl - start > max_line
-            yield pos + nl + 1, None if too_long else buf[start:nl]
-            skipping = False
-            start = nl + 1
-        buf = buf[start:]
-        pos += start
-        if len(buf) > max_line:
-            skipping = True
-            pos += len(buf)
-            buf = b""
-
-
-def _decode(raw: bytes) -> dict[str, Any] | str:
-    """The line's event object, or why it is not one (bounded size and depth, no
-    NaN/Infinity: see `load_json_object`)."""
-    try:
-        obj = load_json_object(raw, MESSAGE_LINE_BYTES)
-    except BadRecord as exc:
-        return str(exc)
-    if not isinstance(obj.get("type"), str) or not obj["type"]:
-        return "no event type"
-    return obj
-
-
 def _sub_agent(obj: Mapping[str, Any]) -> str | None:
-    return _str(obj.get("agentId"))
-
-
-def _crc_before(f: BinaryIO, offset: int) -> int:
-    """Checksum of the bytes just before ``offset``: unchanged unless the file was
-    rewritten in place (a growing file never changes what lies before the offset)."""
-    if offset <= 0:
-        return 0
-    start = max(0, offset - TAIL_BYTES)
-    try:
-        f.seek(start)
-        return zlib.crc32(f.read(offset - start))
-    except OSError:
-        return -1
+    return text_or_none(obj.get("agentId"))
 
 
 def _pid_dead(pid: int) -> bool:
@@ -295,78 +169,10 @@ def _pid_dead(pid: int) -> bool:
 # -- transcripts ---------------------------------------------------------------------------
 
 
-def _patch_files(text: str) -> list[str]:
-    return [f.strip() for f in _PATCH_FILE.findall(text) if f.strip()]
-
-
-def tool_summary(name: str, args: Any) -> str:
-    """A one-line description of a tool call's arguments (command, path, pattern, ...)."""
-    if isinstance(args, str):
-        files = _patch_files(args)
-        return _one_line(", ".join(files) if files else args)
-    args = _dict(args)
-    for key in _SUMMARY_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            return _one_line(value)
-    for value in args.values():  # e.g. apply_patch {"input": "*** Begin Patch ..."}
-        if isinstance(value, str) and "*** Begin Patch" in value:
-            return _one_line(", ".join(_patch_files(value)))
-    return ""
-
-
-def tool_files(name: str, args: Any) -> list[str]:
-    """Files a tool call reads or writes: path-like arguments and patch headers."""
-    if isinstance(args, str):
-        return _patch_files(args)
-    args = _dict(args)
-    out: list[str] = []
-    if name not in _SEARCH_TOOLS:
-        for key in _FILE_KEYS:
-            value = args.get(key)
-            if isinstance(value, str) and value.strip():
-                out.append(value.strip())
-        paths = args.get("paths")
-        if isinstance(paths, list):
-            out.extend(p.strip() for p in paths if isinstance(p, str) and p.strip())
-    for value in args.values():
-        if isinstance(value, str) and "*** Begin Patch" in value:
-            out.extend(_patch_files(value))
-    return out
-
-
-def tool_command(name: str, args: Any) -> str | None:
-    """The command line of a shell tool call."""
-    command = _dict(args).get("command") if name in _SHELL_TOOLS else None
-    if isinstance(command, str) and command.strip():
-        return command.strip()[:COMMAND_CHARS]
-    return None
-
-
 def _tool_line(name: str, args: Any, failed: bool) -> str:
     summary = tool_summary(name, args)
     line = f"Assistant: Tool: {name}" + (f": {summary}" if summary else "")
     return line + (" [error]" if failed else "")
-
-
-def _message(
-    mid: str,
-    session_id: str,
-    role: str,
-    lines: list[str],
-    created_ms: int,
-    files: list[str] | None = None,
-    commands: list[str] | None = None,
-) -> Message:
-    return Message(
-        id=mid,
-        session_id=session_id,
-        role="user" if role == "user" else "assistant",
-        text="\n".join(lines),
-        created_ms=created_ms,
-        files=tuple(dict.fromkeys(files or ())),
-        commands=tuple(dict.fromkeys(commands or ())),
-    )
 
 
 def _after(msgs: list[Message], after_id: str | None) -> list[Message]:
@@ -374,199 +180,6 @@ def _after(msgs: list[Message], after_id: str | None) -> list[Message]:
         return msgs
     ids = [m.id for m in msgs]
     return msgs[ids.index(after_id) + 1 :] if after_id in ids else msgs
-
-
-# -- --share markdown ----------------------------------------------------------------------
-
-_SHARE_SUB = re.compile(r"^<sub>(.*?)</sub>\s*$")
-_SHARE_HEADING = re.compile(r"^###\s+(.*?)\s*$")
-_SHARE_ICON = re.compile(r"^(?P<icon>[^\w`]*)(?P<label>.*)$")
-_SHARE_SESSION = re.compile(r"Session ID:\**\s*`?([A-Za-z0-9][A-Za-z0-9._-]*)`?")
-_SHARE_FILE = re.compile(r"^copilot-session-(.+)\.md$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_WIN_PATH = re.compile(r"^[A-Za-z]:[\\/]")
-
-
-def _closes(line: str, fence: str) -> bool:
-    """Whether ``line`` closes a code block opened with ``fence``."""
-    text = line.strip()
-    return len(text) >= len(fence) and set(text) == {fence[0]}
-
-
-def _share_entries(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """(heading, body lines) of each ``<sub>time</sub>`` + ``### heading`` entry, with
-    fenced blocks kept intact (a ``<sub>`` or ``---`` inside code is content)."""
-    entries: list[tuple[str, list[str]]] = []
-    fence: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if fence is None and _SHARE_SUB.match(line):
-            j = i + 1
-            while j < len(lines) and not lines[j].strip():
-                j += 1
-            heading = _SHARE_HEADING.match(lines[j]) if j < len(lines) else None
-            if heading:
-                entries.append((heading.group(1), []))
-                i = j + 1
-                continue
-        if entries:
-            entries[-1][1].append(line)
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-        elif fence is not None and _closes(line, fence):
-            fence = None
-        i += 1
-    for _, body in entries:
-        while body and (not body[-1].strip() or body[-1].strip() == "---"):
-            body.pop()
-        while body and not body[0].strip():
-            body.pop(0)
-    return entries
-
-
-def _share_tool(name: str, body: list[str]) -> tuple[str, Any, str | None, str | None]:
-    """(title, arguments, ``$`` command, path line) of a tool entry's body."""
-    title = ""
-    args: Any = None
-    command: str | None = None
-    path: str | None = None
-    fence: str | None = None
-    block: list[str] = []
-    in_args = False
-    details = 0
-    for line in body:
-        stripped = line.strip()
-        m = _FENCE.match(line)
-        if fence is not None:
-            if _closes(line, fence):
-                if in_args:
-                    with contextlib.suppress(ValueError, RecursionError):
-                        args = json.loads("\n".join(block))
-                fence, block, in_args = None, [], False
-            else:
-                block.append(line)
-            continue
-        if m:
-            fence = m.group(1)
-            continue
-        if stripped.startswith("<details"):
-            details += 1
-        elif stripped.startswith("</details"):
-            details = max(0, details - 1)
-        elif stripped.startswith("<summary>"):
-            in_args = "Arguments" in stripped
-        elif not title and stripped.startswith("**") and stripped.endswith("**"):
-            title = stripped.strip("*").strip()
-        elif command is None and stripped.startswith("$ "):
-            command = stripped[2:].strip()
-        elif (
-            path is None
-            and not details
-            and (stripped.startswith(("/", "~")) or _WIN_PATH.match(stripped))
-        ):
-            path = stripped
-    return title, args, command, path
-
-
-def read_share_transcript(path: str | Path, session_id: str | None = None) -> list[Message]:
-    """Messages of a ``--share`` / ``/share`` markdown export (``copilot-session-<id>.md``).
-
-    The fallback for a session whose events.jsonl holds no messages. Entries are
-    ``<sub>elapsed</sub>`` + ``### User`` / ``### Copilot`` / ``### `tool` `` (optionally
-    with an icon; ❌ marks a failed tool) separated by ``---``; info entries are skipped.
-    Ids are ``share-<n>``; times are unknown (the export has only local-time text).
-    """
-    p = Path(path)
-    raw = _read_small(p, DOC_FILE_BYTES)
-    if raw is None:
-        return []
-    text = raw.decode("utf-8", errors="replace")
-    if session_id is None:
-        m = _SHARE_SESSION.search(text) or _SHARE_FILE.match(p.name)
-        session_id = m.group(1) if m else ""
-    out: list[Message] = []
-    for n, (heading, body) in enumerate(_share_entries(text.splitlines()), start=1):
-        parts = _SHARE_ICON.match(heading)
-        icon, label = (parts.group("icon"), parts.group("label").strip()) if parts else ("", "")
-        mid = f"share-{n}"
-        content = "\n".join(body).strip()
-        if label.lower() == "user" and content:
-            out.append(_message(mid, session_id, "user", [f"User: {content}"], 0))
-        elif label.lower() in ("copilot", "assistant") and content:
-            out.append(_message(mid, session_id, "assistant", [f"Assistant: {content}"], 0))
-        elif label.lower() == "error" and content:
-            line = f"Assistant: Error: {_one_line(content)}"
-            out.append(_message(mid, session_id, "assistant", [line], 0))
-        elif len(label) > 2 and label.startswith("`") and label.endswith("`"):
-            name = label.strip("`").strip() or "tool"
-            title, args, command, where = _share_tool(name, body)
-            summary = _one_line(command) if command else tool_summary(name, args)
-            summary = summary or _one_line(where or title)
-            line = f"Assistant: Tool: {name}" + (f": {summary}" if summary else "")
-            line += " [error]" if "❌" in icon else ""
-            files = tool_files(name, args)
-            if where and name not in _SEARCH_TOOLS and name not in _SHELL_TOOLS:
-                files.append(where)
-            commands: list[str] = []
-            if name in _SHELL_TOOLS:
-                commands = [c for c in (tool_command(name, args), command) if c]
-            out.append(_message(mid, session_id, "assistant", [line], 0, files, commands))
-    return out
-
-
-# -- cursor --------------------------------------------------------------------------------
-
-
-@dataclass
-class _Tail:
-    """Where reading one session's events.jsonl stands (one cursor entry)."""
-
-    offset: int = 0  # bytes consumed: always the end of a complete line
-    ino: int = 0  # the file's inode at that offset (a new inode = a rewritten file)
-    flags: int = 0
-    mark: int = 0  # newest line time (ms) consumed: replayed lines up to it stay quiet
-    crc: int = 0  # checksum of the TAIL_BYTES before offset
-
-    def dump(self) -> list[int]:
-        return [self.offset, self.ino, self.flags, self.mark, self.crc]
-
-    @classmethod
-    def load(cls, value: Any) -> _Tail | None:
-        if (
-            not isinstance(value, list)
-            or len(value) != 5
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-            or not all(-1 <= v < 1 << 63 for v in value)
-        ):
-            return None
-        return cls(*value)
-
-
-def parse_cursor(cursor: str | None) -> dict[str, _Tail]:
-    """``{"v": 1, "s": {"<session id>": [offset, inode, flags, mark_ms, crc], ...}}``;
-    an unreadable cursor (logged) reads every session again from the start."""
-    if not cursor:
-        return {}
-    try:
-        obj = json.loads(cursor)
-    except (ValueError, RecursionError):
-        obj = None
-    if not isinstance(obj, dict) or obj.get("v") != CURSOR_VERSION:
-        log.warning("copilot: unreadable cursor; reading every session from the start")
-        return {}
-    out: dict[str, _Tail] = {}
-    for sid, value in _dict(obj.get("s")).items():
-        tail = _Tail.load(value)
-        if valid_session_id(sid) and tail is not None:
-            out[sid] = tail
-    return out
-
-
-def dump_cursor(tails: Mapping[str, _Tail]) -> str:
-    entries = {sid: tails[sid].dump() for sid in sorted(tails)}
-    return json.dumps({"v": CURSOR_VERSION, "s": entries}, separators=(",", ":"))
 
 
 # -- the adapter ---------------------------------------------------------------------------
@@ -606,6 +219,9 @@ class CopilotAdapter(SessionAdapter):
     @property
     def home(self) -> Path:
         return self.root
+
+    def location(self) -> str:
+        return str(self.root)
 
     def available(self) -> bool:
         """Whether ``session-state`` exists (Copilot has run at least once). While it does
@@ -691,7 +307,7 @@ class CopilotAdapter(SessionAdapter):
 
     def _workspace(self, folder: Path) -> dict[str, Any]:
         """workspace.yaml as a dict; {} when missing, too large or not YAML."""
-        raw = _read_small(folder / WORKSPACE, SMALL_FILE_BYTES)
+        raw = read_small(folder / WORKSPACE, SMALL_FILE_BYTES)
         if raw is None:
             return {}
         try:
@@ -699,16 +315,16 @@ class CopilotAdapter(SessionAdapter):
         except (yaml.YAMLError, RecursionError, ValueError):
             log.debug("copilot: %s is not valid YAML", folder / WORKSPACE)
             return {}
-        return _dict(data)
+        return as_dict(data)
 
     def _first_event(self, folder: Path) -> dict[str, Any] | None:
-        f = _open_regular(folder / EVENTS)
+        f = open_regular(folder / EVENTS)
         if f is None:
             return None
         with f:
             try:
-                for _end, raw in _lines(f, 0, self.max_line_bytes):
-                    obj = _decode(raw) if raw is not None and raw.strip() else None
+                for _end, raw in read_lines(f, 0, self.max_line_bytes):
+                    obj = decode_line(raw) if raw is not None and raw.strip() else None
                     return obj if isinstance(obj, dict) else None
             except OSError:
                 return None
@@ -727,7 +343,7 @@ class CopilotAdapter(SessionAdapter):
         if start is None:
             first = self._first_event(folder)
             if first and first.get("type") == "session.start" and not _sub_agent(first):
-                start, start_ms = _dict(first.get("data")), _ms(first.get("timestamp"))
+                start, start_ms = as_dict(first.get("data")), _ms(first.get("timestamp"))
         start = start or {}
         ws = self._workspace(folder)
         st = self._events_stat(folder)
@@ -736,7 +352,8 @@ class CopilotAdapter(SessionAdapter):
         return SessionInfo(
             id=session_id,
             agent=AGENT,
-            directory=_str(_dict(start.get("context")).get("cwd")) or _str(ws.get("cwd")),
+            directory=text_or_none(as_dict(start.get("context")).get("cwd"))
+            or text_or_none(ws.get("cwd")),
             native_project_id=None,
             parent_id=None,
             title=_scalar(ws.get("name")),
@@ -760,9 +377,9 @@ class CopilotAdapter(SessionAdapter):
             return [], cursor
         events: list[LifecycleEvent] = []
         budget = self.poll_bytes
-        out: dict[str, _Tail] = {}
+        out: dict[str, Tail] = {}
         for sid in sorted(dirs):
-            tail = dataclasses.replace(tails[sid]) if sid in tails else _Tail()
+            tail = dataclasses.replace(tails[sid]) if sid in tails else Tail()
             if budget > 0:
                 used, seen = self._tail(sid, dirs[sid], tail, events, budget)
                 budget -= used
@@ -777,12 +394,12 @@ class CopilotAdapter(SessionAdapter):
         return events, dump_cursor(out)
 
     def _tail(
-        self, sid: str, folder: Path, t: _Tail, out: list[LifecycleEvent], budget: int
+        self, sid: str, folder: Path, t: Tail, out: list[LifecycleEvent], budget: int
     ) -> tuple[int, bool]:
         """Read one session's new lines into ``out``; (bytes consumed, file exists).
         ``t`` and the events move together line by line, so a read error keeps both."""
         path = folder / EVENTS
-        f = _open_regular(path)
+        f = open_regular(path)
         if f is None:
             return 0, False
         evs: list[LifecycleEvent] = []
@@ -797,19 +414,19 @@ class CopilotAdapter(SessionAdapter):
                 self._rewound(t, path, "was replaced")
             elif st.st_size < t.offset:
                 self._rewound(t, path, "shrank")
-            elif st.st_size > t.offset and t.offset and _crc_before(f, t.offset) != t.crc:
+            elif st.st_size > t.offset and t.offset and crc_before(f, t.offset) != t.crc:
                 self._rewound(t, path, "was rewritten")
             t.ino = st.st_ino
             start = t.offset
             eof = True
             try:
                 if st.st_size > t.offset:
-                    for end, raw in _lines(f, t.offset, self.max_line_bytes):
+                    for end, raw in read_lines(f, t.offset, self.max_line_bytes):
                         line_start, t.offset = t.offset, end
                         if raw is None:
                             bad.append((line_start, f"longer than {self.max_line_bytes} bytes"))
                         elif raw.strip():
-                            obj = _decode(raw)
+                            obj = decode_line(raw)
                             if isinstance(obj, str):
                                 bad.append((line_start, obj))
                             elif obj["type"] not in KNOWN_TYPES:
@@ -825,7 +442,7 @@ class CopilotAdapter(SessionAdapter):
                 log.warning("copilot: cannot read %s: %s", path, exc)
                 eof = False
             if t.offset != start:
-                t.crc = _crc_before(f, t.offset)
+                t.crc = crc_before(f, t.offset)
             if eof:
                 t.flags &= ~F_REPLAY  # whatever is appended after this pass is new
                 with contextlib.suppress(OSError):
@@ -835,7 +452,7 @@ class CopilotAdapter(SessionAdapter):
         return t.offset - start, True
 
     @staticmethod
-    def _rewound(t: _Tail, path: Path, why: str) -> None:
+    def _rewound(t: Tail, path: Path, why: str) -> None:
         log.info("copilot: %s %s; reading it again from the start", path, why)
         t.offset, t.crc = 0, 0
         t.flags = (t.flags & (F_CREATED | F_CRASHED)) | F_REPLAY
@@ -857,7 +474,7 @@ class CopilotAdapter(SessionAdapter):
         self,
         sid: str,
         folder: Path,
-        t: _Tail,
+        t: Tail,
         obj: dict[str, Any],
         evs: list[LifecycleEvent],
     ) -> str | None:
@@ -876,7 +493,7 @@ class CopilotAdapter(SessionAdapter):
         self,
         sid: str,
         folder: Path,
-        t: _Tail,
+        t: Tail,
         obj: dict[str, Any],
         evs: list[LifecycleEvent],
     ) -> None:
@@ -888,7 +505,7 @@ class CopilotAdapter(SessionAdapter):
             t.flags &= ~F_REPLAY
         t.mark = max(t.mark, at)
         typ: str = obj["type"]
-        data = _dict(obj.get("data"))
+        data = as_dict(obj.get("data"))
         child = _sub_agent(obj)
         kind: EventKind = "activity"
         detail = typ
@@ -938,7 +555,7 @@ class CopilotAdapter(SessionAdapter):
         sid: str,
         folder: Path,
         f: BinaryIO,
-        t: _Tail,
+        t: Tail,
         size: int,
         evs: list[LifecycleEvent],
     ) -> None:
@@ -1000,18 +617,18 @@ class CopilotAdapter(SessionAdapter):
         """The root agent's transcript events in file order (malformed lines skipped).
         Lines whose leading ``"type"`` says they cannot matter (system prompts, hooks,
         ``model.*`` copies of whole requests) are not even decoded."""
-        f = _open_regular(folder / EVENTS)
+        f = open_regular(folder / EVENTS)
         if f is None:
             return []
         out: list[dict[str, Any]] = []
         skipped = 0
         with f:
             try:
-                for _end, raw in _lines(f, 0, MESSAGE_LINE_BYTES):
+                for _end, raw in read_lines(f, 0, MESSAGE_LINE_BYTES):
                     peek = _LEADING_TYPE.match(raw) if raw is not None else None
                     if peek and peek.group(1).decode("utf-8", "replace") not in _TRANSCRIPT_TYPES:
                         continue
-                    obj = _decode(raw) if raw is not None and raw.strip() else None
+                    obj = decode_line(raw) if raw is not None and raw.strip() else None
                     if isinstance(obj, dict):
                         if not _sub_agent(obj) and obj["type"] in _TRANSCRIPT_TYPES:
                             out.append(obj)
@@ -1036,15 +653,17 @@ class CopilotAdapter(SessionAdapter):
         for obj in lines:
             try:
                 typ = obj["type"]
-                data = _dict(obj.get("data"))
+                data = as_dict(obj.get("data"))
                 at = _ms(obj.get("timestamp"))
-                line_id = _str(obj.get("id")) or f"line-{len(out)}"
-                mid = _str(data.get("messageId")) or line_id
+                line_id = text_or_none(obj.get("id")) or f"line-{len(out)}"
+                mid = text_or_none(data.get("messageId")) or line_id
                 if typ == "session.compaction_complete" and data.get("success") is not False:
                     # Without a readable summary nothing is cut (as with one still running).
                     summary = self._compaction_summary(folder, data)
                     if summary:
-                        out = [_message(line_id, sid, "assistant", [f"Assistant: {summary}"], at)]
+                        out = [
+                            make_message(line_id, sid, "assistant", [f"Assistant: {summary}"], at)
+                        ]
                 elif typ == "session.context_cleared":
                     out = []
                 elif typ == "user.message":
@@ -1057,11 +676,11 @@ class CopilotAdapter(SessionAdapter):
                         out.append(msg)
                 elif typ == "tool.execution_start" and data.get("toolCallId") not in requested:
                     # a tool the user ran, or one whose request line is missing
-                    name = _str(data.get("toolName")) or "tool"
+                    name = text_or_none(data.get("toolName")) or "tool"
                     args = data.get("arguments")
                     failed_here = data.get("toolCallId") in failed
                     out.append(
-                        _message(
+                        make_message(
                             line_id,
                             sid,
                             "assistant",
@@ -1074,13 +693,17 @@ class CopilotAdapter(SessionAdapter):
                 elif typ == "assistant.reasoning":
                     text = data.get("content")
                     if isinstance(text, str) and text.strip() and text.strip() not in reasoning:
-                        rid = _str(data.get("reasoningId")) or line_id
+                        rid = text_or_none(data.get("reasoningId")) or line_id
                         line = f"Assistant: Reasoning: {text.strip()}"
-                        out.append(_message(rid, sid, "assistant", [line], at))
+                        out.append(make_message(rid, sid, "assistant", [line], at))
                 elif typ == "session.error":
-                    detail = _str(data.get("message")) or _str(data.get("errorType")) or "error"
-                    line = f"Assistant: Error: {_one_line(detail)}"
-                    out.append(_message(line_id, sid, "assistant", [line], at))
+                    detail = (
+                        text_or_none(data.get("message"))
+                        or text_or_none(data.get("errorType"))
+                        or "error"
+                    )
+                    line = f"Assistant: Error: {one_line(detail)}"
+                    out.append(make_message(line_id, sid, "assistant", [line], at))
             except Exception:  # one odd line costs only itself, not the transcript
                 skipped += 1
         if skipped:
@@ -1094,11 +717,11 @@ class CopilotAdapter(SessionAdapter):
         summary = data.get("summaryContent")
         if isinstance(summary, str) and summary.strip():
             return summary.strip()
-        recorded = _str(data.get("checkpointPath"))
+        recorded = text_or_none(data.get("checkpointPath"))
         if recorded:
             name = recorded.replace("\\", "/").rsplit("/", 1)[-1]
             if name and name not in (".", ".."):
-                raw = _read_small(folder / "checkpoints" / name, DOC_FILE_BYTES)
+                raw = read_small(folder / "checkpoints" / name, DOC_FILE_BYTES)
                 if raw is not None:
                     return raw.decode("utf-8", errors="replace").strip()
         return ""
@@ -1108,13 +731,13 @@ def _index_tools(
     obj: Mapping[str, Any], failed: set[str], requested: set[str], reasoning: set[str]
 ) -> None:
     """Note a line's failed tool calls, requested tool calls and reasoning text."""
-    data = _dict(obj.get("data"))
-    call = _str(data.get("toolCallId"))
+    data = as_dict(obj.get("data"))
+    call = text_or_none(data.get("toolCallId"))
     if obj["type"] == "tool.execution_complete" and data.get("success") is False and call:
         failed.add(call)
     elif obj["type"] == "assistant.message":
         for req in data.get("toolRequests") or []:
-            if isinstance(req, dict) and _str(req.get("toolCallId")):
+            if isinstance(req, dict) and text_or_none(req.get("toolCallId")):
                 requested.add(req["toolCallId"])
         if isinstance(data.get("reasoningText"), str):
             reasoning.add(data["reasoningText"].strip())
@@ -1140,7 +763,7 @@ def _user_message(mid: str, sid: str, data: Mapping[str, Any], at: int) -> Messa
         for a in data.get("attachments") or []
         if isinstance(a, dict) and isinstance(a.get("path"), str) and a["path"]
     ]
-    return _message(mid, sid, "user", [f"User: {content.strip()}"], at, files)
+    return make_message(mid, sid, "user", [f"User: {content.strip()}"], at, files)
 
 
 def _assistant_message(
@@ -1158,7 +781,7 @@ def _assistant_message(
     for req in data.get("toolRequests") or []:
         if not isinstance(req, dict):
             continue
-        name = _str(req.get("name")) or "tool"
+        name = text_or_none(req.get("name")) or "tool"
         args = req.get("arguments")
         if isinstance(args, str) and args.lstrip().startswith("{"):
             with contextlib.suppress(ValueError, RecursionError):
@@ -1170,4 +793,4 @@ def _assistant_message(
             commands.append(command)
     if not lines:
         return None
-    return _message(mid, sid, "assistant", lines, at, files, commands)
+    return make_message(mid, sid, "assistant", lines, at, files, commands)

@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import sqlite3
 import stat
 import threading
@@ -36,17 +35,24 @@ from llmem_hooks.events import (
     load_json_object,
     record_ms,
     session_id_problem,
+    valid_session_id,
 )
 
-from .base import SessionAdapter
+from .base import (
+    COMMAND_CHARS,
+    PATCH_FILE,
+    SessionAdapter,
+    as_dict,
+    make_message,
+    one_line,
+    text_or_none,
+)
 
 log = logging.getLogger(__name__)
 
 AGENT = "opencode"
 DEFAULT_BUSY_TIMEOUT_MS = 5000  # what OpenCode itself uses
 POLL_BATCH = 5000  # event rows per poll; the sidecar polls again while rows keep coming
-SUMMARY_CHARS = 200  # one-line tool input summaries in transcripts
-COMMAND_CHARS = 2000  # commands kept in Message.commands
 _SEEN_MAX = 20_000  # completion / compaction ids remembered to report each only once
 
 # Where an agent's database has no business being. /var/tmp and /var/folders (macOS temp
@@ -71,7 +77,6 @@ _SESSION_COLUMNS = (
 )
 _FILE_PATH_TOOLS = frozenset({"read", "edit", "write", "multiedit"})
 _SUMMARY_KEYS = ("command", "filePath", "pattern", "url", "query", "path", "description")
-_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 T = TypeVar("T")
 
@@ -148,26 +153,12 @@ def _ms(value: Any) -> int:
     return record_ms(value)
 
 
-def _text(value: Any) -> str | None:
-    """An optional text column or field: None unless a non-empty string."""
-    return value if isinstance(value, str) and value else None
-
-
 def _sid(value: Any) -> str:
     """A session id we may report, or `BadRecord` (ids end up in file names)."""
     problem = session_id_problem(value)
     if problem is not None:
         raise BadRecord(f"session id {str(value)[:80]!r}: {problem}")
     return value
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
 def _id_time_ms(ident: str, now_ms: int) -> int:
@@ -200,14 +191,14 @@ def _project_id(value: Any) -> str | None:
 def _session_from_row(row: Sequence[Any]) -> SessionInfo:
     """A SessionInfo from a ``session`` row; `BadRecord` when its id or times are not."""
     sid, project, directory, parent, title, created, updated, archived = row
-    parent = _text(parent)
+    parent = text_or_none(parent)
     return SessionInfo(
         id=_sid(sid),
         agent=AGENT,
-        directory=_text(directory),
+        directory=text_or_none(directory),
         native_project_id=_project_id(project),
         parent_id=_sid(parent) if parent else None,
-        title=_text(title),
+        title=text_or_none(title),
         created_ms=_ms(created),
         updated_ms=_ms(updated),
         archived=archived is not None,
@@ -216,18 +207,18 @@ def _session_from_row(row: Sequence[Any]) -> SessionInfo:
 
 def _session_from_info(info: dict[str, Any], session_id: str) -> SessionInfo | None:
     """A SessionInfo from an event's ``data.info`` (None when it is not a Session object)."""
-    t = _dict(info.get("time"))
+    t = as_dict(info.get("time"))
     if not t.get("created"):
         return None
     sid = info.get("id")
-    parent = _text(info.get("parentID"))
+    parent = text_or_none(info.get("parentID"))
     return SessionInfo(
         id=_sid(sid) if isinstance(sid, str) and sid else session_id,
         agent=AGENT,
-        directory=_text(info.get("directory")),
+        directory=text_or_none(info.get("directory")),
         native_project_id=_project_id(info.get("projectID")),
         parent_id=_sid(parent) if parent else None,
-        title=_text(info.get("title")),
+        title=text_or_none(info.get("title")),
         created_ms=_ms(t.get("created")),
         updated_ms=_ms(t.get("updated")),
         archived=bool(t.get("archived")),
@@ -242,10 +233,6 @@ def _wal_mode(path: Path) -> bool:
     except OSError:
         return False
     return len(header) == 20 and header[:16] == b"SQLite format 3\x00" and header[18] == 2
-
-
-def _valid_id(value: Any) -> bool:
-    return session_id_problem(value) is None
 
 
 def _parse_cursor(cursor: str | None) -> tuple[int, str | None]:
@@ -275,12 +262,12 @@ def _is_compaction_summary(data: dict[str, Any]) -> bool:
         return False
     if data.get("summary") is not True and data.get("mode") != "compaction":
         return False
-    return bool(_dict(data.get("time")).get("completed") or data.get("finish"))
+    return bool(as_dict(data.get("time")).get("completed") or data.get("finish"))
 
 
 def _tool_summary(tool: str, inp: dict[str, Any]) -> str:
     if tool in ("apply_patch", "patch") and isinstance(inp.get("patchText"), str):
-        return ", ".join(_PATCH_FILE_RE.findall(inp["patchText"]))
+        return ", ".join(PATCH_FILE.findall(inp["patchText"]))
     for key in _SUMMARY_KEYS:
         value = inp.get(key)
         if isinstance(value, str) and value.strip():
@@ -308,9 +295,9 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
                 lines.append(f"{prefix}: Reasoning: {text.strip()}")
         elif kind == "tool":
             tool = str(part.get("tool") or "tool")
-            state = _dict(part.get("state"))
-            inp = _dict(state.get("input"))
-            summary = _one_line(_tool_summary(tool, inp))
+            state = as_dict(part.get("state"))
+            inp = as_dict(state.get("input"))
+            summary = one_line(_tool_summary(tool, inp))
             line = f"{prefix}: Tool: {tool}" + (f": {summary}" if summary else "")
             if state.get("status") == "error":
                 line += " [error]"
@@ -319,7 +306,7 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
                 if isinstance(inp.get(key), str) and inp[key]:
                     files.append(inp[key])
             if tool in ("apply_patch", "patch") and isinstance(inp.get("patchText"), str):
-                files.extend(_PATCH_FILE_RE.findall(inp["patchText"]))
+                files.extend(PATCH_FILE.findall(inp["patchText"]))
             if tool == "bash" and isinstance(inp.get("command"), str) and inp["command"].strip():
                 commands.append(inp["command"].strip()[:COMMAND_CHARS])
         elif kind == "patch":
@@ -327,16 +314,16 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
             lines.append(f"{prefix}: Patch" + (f": {', '.join(changed)}" if changed else ""))
             files.extend(changed)
         elif kind == "file":
-            source = _dict(part.get("source"))
+            source = as_dict(part.get("source"))
             path = source.get("path") or part.get("filename")
             if isinstance(path, str) and path:
                 files.append(path)
         # step-start, step-finish, snapshot, compaction, agent, retry, subtask: bookkeeping,
         # not conversation.
-    error = _dict(msg.data.get("error"))
+    error = as_dict(msg.data.get("error"))
     if error:
-        detail = _dict(error.get("data")).get("message") or error.get("name") or "error"
-        lines.append(f"{prefix}: Error: {_one_line(str(detail))}")
+        detail = as_dict(error.get("data")).get("message") or error.get("name") or "error"
+        lines.append(f"{prefix}: Error: {one_line(str(detail))}")
     return lines, list(dict.fromkeys(files)), list(dict.fromkeys(commands))
 
 
@@ -376,6 +363,9 @@ class OpenCodeAdapter(SessionAdapter):
     @classmethod
     def from_config(cls, section: Mapping[str, Any]) -> OpenCodeAdapter:
         return cls(section.get("db_path"))
+
+    def location(self) -> str:
+        return str(self.db_path)
 
     def available(self) -> bool:
         """Whether the DB file exists (OpenCode has run at least once)."""
@@ -477,7 +467,8 @@ class OpenCodeAdapter(SessionAdapter):
         sql = (
             f"SELECT {_SESSION_COLUMNS} FROM session {where} ORDER BY time_created DESC, id LIMIT ?"
         )
-        rows = self._with_db(lambda c: c.execute(sql, (max(0, int(limit)),)).fetchall(), [])
+        no_rows: list[Any] = []
+        rows = self._with_db(lambda c: c.execute(sql, (max(0, int(limit)),)).fetchall(), no_rows)
         return [s for s in map(self._session_or_none, rows) if s is not None]
 
     def _session_or_none(self, row: Sequence[Any]) -> SessionInfo | None:
@@ -505,7 +496,8 @@ class OpenCodeAdapter(SessionAdapter):
         if not ids:
             return set()
         sql = "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?))"
-        rows = self._with_db(lambda c: c.execute(sql, (json.dumps(ids),)).fetchall(), [])
+        no_rows: list[Any] = []
+        rows = self._with_db(lambda c: c.execute(sql, (json.dumps(ids),)).fetchall(), no_rows)
         return {r[0] for r in rows}
 
     def watch_paths(self) -> list[str]:
@@ -579,16 +571,9 @@ class OpenCodeAdapter(SessionAdapter):
                 self._skip("message", f"unrenderable ({type(exc).__name__})", m.id)
                 continue
             if lines:
+                role = m.data["role"]
                 out.append(
-                    Message(
-                        id=m.id,
-                        session_id=session_id,
-                        role="user" if m.data["role"] == "user" else "assistant",
-                        text="\n".join(lines),
-                        created_ms=m.created_ms,
-                        files=tuple(files),
-                        commands=tuple(commands),
-                    )
+                    make_message(m.id, session_id, role, lines, m.created_ms, files, commands)
                 )
         return out
 
@@ -604,7 +589,8 @@ class OpenCodeAdapter(SessionAdapter):
         """
         rowid, last_id = _parse_cursor(cursor)
         try:
-            return self._with_db(lambda c: self._poll(c, rowid, last_id, cursor), ([], cursor))
+            nothing: tuple[list[LifecycleEvent], str | None] = ([], cursor)
+            return self._with_db(lambda c: self._poll(c, rowid, last_id, cursor), nothing)
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):
                 log.warning("opencode: DB busy (%s); will retry on the next poll", exc)
@@ -632,7 +618,7 @@ class OpenCodeAdapter(SessionAdapter):
             ).fetchall()
         if not rows:
             return [], cursor
-        missing = self._prefetch_parents(conn, {r[2] for r in rows if _valid_id(r[2])})
+        missing = self._prefetch_parents(conn, {r[2] for r in rows if valid_session_id(r[2])})
         now_ms = int(time.time() * 1000)
         events: list[LifecycleEvent] = []
         for _rowid, evt_id, sid, typ, raw in rows:
@@ -673,7 +659,7 @@ class OpenCodeAdapter(SessionAdapter):
             (json.dumps(todo),),
         ).fetchall()
         for sid, parent in found:
-            self._parents[sid] = _text(parent)
+            self._parents[sid] = text_or_none(parent)
         return set(todo) - {r[0] for r in found}
 
     def _root(self, conn: sqlite3.Connection, sid: str, missing: set[str]) -> str:
@@ -691,7 +677,7 @@ class OpenCodeAdapter(SessionAdapter):
                     missing.add(cur)
                     parent = None
                 else:
-                    parent = self._parents[cur] = _text(row[0])
+                    parent = self._parents[cur] = text_or_none(row[0])
             if not parent or parent in seen:
                 return cur
             if session_id_problem(parent) is not None:
@@ -710,10 +696,10 @@ class OpenCodeAdapter(SessionAdapter):
         now_ms: int,
         missing: set[str],
     ) -> LifecycleEvent | None:
-        info = _dict(data.get("info"))
-        part = _dict(data.get("part"))
+        info = as_dict(data.get("info"))
+        part = as_dict(data.get("part"))
         if typ.startswith("session.") and info:
-            self._parents[sid] = _text(info.get("parentID"))
+            self._parents[sid] = text_or_none(info.get("parentID"))
         kind, detail, session, at = self._classify(conn, evt_id, sid, typ, info, part, data)
         at = at or _id_time_ms(evt_id, now_ms)
         root = self._root(conn, sid, missing)
@@ -734,7 +720,7 @@ class OpenCodeAdapter(SessionAdapter):
         data: dict[str, Any],
     ) -> tuple[EventKind, str, SessionInfo | None, int]:
         """(kind, detail, session info, time in ms) of one event row of a session."""
-        t = _dict(info.get("time"))
+        t = as_dict(info.get("time"))
         if typ == "session.created.1":
             session = _session_from_info(info, sid)
             if session is None:
@@ -765,7 +751,7 @@ class OpenCodeAdapter(SessionAdapter):
             return "activity", f"{role or 'unknown'} message", None, at
         if typ == "message.part.updated.1":
             ptype = str(part.get("type") or "unknown")
-            pt = _dict(part.get("time"))
+            pt = as_dict(part.get("time"))
             at = _ms(data.get("time")) or _ms(pt.get("end")) or _ms(pt.get("start"))
             if ptype == "compaction" and self._first(("compaction", part.get("id")), evt_id):
                 return "compacting", "requested", None, at

@@ -6,8 +6,9 @@ for the PascalCase aliases such as ``SessionStart``). It prints at most one JSON
 
 * ``sessionStart``: ``{"additionalContext": <the session's context file>}``. The file
   ``<context_dir>/<session_id>.md`` is the one the sidecar writes; if the sidecar has not
-  written it yet, the hook builds it through the same `SessionHookCoordinator.on_created`,
-  so both always agree. Copilot places it first in the conversation.
+  written it yet, the hook builds it through the same `SessionHookCoordinator.on_created`
+  (dispatched by `SessionEventManager`, so a registered ``created`` hook runs too), so
+  both always agree. Copilot places it first in the conversation.
 * ``userPromptSubmitted``: ``{"additionalContext": <resume pack>}`` once after each
   compaction (Copilot's ``checkpoints/NNN-*.md`` count went up since the last injection,
   remembered in ``<session_id>.compact.injected``).
@@ -43,6 +44,7 @@ LOG_NAME = "copilot-hook.log"
 LOG_MAX_BYTES = 1_000_000
 MARKER_SUFFIX = ".compact.injected"
 SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
+ENTRY_POINTS_CACHE = ".copilot-hook-entry-points.json"  # the session hooks plugins declare
 
 # PascalCase (VS Code / Claude compatible) names -> Copilot's camelCase names.
 EVENT_ALIASES = {
@@ -143,6 +145,12 @@ class Settings:
         from .paths import copilot_home
 
         return copilot_home(self.config["copilot"]["home"])
+
+
+def _config_path() -> Path:
+    from .paths import get_config_path
+
+    return get_config_path()
 
 
 def load_settings() -> Settings:
@@ -291,8 +299,12 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     if text is not None:
         return text
     _route_library_logs()
-    from .session_hooks import SessionHookCoordinator
+    from .registry import load_session_hook_entry_points
+    from .session_hooks import SessionEventManager, SessionHookCoordinator
     from .store import MemoryStore
+
+    # Only here: the fast path above imports nothing. Cached next to config.yaml.
+    load_session_hook_entry_points(cache=_config_path().with_name(ENTRY_POINTS_CACHE))
 
     store = MemoryStore.from_config(settings.config)
     try:
@@ -302,7 +314,8 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
         coord = SessionHookCoordinator(
             store, adapters={}, config=settings.config, extractor=_NO_EXTRACTOR
         )
-        result, _ = coord.on_created(sid, session_info(sid, payload))
+        # Through the manager, so a registered ``created`` hook runs (failing open).
+        result, _ = SessionEventManager(coord).emit("created", sid, session_info(sid, payload))
         if result == "error":
             raise HookError(f"on_created failed for session {sid}")
     finally:

@@ -40,6 +40,9 @@ if TYPE_CHECKING:  # the engine and the model client load only when a hook needs
     from .embed import BatchEmbedder
     from .extraction.candidates import Assessment, Extractor
 
+if TYPE_CHECKING:  # importing the adapters loads YAML: the Copilot hook's fast path skips it
+    from .adapters.base import SessionAdapter
+
 log = logging.getLogger(__name__)
 
 BACKFILL_BATCH = 32  # memories given a vector per backfill pass
@@ -63,12 +66,16 @@ class SessionHookCoordinator:
 
     ``adapters`` maps agent name -> SessionAdapter (None or empty: created and compacting
     still work from the store; idle and ending return ``no_transcript``).
+
+    The ``on_*`` methods are the built-in hooks. The sidecar and the Copilot hook command
+    reach them through `SessionEventManager`, which then runs the hook registered for the
+    event (`register_session_hook`).
     """
 
     def __init__(
         self,
         store: MemoryStore,
-        adapters: Mapping[str, Any] | None = None,
+        adapters: Mapping[str, SessionAdapter] | None = None,
         config: Mapping[str, Any] | None = None,
         context_dir: Path | None = None,
         extractor: Extractor | None = None,
@@ -76,7 +83,7 @@ class SessionHookCoordinator:
         embedder: BatchEmbedder | None = None,
     ) -> None:
         self.store = store
-        self.adapters = dict(adapters or {})
+        self.adapters: dict[str, SessionAdapter] = dict(adapters or {})
         self.config = dict(config or load_config())
         ctx = self.config.get("context", {})
         self.context_dir = context_dir or get_context_dir(ctx.get("dir"))
@@ -97,10 +104,12 @@ class SessionHookCoordinator:
     def ctx_dir(self) -> Path:
         return self.context_dir
 
-    def _record(
+    def track(
         self, session_id: str, info: SessionInfo | None = None
     ) -> session_state.SessionRecord | None:
-        """The stored record for a session, created from ``info`` or an adapter if new."""
+        """The stored record for a session, created from ``info`` or an adapter if new
+        (None: no adapter knows the session). The sidecar calls it for every session an
+        adapter reports, the hooks for the session they run on."""
         rec = session_state.find(self.store, session_id)
         if rec is not None and (info is None or rec.agent == info.agent):
             return rec
@@ -140,7 +149,7 @@ class SessionHookCoordinator:
             path = context_path(session_id, self.ctx_dir)
             if path.exists():
                 return RESULT_ALREADY_PROCESSED, None
-            rec = self._record(session_id, info)
+            rec = self.track(session_id, info)
             faults.hit("after-session-row", session_id)
             project = rec.project if rec else None
             text = build_session_context(self.store, project, self.budget_tokens)
@@ -158,7 +167,7 @@ class SessionHookCoordinator:
             last = self._last_idle.get(session_id)
             if not force and last is not None and self._clock() - last < self.debounce_s:
                 return RESULT_DEBOUNCED, 0
-            rec = self._record(session_id)
+            rec = self.track(session_id)
             if rec is None or rec.agent not in self.adapters:
                 return RESULT_NO_TRANSCRIPT, 0
             done = self.store.get_extraction(rec.agent, session_id)
@@ -181,7 +190,7 @@ class SessionHookCoordinator:
     def on_compacting(self, session_id: str) -> HookResult:
         """Refresh the resume pack at once (the compaction prompt is about to be built)."""
         try:
-            rec = self._record(session_id)
+            rec = self.track(session_id)
             path = self._write_resume(rec, session_id)
             return (RESULT_SUCCESS, path) if path else (RESULT_NO_MEMORIES, None)
         except Exception:
@@ -192,7 +201,7 @@ class SessionHookCoordinator:
         """Final extraction, then a session summary (event) and a self-assessment memory;
         once per session. Context files are removed later, after the retention period."""
         try:
-            rec = self._record(session_id)
+            rec = self.track(session_id)
             if rec is None:
                 return RESULT_NO_TRANSCRIPT, 0
             if self.store.get_extraction(f"{rec.agent}:{ENDING_LOG}", session_id):
@@ -210,7 +219,7 @@ class SessionHookCoordinator:
             assessment = self._assess(rec, session_id, msgs) if msgs else None
             written = 0
             with self.store.atomic():
-                common = {
+                common: dict[str, Any] = {
                     "entered_by": rec.agent,
                     "project": rec.project,
                     "session_id": session_id,
@@ -420,7 +429,7 @@ class SessionHookCoordinator:
 def create_session_hook_coordinator(
     config: Mapping[str, Any] | None = None,
     store: MemoryStore | None = None,
-    adapters: Mapping[str, Any] | None = None,
+    adapters: Mapping[str, SessionAdapter] | None = None,
 ) -> SessionHookCoordinator:
     """A coordinator with the configured store and, when not given, every adapter whose
     agent is enabled in config (an adapter whose store does not exist yet still works:
@@ -439,10 +448,10 @@ def create_session_hook_coordinator(
     return SessionHookCoordinator(store, adapters, config, extractor=engine, embedder=embedder)
 
 
-def default_adapters(config: Mapping[str, Any]) -> dict[str, Any]:
+def default_adapters(config: Mapping[str, Any]) -> dict[str, SessionAdapter]:
     from .adapters import get_adapter_class, registered_adapters
 
-    out: dict[str, Any] = {}
+    out: dict[str, SessionAdapter] = {}
     for name in registered_adapters():
         section = config.get(name, {})
         if section.get("enabled", True) is False:
@@ -454,21 +463,66 @@ def default_adapters(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Results after which the registered hook does not run: the built-in hook did nothing new
+# (a repeated event, a debounce) or failed (the sidecar retries it, and the hook runs then).
+SKIPS_REGISTERED_HOOK = frozenset({RESULT_ALREADY_PROCESSED, RESULT_DEBOUNCED, RESULT_ERROR})
+
+
 class SessionEventManager:
-    """Dispatches ``emit(event, session_id)`` to a registered hook
-    (`register_session_hook`) or else to the coordinator's own."""
+    """Dispatches a session event: the coordinator's built-in hook, then the hook
+    registered for the event (`register_session_hook`), with the session id.
+
+    The sidecar and the Copilot hook command dispatch every event through here, so a
+    registered hook runs for what they see. It runs after the built-in hook (the context
+    file exists when ``created`` fires it), unless that returned a result of
+    `SKIPS_REGISTERED_HOOK`; without a coordinator it runs alone and its return value is
+    returned. It fails open: an exception it raises is logged, never raised to the caller
+    (a user's hook must not stop the sidecar or block the agent).
+    """
 
     def __init__(self, coordinator: SessionHookCoordinator | None = None) -> None:
         self.coordinator = coordinator
 
-    def emit(self, event: str, session_id: str) -> Any:
-        if event not in VALID_SESSION_EVENT_TYPES:
-            raise ValueError(
-                f"invalid session event {event!r} (use {', '.join(VALID_SESSION_EVENT_TYPES)})"
-            )
-        hook = get_registered_session_hooks().get(event)
-        if hook is not None:
-            return hook(session_id)
+    def builtin(self, event: str) -> Callable[..., HookResult]:
+        """The coordinator's own hook for ``event``."""
+        coord = self.coordinator
+        if coord is None:
+            raise ValueError("no coordinator")
+        hooks: dict[str, Callable[..., HookResult]] = {
+            "created": coord.on_created,
+            "idle": coord.on_idle,
+            "compacting": coord.on_compacting,
+            "ending": coord.on_ending,
+        }
+        return hooks[_checked_event(event)]
+
+    def emit(self, event: str, session_id: str, *args: Any) -> Any:
+        """Run ``event``'s hooks for ``session_id``; ``args`` go to the built-in hook
+        (``on_created``'s SessionInfo, ``on_ending``'s reason, ``on_idle``'s force)."""
+        _checked_event(event)
         if self.coordinator is None:
+            return self.run_registered(event, session_id)
+        result = self.builtin(event)(session_id, *args)
+        if result[0] not in SKIPS_REGISTERED_HOOK:
+            self.run_registered(event, session_id)
+        return result
+
+    @staticmethod
+    def run_registered(event: str, session_id: str) -> Any:
+        """The registered hook's return value (None: none registered, or it raised)."""
+        hook = get_registered_session_hooks().get(event)
+        if hook is None:
             return None
-        return getattr(self.coordinator, f"on_{event}")(session_id)
+        try:
+            return hook(session_id)
+        except Exception:
+            log.exception("registered %s hook %r failed for session %s", event, hook, session_id)
+            return None
+
+
+def _checked_event(event: str) -> str:
+    if event not in VALID_SESSION_EVENT_TYPES:
+        raise ValueError(
+            f"invalid session event {event!r} (use {', '.join(VALID_SESSION_EVENT_TYPES)})"
+        )
+    return event

@@ -24,6 +24,7 @@ stop the sidecar: each is guarded, logs one rate-limited line and the loop goes 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import logging.handlers
 import os
@@ -35,15 +36,23 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import faults
 from .events import LifecycleEvent
 from .paths import ensure_private_dir, get_llmem_home
 from .redact import redact_secrets
-from .session_hooks import RESULT_DEBOUNCED, RESULT_ERROR, SessionHookCoordinator
+from .session_hooks import (
+    RESULT_DEBOUNCED,
+    RESULT_ERROR,
+    SessionEventManager,
+    SessionHookCoordinator,
+)
 from .sidecar_lock import single_instance
 from .store import sessions as session_state
+
+if TYPE_CHECKING:
+    from .adapters.base import SessionAdapter
 
 log = logging.getLogger("llmem_hooks.sidecar")
 
@@ -61,7 +70,7 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     opens the new file after a rollover with ``open()`` (0666 minus the umask), and log
     lines name sessions and projects. Never opens through a symlink."""
 
-    def _open(self) -> TextIO:
+    def _open(self) -> io.TextIOWrapper:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
         fd = os.open(self.baseFilename, flags, 0o600)
         try:
@@ -143,11 +152,12 @@ class Throttled:
         log.debug("%s failed", what, exc_info=exc)
 
 
-def run_hook(coord: SessionHookCoordinator, event: str, sid: str, *args: Any) -> tuple[str, Any]:
-    """Call ``coord.on_<event>`` and log one line with its result and duration."""
+def run_hook(events: SessionEventManager, event: str, sid: str, *args: Any) -> tuple[str, Any]:
+    """Dispatch ``event`` (the built-in hook, then a registered one) and log one line with
+    the built-in hook's result and the duration."""
     t0 = time.perf_counter()
     faults.hit("before-hook", f"{event}:{sid}")
-    result = getattr(coord, f"on_{event}")(sid, *args)
+    result: tuple[str, Any] = events.emit(event, sid, *args)
     ms = (time.perf_counter() - t0) * 1000
     log.info("session=%s event=%s result=%s value=%s ms=%.1f", sid, event, *result, ms)
     return result
@@ -188,6 +198,7 @@ class HookWorker:
         errors: Throttled | None = None,
     ) -> None:
         self.coord = coord
+        self.events = SessionEventManager(coord)
         self.jobs: queue.Queue[Job | None] = queue.Queue()
         self.done: queue.Queue[tuple[str, str, tuple[str, Any], int, int | None]] = queue.Queue()
         self._notify = notify
@@ -213,7 +224,7 @@ class HookWorker:
                 if event == BACKFILL:
                     result: tuple[str, Any] = (BACKFILL, self._backfill())
                 else:
-                    result = run_hook(self.coord, event, sid, *args)
+                    result = run_hook(self.events, event, sid, *args)
             except Exception as exc:  # the hooks never raise; keep the worker alive regardless
                 self._errors.error(f"hook:{event}", f"worker: {event} for session {sid!r}", exc)
                 result = (RESULT_ERROR, None)
@@ -248,6 +259,7 @@ class Sidecar:
         """``worker``: a second coordinator (own store connection and adapters) for idle and
         ending, run on a background thread; without one they run inline."""
         self.coord = coordinator
+        self.events = SessionEventManager(coordinator)
         sess = config.get("session", {})
         self.quiet_ms = int(float(sess.get("idle_quiet_seconds", 3)) * 1000)
         self.end_after_ms = int(float(sess.get("end_after_minutes", 30)) * 60_000)
@@ -274,11 +286,6 @@ class Sidecar:
             self._clocks[rec.session_id] = _Clock(
                 rec.last_activity_ms, rec.turn_done_ms, rec.idle_done_ms
             )
-
-    @staticmethod
-    def _cursor_key(agent: str, adapter: Any) -> str:
-        where = getattr(adapter, "db_path", None) or getattr(adapter, "root", None) or ""
-        return f"{agent}:{where}"
 
     def _persist(self, sid: str) -> None:
         rec = session_state.find(self.coord.store, sid)
@@ -313,7 +320,7 @@ class Sidecar:
             self.worker.submit(event, sid, args, stamp, seq)
             return None
         try:
-            result = run_hook(self.coord, event, sid, *args)
+            result = run_hook(self.events, event, sid, *args)
         except Exception as exc:  # the hooks never raise; the loop goes on regardless
             self.errors.error(f"hook:{event}", f"{event} for session {sid!r}", exc)
             result = (RESULT_ERROR, None)
@@ -381,8 +388,8 @@ class Sidecar:
         self._step("timers", self._timers, int(time.time() * 1000))
         self._step("backfill", self._maybe_backfill)
 
-    def _poll_adapter(self, agent: str, adapter: Any, now_ms: int) -> None:
-        key = self._cursor_key(agent, adapter)
+    def _poll_adapter(self, agent: str, adapter: SessionAdapter, now_ms: int) -> None:
+        key = adapter.cursor_key(agent)
         cursor = session_state.get_cursor(self.coord.store, key)
         while True:
             try:
@@ -451,7 +458,7 @@ class Sidecar:
         stale = now_ms - at >= self.end_after_ms
         if ev.kind == "created":
             if sid not in self._clocks:
-                self.coord._record(sid, ev.session)
+                self.coord.track(sid, ev.session)
                 self._clocks[sid] = _Clock(last_activity_ms=at)
             # Also for a session already recorded: a crash between its sessions row and
             # its context file replays this event (on_created leaves an existing file).
@@ -464,7 +471,7 @@ class Sidecar:
                 if ev.detail != "resume" or stale:
                     return
                 self.coord.reopen(sid)  # a resumed session lives (and will end) again
-            if self.coord._record(sid, ev.session) is None:
+            if self.coord.track(sid, ev.session) is None:
                 return
             clock = self._clocks.setdefault(sid, _Clock(last_activity_ms=at))
         clock.last_activity_ms = max(clock.last_activity_ms, at)
@@ -503,7 +510,7 @@ class Sidecar:
             if not ids:
                 continue
             try:
-                if hasattr(adapter, "available") and not adapter.available():
+                if not adapter.available():
                     continue
                 alive = adapter.existing(ids)
             except Exception:
@@ -558,7 +565,7 @@ class Sidecar:
                 wake.set()
 
         self._handler = _Handler()
-        self._watched: set[str] = set()
+        self._watched = set()
         observer = Observer()
         observer.daemon = True
         observer.start()
@@ -627,22 +634,34 @@ class Sidecar:
 
 def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
     """`llmem-hooks run`: the sidecar in the foreground until SIGINT / SIGTERM."""
+    from .registry import load_session_hook_entry_points
     from .session_hooks import create_session_hook_coordinator
 
+    # Handlers before the pid file names us: a stop signal while the coordinators are
+    # built must end the run cleanly, not kill it.
+    stopping: list[int] = []
+    sidecar: Sidecar | None = None
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping", signum)
+        stopping.append(signum)
+        if sidecar is not None:
+            sidecar.stop.set()
+            sidecar.wake.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
     with single_instance(home):
         setup_logging(home)
+        hooks = load_session_hook_entry_points()
+        if hooks:
+            log.info("registered session hooks from entry points: %s", ", ".join(hooks))
         coord = create_session_hook_coordinator(config)
         # Idle and ending (which may wait on the local model) run on a second coordinator.
         slow = create_session_hook_coordinator(config)
         sidecar = Sidecar(coord, config, worker=slow)
-
-        def _stop(signum: int, _frame: Any) -> None:
-            log.info("signal %d: stopping", signum)
+        if stopping:
             sidecar.stop.set()
-            sidecar.wake.set()
-
-        signal.signal(signal.SIGINT, _stop)
-        signal.signal(signal.SIGTERM, _stop)
         watched = {name: a.watch_paths() for name, a in coord.adapters.items()}
         log.info("sidecar started (pid %d); watching %s", os.getpid(), watched)
         try:

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from opencode_db import OpenCodeDB, text
 
 from llmem_hooks.adapters import CopilotAdapter, OpenCodeAdapter
-from llmem_hooks.adapters.copilot import KNOWN_TYPES, _decode
+from llmem_hooks.adapters.copilot import KNOWN_TYPES
+from llmem_hooks.adapters.copilot_jsonl import decode_line as _decode
 from llmem_hooks.events import BadRecord, LifecycleEvent, record_ms, session_id_problem
 
 FAST = settings(

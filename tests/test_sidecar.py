@@ -118,3 +118,21 @@ def test_a_failure_log_line_is_one_line_without_credentials(
     lines = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(lines) == 1 and "\n" not in lines[0]
     assert secret not in lines[0] and "[REDACTED]" in lines[0]
+
+
+def test_a_stop_signal_right_at_start_ends_the_run_cleanly(
+    llmem_home: Path, tmp_path: Path
+) -> None:
+    """SIGTERM as soon as the pid file names the sidecar (while it still builds its
+    coordinators) stops it with exit 0, not by the signal."""
+    proc = _start(llmem_home, tmp_path)
+    try:
+        pid_file = llmem_home / "sidecar.pid"
+        _wait_for(pid_file.exists, timeout=10.0)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, proc.stderr.read() if proc.stderr else ""
+        assert not pid_file.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
