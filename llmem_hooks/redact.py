@@ -278,7 +278,7 @@ _ARTICLE_NEXT = re.compile(r"(?i)\s{1,3}(?:the|a|an|your|our|my|their|its|this|t
 def _qualified(m: re.Match[str]) -> bool:
     """The noun is qualified as a non-credential: "cache key", "public key", "page token"."""
     before = re.search(r"([A-Za-z0-9]+)[\s_-]{1,3}$", m.string[max(0, m.start() - 32) : m.start()])
-    return bool(before) and before.group(1).lower() in _NOT_CREDENTIAL_QUALIFIERS
+    return before is not None and before.group(1).lower() in _NOT_CREDENTIAL_QUALIFIERS
 
 
 _Q_VALUE = (
