@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -39,6 +40,8 @@ NPM_CACHE = BUILD_NPM / "cache"
 VENV_BIN = Path(sys.executable).parent
 FAKE_MODEL = {"providerID": "fake", "modelID": "fake-model"}
 NPM_TIMEOUT_S = 1200
+DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org/"
+REGISTRY_PROBE_TIMEOUT_S = 5.0
 RUN_TIMEOUT_S = 120
 SIDECAR_CONFIG = "session:\n  idle_quiet_seconds: 0.5\n  idle_debounce_seconds: 0\n"
 
@@ -86,11 +89,45 @@ def llmem_hooks_exe() -> str:
     return found
 
 
+@functools.cache
+def _npm_registry_problem(exe: str) -> str | None:
+    """Why npm's registry cannot be reached (None if it answers); asked once per run with a
+    short timeout, so an offline machine skips in seconds instead of failing after npm's
+    own retries."""
+    registry = DEFAULT_NPM_REGISTRY
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        got = subprocess.run(
+            [exe, "config", "get", "registry"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout.strip()
+        if got.startswith(("http://", "https://")):
+            registry = got
+    try:
+        httpx.head(registry, timeout=REGISTRY_PROBE_TIMEOUT_S, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        return f"the npm registry {registry} cannot be reached ({type(exc).__name__}: {exc})"
+    return None
+
+
+def require_npm_registry(exe: str) -> None:
+    """SKIP the test when npm's registry is unreachable: the agents' binaries are installed
+    from it on first use (``pytest -m "not e2e and not opencode and not copilot"`` runs
+    without them)."""
+    problem = _npm_registry_problem(exe)
+    if problem:
+        pytest.skip(f"{problem}; the agent binaries are installed from it into build/npm once")
+
+
 def npm(args: Sequence[str], cwd: Path, timeout: float = NPM_TIMEOUT_S) -> str:
-    """Run npm with the shared cache; FAIL the test with npm's output when it fails."""
+    """Run npm with the shared cache; SKIP when the registry cannot be reached, FAIL the
+    test with npm's output when npm itself fails."""
     exe = shutil.which("npm")
     if exe is None:
         pytest.fail("npm not found: the OpenCode tests need Node.js and npm on PATH")
+    require_npm_registry(exe)
     cmd = [exe, *args, "--no-fund", "--no-audit", "--cache", str(NPM_CACHE)]
     try:
         proc = subprocess.run(
@@ -186,6 +223,9 @@ def ensure_config_template(opencode_bin: Path, scratch: Path) -> Path:
         with contextlib.suppress(OSError, ValueError):
             if json.loads(marker.read_text())["version"] == OPENCODE_VERSION:
                 return template
+        npm_exe = shutil.which("npm")
+        if npm_exe is not None:  # OpenCode fetches the plugin package from npm's registry
+            require_npm_registry(npm_exe)
         root = scratch
         env = {**isolated_env(root, root / "llmem"), "PWD": str(root)}
         made = Path(env["XDG_CONFIG_HOME"]) / "opencode"
