@@ -42,9 +42,9 @@ def permissive_umask() -> Iterator[None]:
 
 @pytest.fixture
 def fake_ollama() -> Iterator[tuple[object, str]]:
-    """A real HTTP fake of Ollama on 127.0.0.1 (tests/fake_ollama.py); stopped after the
+    """A real HTTP fake of Ollama on 127.0.0.1 (tests/support/fake_ollama.py); stopped after the
     test. Yields (server, base_url); steer it through ``server.control``."""
-    from fake_ollama import start_server
+    from support.fake_ollama import start_server
 
     srv, url = start_server()
     try:

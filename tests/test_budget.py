@@ -194,7 +194,7 @@ def test_missing_token_counts_are_estimated(store: MemoryStore) -> None:
     import threading
     from http.server import ThreadingHTTPServer
 
-    from fake_ollama import Control, Handler
+    from support.fake_ollama import Control, Handler
 
     class NoCounts(Handler):
         def _send(

@@ -28,10 +28,10 @@ llmem-hooks additions (the client cannot send test headers, so the server is ste
 Copied from the reference material (sqlite-and-watching/fake_ollama.py) and extended.
 
 Use in pytest:
-    from fake_ollama import start_server
+    from support.fake_ollama import start_server
     srv, base_url = start_server()      # 127.0.0.1, ephemeral port, daemon thread
     ...; srv.shutdown(); srv.server_close()
-CLI: python fake_ollama.py [--port 11434]   (binds 127.0.0.1 only)
+CLI: python tests/support/fake_ollama.py [--port 11434]   (binds 127.0.0.1 only)
 """
 
 from __future__ import annotations
