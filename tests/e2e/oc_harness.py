@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -178,14 +179,24 @@ def _stop_pid(pid: int, grace: float = 5.0) -> None:
 
 # -- the OpenCode binary and its config-dir template ----------------------------------------
 def _opencode_version(exe: Path) -> str | None:
+    """``opencode --version``, run with HOME and XDG dirs in a throw-away folder: even this
+    creates ``opencode/`` folders under every XDG dir, which must not land in the real ones."""
     if not exe.exists():
         return None
-    try:
-        out = subprocess.run(
-            [str(exe), "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
+    with tempfile.TemporaryDirectory(prefix="llmem-oc-version-") as scratch:
+        root = Path(scratch)
+        try:
+            out = subprocess.run(
+                [str(exe), "--version"],
+                env=isolated_env(root, root / "llmem"),
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
     return out.stdout.strip() or None
 
 
