@@ -43,6 +43,7 @@ FAKE_MODEL = {"providerID": "fake", "modelID": "fake-model"}
 NPM_TIMEOUT_S = 1200
 DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org/"
 REGISTRY_PROBE_TIMEOUT_S = 5.0
+XDG_KEYS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
 RUN_TIMEOUT_S = 120
 SIDECAR_CONFIG = "session:\n  idle_quiet_seconds: 0.5\n  idle_debounce_seconds: 0\n"
 
@@ -98,7 +99,7 @@ def _npm_registry_problem(exe: str) -> str | None:
     registry = DEFAULT_NPM_REGISTRY
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         got = subprocess.run(
-            [exe, "config", "get", "registry"],
+            [exe, "config", "get", "registry", "--cache", str(NPM_CACHE)],  # logs go there
             capture_output=True,
             text=True,
             timeout=30,
@@ -130,12 +131,17 @@ def npm(args: Sequence[str], cwd: Path, timeout: float = NPM_TIMEOUT_S) -> str:
         pytest.fail("npm not found: the OpenCode tests need Node.js and npm on PATH")
     require_npm_registry(exe)
     cmd = [exe, *args, "--no-fund", "--no-audit", "--cache", str(NPM_CACHE)]
-    try:
-        proc = subprocess.run(
-            cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{' '.join(cmd)} timed out after {timeout} s\n{exc.stdout}\n{exc.stderr}")
+    # Install scripts (opencode-ai's postinstall) create opencode/ folders under every XDG
+    # dir: point those at a throw-away folder. HOME stays, so the user's ~/.npmrc (proxy,
+    # registry) still applies.
+    with tempfile.TemporaryDirectory(prefix="llmem-npm-xdg-") as scratch:
+        env = {**os.environ, **{key: str(Path(scratch) / key.lower()) for key in XDG_KEYS}}
+        try:
+            proc = subprocess.run(
+                cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"{' '.join(cmd)} timed out after {timeout} s\n{exc.stdout}\n{exc.stderr}")
     if proc.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout
