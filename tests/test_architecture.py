@@ -1,0 +1,141 @@
+"""The shape of the code, checked: module sizes, no import cycles, layers imported one way.
+
+Why a test: the reshape of issue 10 only stays done if the next feature cannot quietly
+undo it (a 1,500-line file again, the store importing the sidecar, a cycle through a
+lazy import). The graph is read from the source with `ast`, so nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 900
+
+# The layers, lowest first. A module may import from its own layer or a lower one only.
+# (Module names are relative to llmem_hooks; adapters/ is llmem_hooks.adapters.)
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # foundations: no knowledge of stores, agents or models
+    ("errors", "timestamps", "paths", "faults", "redact", "url_validate", "registry", "config"),
+    # the memory database and what lives beside it
+    ("store", "query", "fuzzy", "project", "taxonomy", "backoff", "events"),
+    # models, search, rendering
+    ("ollama", "embed", "metrics", "budget", "retrieve", "extraction", "context", "resume"),
+    # agents, the coordinator and its drivers
+    ("adapters", "session_hooks", "doctor", "install", "sidecar_lock", "sidecar"),
+    # entry points
+    ("copilot_hook", "cli", "__init__", "__main__", "plugin"),
+)
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name (without the ``llmem_hooks.`` prefix) -> file, adapters included."""
+    found: dict[str, Path] = {}
+    for base, prefix in ((ROOT / "llmem_hooks", ""), (ROOT / "adapters", "adapters.")):
+        for path in base.rglob("*.py"):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            name = prefix + ".".join(parts) if parts else prefix.rstrip(".") or "__init__"
+            found[name] = path
+    return found
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Modules of ours that ``name`` imports, at any depth of its code (lazy imports in
+    functions count too; imports under ``if TYPE_CHECKING`` do not)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            elif node.module and node.module.startswith("llmem_hooks"):
+                target = node.module.removeprefix("llmem_hooks").lstrip(".")
+            else:
+                return
+            for alias in node.names:
+                full = f"{target}.{alias.name}" if target else alias.name
+                out.add(full if full in known else target)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("llmem_hooks."):
+                    out.add(alias.name.removeprefix("llmem_hooks."))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {m for m in out if m in known and m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    return {name: _imports(name, path, known) for name, path in mods.items()}
+
+
+def test_no_module_over_900_lines() -> None:
+    big = {
+        name: n
+        for name, path in _modules().items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert big == {}
+
+
+def test_no_import_cycles_between_top_level_modules() -> None:
+    """Between top-level modules and packages (a package's own modules may import each
+    other freely; `__init__` re-exports are excluded)."""
+    edges: dict[str, set[str]] = {}
+    for name, deps in _graph().items():
+        if name == "__init__":
+            continue
+        src = _top(name)
+        edges.setdefault(src, set()).update(
+            _top(d) for d in deps if _top(d) != src and d != "__init__"
+        )
+    seen: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        seen[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if seen.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in seen and (cycle := walk(nxt)):
+                return cycle
+        stack.pop()
+        seen[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in seen:
+            cycle = walk(node)
+            assert cycle is None, " -> ".join(cycle)
+
+
+def test_layers_are_imported_one_way() -> None:
+    rank = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    unplaced = sorted({_top(n) for n in _graph()} - set(rank))
+    assert unplaced == [], f"place these modules in LAYERS: {unplaced}"
+    upward = sorted(
+        f"{name} -> {dep}"
+        for name, deps in _graph().items()
+        for dep in deps
+        if rank[_top(dep)] > rank[_top(name)]
+    )
+    assert upward == []
