@@ -7,7 +7,7 @@ project's context query (the same text for every session of a project); at each 
 event the transcript so far is extracted again, so the memories found at earlier idle
 events come back next to the new ones and are embedded as one batch (before the store
 merges duplicates); now and then the agent searches with a question. Memory texts and
-questions come from ``bench/corpus.py``. The fake Ollama (tests/fake_ollama.py) runs
+questions come from ``bench/corpus.py``. The fake Ollama (tests/support/fake_ollama.py) runs
 in-process on 127.0.0.1, so times are HTTP + JSON overhead, not model time; the fake
 counts one prompt token per word; its handler gets TCP_NODELAY here, as real Ollama has.
 Prints markdown (nothing is written).
@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import corpus
-import fake_ollama
 import report
+from support import fake_ollama
 
 from llmem_hooks.embed import EmbeddingEngine
 

@@ -2,7 +2,7 @@
 
 A synthetic session grows by one turn (a user request, an assistant tool call with
 output, an assistant answer) per idle event; after each, the coordinator extracts with
-the Ollama extractor against tests/fake_ollama.py on 127.0.0.1. Tokens are what the
+the Ollama extractor against tests/support/fake_ollama.py on 127.0.0.1. Tokens are what the
 budget recorded (``model_usage``: the fake reports prompt words as ``prompt_eval_count``
 and answer characters as ``eval_count``) and the chars/4 estimate of what was sent
 (instructions included). The last column estimates the same request carrying
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from fake_ollama import start_server  # noqa: E402
+from support.fake_ollama import start_server  # noqa: E402
 
 from llmem_hooks.budget import estimate_tokens  # noqa: E402
 from llmem_hooks.config import DEFAULT_CONFIG  # noqa: E402

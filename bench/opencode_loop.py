@@ -11,7 +11,7 @@ Usage: python bench/opencode_loop.py [--sessions 20] [--idle-seconds 30]
    Node (``bench/plugin_overhead.mjs``), a cached file and a file changed before every
    call. Target: <= 2 ms per call.
 3. sidecar idle cost: ``llmem-hooks run`` on an opencode.db with ``--store-sessions``
-   sessions (tests/opencode_db.py), once it has caught up: CPU seconds over
+   sessions (tests/support/opencode_db.py), once it has caught up: CPU seconds over
    ``--idle-seconds`` (utime + stime of all its threads) and RSS. Targets: <= 0.05 s CPU
    per 30 s, RSS <= 60 MB.
 
@@ -55,8 +55,8 @@ from oc_harness import (  # noqa: E402
     isolated_env,
     npm,
 )
-from opencode_db import OpenCodeDB, text, tool  # noqa: E402
 from report import cpu_name, pct, verdict  # noqa: E402
+from support.opencode_db import OpenCodeDB, text, tool  # noqa: E402
 
 from llmem_hooks.config import DEFAULT_CONFIG  # noqa: E402
 from llmem_hooks.store import MemoryStore  # noqa: E402

@@ -1,6 +1,6 @@
 """The bench corpus with embeddings, for the hybrid benchmarks (quality.py, hybrid_speed.py).
 
-Vectors come from the deterministic hashed bag-of-words embedder of tests/fake_ollama.py
+Vectors come from the deterministic hashed bag-of-words embedder of tests/support/fake_ollama.py
 (`embed_text`: words plus character trigrams, L2-normalised), computed in process: no
 model, so the numbers measure the store and the fusion, not an embedding model. Computing
 100k x 768 vectors in pure Python takes about 30 s, so they are cached under the work dir
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import corpus
-from fake_ollama import embed_text
+from support.fake_ollama import embed_text
 
 from llmem_hooks import MemoryStore
 

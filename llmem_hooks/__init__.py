@@ -3,11 +3,15 @@
 The public surface is re-exported here; everything else is private to its module.
 Imports are lazy (PEP 562): the Copilot hook command runs on every session start and must
 not pay for modules it does not use.
+
+``_EXPORTS`` (name -> module) is the one list of the public names; ``__all__`` is derived
+from it. The ``TYPE_CHECKING`` imports repeat it for type checkers and IDEs, which cannot
+follow a lazy import; ``tests/test_exports.py`` keeps the two equal.
 """
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
@@ -61,101 +65,62 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'llmem_hooks' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(_import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
 
 
-if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
-    from .budget import ModelBudget
-    from .config import load_config, write_config_yaml
-    from .embed import EmbeddingEngine
-    from .errors import (
-        ConfigError,
-        ImportFormatError,
-        LLMemError,
-        NotFoundError,
-        SearchError,
-        ValidationError,
-    )
-    from .events import LifecycleEvent, Message, SessionInfo
-    from .extraction.llm import OllamaExtractor, build_extraction_engine
-    from .extraction.taxonomy import (
-        ERROR_TAXONOMY,
-        ERROR_TAXONOMY_KEYS,
-        SELF_ASSESSMENT_FIELDS,
-        parse_self_assessment,
-    )
-    from .metrics import EmbeddingMetrics, compute_metrics
-    from .ollama import OllamaClient, OllamaError
-    from .paths import (
-        get_config_path,
-        get_context_dir,
-        get_db_path,
-        get_llmem_home,
-        validate_session_id,
-    )
-    from .registry import (
-        DEFAULT_MEMORY_TYPES,
-        VALID_SESSION_EVENT_TYPES,
-        get_registered_session_hooks,
-        get_registered_types,
-        register_memory_type,
-        register_session_hook,
-    )
-    from .retrieve import DEFAULT_ALPHA, DEFAULT_BLEND, DEFAULT_RRF_K, Retriever
-    from .session_hooks import (
-        SessionEventManager,
-        SessionHookCoordinator,
-        create_session_hook_coordinator,
-    )
-    from .store import MemoryFilter, MemoryStore
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as X"
+    # marks a re-export (PEP 484), so no hand-kept __all__ literal is needed
+    from .budget import ModelBudget as ModelBudget
+    from .config import load_config as load_config
+    from .config import write_config_yaml as write_config_yaml
+    from .embed import EmbeddingEngine as EmbeddingEngine
+    from .errors import ConfigError as ConfigError
+    from .errors import ImportFormatError as ImportFormatError
+    from .errors import LLMemError as LLMemError
+    from .errors import NotFoundError as NotFoundError
+    from .errors import SearchError as SearchError
+    from .errors import ValidationError as ValidationError
+    from .events import LifecycleEvent as LifecycleEvent
+    from .events import Message as Message
+    from .events import SessionInfo as SessionInfo
+    from .extraction.llm import OllamaExtractor as OllamaExtractor
+    from .extraction.llm import build_extraction_engine as build_extraction_engine
+    from .extraction.taxonomy import ERROR_TAXONOMY as ERROR_TAXONOMY
+    from .extraction.taxonomy import ERROR_TAXONOMY_KEYS as ERROR_TAXONOMY_KEYS
+    from .extraction.taxonomy import SELF_ASSESSMENT_FIELDS as SELF_ASSESSMENT_FIELDS
+    from .extraction.taxonomy import parse_self_assessment as parse_self_assessment
+    from .metrics import EmbeddingMetrics as EmbeddingMetrics
+    from .metrics import compute_metrics as compute_metrics
+    from .ollama import OllamaClient as OllamaClient
+    from .ollama import OllamaError as OllamaError
+    from .paths import get_config_path as get_config_path
+    from .paths import get_context_dir as get_context_dir
+    from .paths import get_db_path as get_db_path
+    from .paths import get_llmem_home as get_llmem_home
+    from .paths import validate_session_id as validate_session_id
+    from .registry import DEFAULT_MEMORY_TYPES as DEFAULT_MEMORY_TYPES
+    from .registry import VALID_SESSION_EVENT_TYPES as VALID_SESSION_EVENT_TYPES
+    from .registry import get_registered_session_hooks as get_registered_session_hooks
+    from .registry import get_registered_types as get_registered_types
+    from .registry import register_memory_type as register_memory_type
+    from .registry import register_session_hook as register_session_hook
+    from .retrieve import DEFAULT_ALPHA as DEFAULT_ALPHA
+    from .retrieve import DEFAULT_BLEND as DEFAULT_BLEND
+    from .retrieve import DEFAULT_RRF_K as DEFAULT_RRF_K
+    from .retrieve import Retriever as Retriever
+    from .session_hooks import SessionEventManager as SessionEventManager
+    from .session_hooks import SessionHookCoordinator as SessionHookCoordinator
+    from .session_hooks import create_session_hook_coordinator as create_session_hook_coordinator
+    from .store import MemoryFilter as MemoryFilter
+    from .store import MemoryStore as MemoryStore
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DEFAULT_ALPHA",
-    "DEFAULT_BLEND",
-    "DEFAULT_MEMORY_TYPES",
-    "DEFAULT_RRF_K",
-    "ERROR_TAXONOMY",
-    "ERROR_TAXONOMY_KEYS",
-    "SELF_ASSESSMENT_FIELDS",
-    "VALID_SESSION_EVENT_TYPES",
-    "ConfigError",
-    "EmbeddingEngine",
-    "EmbeddingMetrics",
-    "ImportFormatError",
-    "LLMemError",
-    "LifecycleEvent",
-    "MemoryFilter",
-    "MemoryStore",
-    "Message",
-    "ModelBudget",
-    "NotFoundError",
-    "OllamaClient",
-    "OllamaError",
-    "OllamaExtractor",
-    "Retriever",
-    "SearchError",
-    "SessionEventManager",
-    "SessionHookCoordinator",
-    "SessionInfo",
-    "ValidationError",
-    "__version__",
-    "build_extraction_engine",
-    "compute_metrics",
-    "create_session_hook_coordinator",
-    "get_config_path",
-    "get_context_dir",
-    "get_db_path",
-    "get_llmem_home",
-    "get_registered_session_hooks",
-    "get_registered_types",
-    "load_config",
-    "parse_self_assessment",
-    "register_memory_type",
-    "register_session_hook",
-    "validate_session_id",
-    "write_config_yaml",
-]
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __dir__() -> list[str]:
+    """The lazy names too, so ``dir(llmem_hooks)`` and completion show them."""
+    return sorted({*globals(), *__all__})

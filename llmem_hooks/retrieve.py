@@ -11,6 +11,12 @@ Rerank (LLMem reference): ``final = rrf * (1 - blend) + signals * blend`` with s
 tiny (1/61 at best) while signals are near 1, so both are scaled to [0, 1] first (RRF
 divided by its best possible value, type priority by the highest priority); otherwise
 the signals alone would decide the order and relevance would be lost.
+
+Results: `Retriever.find` returns `SearchHit`s (the memory, untouched, plus its scores and
+how it matched). `hybrid_search` / `search` are the reference's dict view of the same
+hits: the memory's keys plus ``_rrf_score``, ``_rerank_score`` and ``_match``. Which
+memories may match is one `MemoryFilter` (``filter=``); the reference's filter keywords
+(``type=``, ``tags=``, ``project=``...) still work and build one.
 """
 
 from __future__ import annotations
@@ -19,14 +25,15 @@ import logging
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import fuzzy
 from .config import RetrievalSettings
 from .errors import SearchError, ValidationError
 from .query import ParsedQuery, parse_query, quote
-from .store import MemoryFilter, MemoryStore, pack_embedding
+from .store import Memory, MemoryFilter, MemoryStore, pack_embedding
 
 if TYPE_CHECKING:
     from .embed import Embedder
@@ -58,6 +65,95 @@ DEFAULT_TYPE_PRIORITY: dict[str, float] = {
     "conversation": 0.8,
 }
 SEARCH_MODES = ("hybrid", "fts", "semantic")
+# The reference's filter keywords of `hybrid_search`, and the MemoryFilter field each sets.
+FILTER_KEYWORDS = {
+    "type": "type",
+    "tags": "tags_all",
+    "any_tags": "tags_any",
+    "after": "after",
+    "before": "before",
+    "entered_by": "entered_by",
+    "project": "project",
+    "project_only": "project_only",
+    "session_id": "session_id",
+    "valid_only": "valid_only",
+    "include_expired": "include_expired",
+}
+
+Match = Literal["fts", "fuzzy", "semantic"]
+
+
+@dataclass(slots=True)
+class SearchHit:
+    """One search result: the memory as stored, and what the search learned about it.
+
+    Kept apart from the memory (as simonw/llm's ``Entry``) so a memory dict never carries
+    scoring keys. ``score`` is the final reranked score (higher is better), ``rrf`` the
+    fused rank score before reranking, ``bm25`` FTS5's rank (lower is better; None for a
+    semantic-only hit), ``distance`` the cosine distance (None for a keyword-only hit),
+    ``corrections`` the fuzzy spellings that found it (word -> alternatives).
+    """
+
+    memory: Memory
+    match: Match
+    score: float = 0.0
+    rrf: float = 0.0
+    bm25: float | None = None
+    distance: float | None = None
+    corrections: dict[str, list[str]] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.memory["id"]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The reference's result dict: the memory's keys plus ``_rrf_score``,
+        ``_rerank_score``, ``_match`` (and ``_bm25`` / ``_distance`` / ``_fuzzy`` when known)."""
+        out: dict[str, Any] = {
+            **self.memory,
+            "_rrf_score": self.rrf,
+            "_rerank_score": self.score,
+            "_match": self.match,
+        }
+        for key, value in (
+            ("_bm25", self.bm25),
+            ("_distance", self.distance),
+            ("_fuzzy", self.corrections),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+def _hit(row: dict[str, Any], match: Match) -> SearchHit:
+    """A store result as a hit: the store's ``_bm25`` / ``_distance`` move onto the hit."""
+    bm25 = row.pop("_bm25", None)
+    distance = row.pop("_distance", None)
+    return SearchHit(cast(Memory, row), match, bm25=bm25, distance=distance)
+
+
+def filter_from_keywords(flt: MemoryFilter | None = None, **keywords: Any) -> MemoryFilter:
+    """``flt``, or one built from the reference's filter keywords (`FILTER_KEYWORDS`);
+    both at once is an error, so a search never silently drops a condition."""
+    unknown = set(keywords) - set(FILTER_KEYWORDS)
+    if unknown:
+        raise TypeError(f"unexpected search keyword(s): {', '.join(sorted(unknown))}")
+    given = {FILTER_KEYWORDS[k]: v for k, v in keywords.items() if v is not None}
+    if flt is None:
+        given["tags_all"] = _split(given.get("tags_all"))
+        given["tags_any"] = _split(given.get("tags_any"))
+        return MemoryFilter(**given)
+    defaults = MemoryFilter()
+    if any(getattr(defaults, f) != _norm(f, v) for f, v in given.items()):
+        raise ValidationError(
+            f"give the search filter as filter= or as keywords ({', '.join(sorted(keywords))}),"
+            " not both"
+        )
+    return flt
+
+
+def _norm(field: str, value: Any) -> Any:
+    return tuple(_split(value)) if field in ("tags_all", "tags_any") else value
 
 
 def _rrf_score(rank: int, k: int = DEFAULT_RRF_K) -> float:
@@ -133,12 +229,13 @@ class Retriever:
         type: str | None = None,
         track_access: bool = True,
         *,
+        filter: MemoryFilter | None = None,
         fuzzy: bool | None = None,
         threshold: float | None = None,
         **filters: Any,
     ) -> list[dict[str, Any]]:
-        """Keyword search (FTS5 + relaxation + fuzzy), reranked. See `hybrid_search` for
-        the filters (tags, any_tags, after, before, entered_by, project, ...)."""
+        """Keyword search (FTS5 + relaxation + fuzzy), reranked: `hybrid_search` with
+        ``search_mode="fts"``."""
         return self.hybrid_search(
             query,
             limit=limit,
@@ -146,6 +243,7 @@ class Retriever:
             type=type,
             search_mode="fts",
             track_access=track_access,
+            filter=filter,
             fuzzy=fuzzy,
             threshold=threshold,
             **filters,
@@ -160,26 +258,51 @@ class Retriever:
         search_mode: str = "hybrid",
         track_access: bool = True,
         *,
+        filter: MemoryFilter | None = None,
         offset: int = 0,
         fuzzy: bool | None = None,
         threshold: float | None = None,
-        tags: Sequence[str] | str | None = None,
-        any_tags: Sequence[str] | str | None = None,
-        after: str | None = None,
-        before: str | None = None,
-        entered_by: str | None = None,
-        project: str | None = None,
-        project_only: bool = False,
-        session_id: str | None = None,
-        valid_only: bool = True,
-        include_expired: bool = False,
+        **filters: Any,
     ) -> list[dict[str, Any]]:
-        """Search and return up to ``limit`` memory dicts, best first.
+        """The reference's search: `find`, each hit as a dict (`SearchHit.as_dict`: the
+        memory plus ``_rrf_score``, ``_rerank_score`` and ``_match``).
+
+        Which memories may match: ``filter``, or the reference's keywords (``type``,
+        ``tags``, ``any_tags``, ``after``, ``before``, ``entered_by``, ``project``,
+        ``project_only``, ``session_id``, ``valid_only``, ``include_expired``), not both.
+        """
+        flt = filter_from_keywords(filter, type=type, **filters)
+        hits = self.find(
+            query,
+            flt,
+            limit=limit,
+            offset=offset,
+            alpha=alpha,
+            search_mode=search_mode,
+            track_access=track_access,
+            fuzzy=fuzzy,
+            threshold=threshold,
+        )
+        return [h.as_dict() for h in hits]
+
+    def find(
+        self,
+        query: str,
+        filter: MemoryFilter | None = None,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        alpha: float | None = None,
+        search_mode: str = "hybrid",
+        track_access: bool = True,
+        fuzzy: bool | None = None,
+        threshold: float | None = None,
+    ) -> list[SearchHit]:
+        """Up to ``limit`` hits for ``query`` among the memories ``filter`` allows, best first.
 
         ``search_mode``: "hybrid" (FTS + semantic fused by RRF; FTS only, with a warning,
         when there is no embedder), "fts", or "semantic" (needs an embedder).
         ``fuzzy``: None = only when exact matching finds fewer than 5; True/False = always/never.
-        Each result has ``_rrf_score``, ``_rerank_score`` and ``_match`` (fts, fuzzy, semantic).
         """
         if search_mode not in SEARCH_MODES:
             raise ValidationError(
@@ -195,23 +318,11 @@ class Retriever:
         if search_mode == "hybrid" and self.embedder is None:
             log.warning("hybrid search without an embedder: using FTS only")
             search_mode = "fts"
-        flt = MemoryFilter(
-            type=type,
-            tags_all=_split(tags),
-            tags_any=_split(any_tags),
-            after=after,
-            before=before,
-            entered_by=entered_by,
-            project=project,
-            project_only=project_only,
-            session_id=session_id,
-            valid_only=valid_only,
-            include_expired=include_expired,
-        )
+        flt = filter if filter is not None else MemoryFilter()
         want = limit + offset
         pool = max(2 * want, 20)
-        fts_hits: list[dict[str, Any]] = []
-        sem_hits: list[dict[str, Any]] = []
+        fts_hits: list[SearchHit] = []
+        sem_hits: list[SearchHit] = []
         if search_mode in ("fts", "hybrid"):
             fts_hits = self._fts(
                 parse_query(query),
@@ -228,7 +339,7 @@ class Retriever:
             alpha = 1.0
         results = self._fuse(fts_hits, sem_hits, alpha)[offset:want]
         if track_access and results:
-            self.store.touch_batch([r["id"] for r in results])
+            self.store.touch_batch([h.id for h in results])
         return results
 
     def format_context(self, query: str, budget_chars: int = 4000, **kwargs: Any) -> str:
@@ -248,7 +359,7 @@ class Retriever:
         pool: int,
         use_fuzzy: bool | None,
         threshold: float,
-    ) -> list[dict[str, Any]]:
+    ) -> list[SearchHit]:
         if not parsed.strict_match:
             return []
         corrected: dict[str, list[str]] = {}
@@ -262,34 +373,31 @@ class Retriever:
             if corrected:
                 parsed.strict_match = parsed.all_of(parsed.terms)
         try:
-            hits = self.store.fts_search(parsed.strict_match, flt, pool)
+            rows = self.store.fts_search(parsed.strict_match, flt, pool)
         except Exception as exc:  # an FTS5 syntax error from an odd operator combination
             if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                 raise ValidationError(f"invalid search query {parsed.raw!r}: {exc}") from None
             raise
-        for h in hits:
-            h["_match"] = "fts"
-        seen = {h["id"] for h in hits}
+        hits = [_hit(r, "fts") for r in rows]
+        seen = {h.id for h in hits}
         # Check before asking for the next stage: the generator does work to build it.
         stages = self._relaxations(parsed) if len(hits) < pool else iter(())
-        relaxed: list[dict[str, Any]] = []
+        relaxed: list[SearchHit] = []
         want = pool - len(hits)
         for match in stages:
-            for h in self.store.fts_search(match, _excluding(flt, seen), want - len(relaxed)):
-                h["_match"] = "fts"
-                relaxed.append(h)
-                seen.add(h["id"])
+            for row in self.store.fts_search(match, _excluding(flt, seen), want - len(relaxed)):
+                relaxed.append(_hit(row, "fts"))
+                seen.add(row["id"])
             if len(relaxed) >= want:
                 break
         # Below the strict matches, a memory holding more of the question's words comes
         # first (BM25 of the any-word stage only sees the rarer words).
         covered = coverage_counter(parsed)
-        relaxed.sort(key=lambda h: -covered(h))
+        relaxed.sort(key=lambda h: -covered(h.memory))
         hits.extend(relaxed[:want])
         if corrected:
             for h in hits:
-                h["_match"] = "fuzzy"
-                h["_fuzzy"] = corrected
+                h.match, h.corrections = "fuzzy", corrected
         if use_fuzzy is False or parsed.explicit:
             return hits
         if use_fuzzy is None and len(hits) >= FUZZY_MIN_RESULTS:
@@ -298,12 +406,12 @@ class Retriever:
         # but the memories say "docker").
         corrections = self._corrections(parsed.terms, threshold, known_too=True)
         if corrections:
-            for h in self.store.fts_search(
+            for row in self.store.fts_search(
                 parsed.any_of(parsed.terms, corrections), _excluding(flt, seen), pool
             ):
-                h["_match"] = "fuzzy"
-                h["_fuzzy"] = corrections
-                hits.append(h)
+                hit = _hit(row, "fuzzy")
+                hit.corrections = corrections
+                hits.append(hit)
         return hits
 
     def _relaxations(self, parsed: ParsedQuery) -> Iterator[str]:
@@ -350,42 +458,36 @@ class Retriever:
                 out[term] = alts
         return out
 
-    def _semantic(self, query: str, flt: MemoryFilter, pool: int) -> list[dict[str, Any]]:
+    def _semantic(self, query: str, flt: MemoryFilter, pool: int) -> list[SearchHit]:
         assert self.embedder is not None
         qblob = pack_embedding(list(self.embedder.embed(query)))
         assert qblob is not None
-        hits = self.store.nearest(qblob, flt, pool)
-        for h in hits:
-            h["_match"] = "semantic"
-        return hits
+        return [_hit(row, "semantic") for row in self.store.nearest(qblob, flt, pool)]
 
     def _fuse(
-        self, fts_hits: list[dict[str, Any]], sem_hits: list[dict[str, Any]], alpha: float
-    ) -> list[dict[str, Any]]:
+        self, fts_hits: list[SearchHit], sem_hits: list[SearchHit], alpha: float
+    ) -> list[SearchHit]:
         k = self.rrf_k
         # A lone list keeps sharp ranks; next to FTS hits the semantic ranks are flattened.
         k_sem = self.rrf_k_semantic if fts_hits and alpha < 1.0 else k
-        merged: dict[str, dict[str, Any]] = {}
-        rrf: dict[str, float] = {}
+        merged: dict[str, SearchHit] = {}
         for weight, hits, list_k in ((1.0 - alpha, fts_hits, k), (alpha, sem_hits, k_sem)):
             for rank, hit in enumerate(hits, start=1):
-                merged.setdefault(hit["id"], hit)
-                rrf[hit["id"]] = rrf.get(hit["id"], 0.0) + weight * _rrf_score(rank, list_k)
+                kept = merged.setdefault(hit.id, hit)
+                if kept is not hit and kept.distance is None:  # found by both: keep both
+                    kept.distance = hit.distance
+                kept.rrf += weight * _rrf_score(rank, list_k)
         best = max(
             (1.0 - alpha) / (k + 1) if fts_hits else 0.0,
             alpha / (k_sem + 1) if sem_hits else 0.0,
         )
         now = self._clock()
-        out = []
-        for mid, mem in merged.items():
-            signals = rerank_signals(mem, self.type_priority, now)
+        for hit in merged.values():
+            signals = rerank_signals(hit.memory, self.type_priority, now)
             weighted = sum(SIGNAL_WEIGHTS[s] * v for s, v in signals.items())
-            norm = rrf[mid] / best if best else 0.0
-            mem["_rrf_score"] = rrf[mid]
-            mem["_rerank_score"] = norm * (1.0 - self.blend) + weighted * self.blend
-            out.append(mem)
-        out.sort(key=lambda m: m["_rerank_score"], reverse=True)
-        return out
+            norm = hit.rrf / best if best else 0.0
+            hit.score = norm * (1.0 - self.blend) + weighted * self.blend
+        return sorted(merged.values(), key=lambda h: h.score, reverse=True)
 
 
 def _stem(word: str) -> str:
@@ -423,8 +525,6 @@ def _split(tags: Sequence[str] | str | None) -> list[str]:
 
 
 def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:
-    from dataclasses import replace
-
     return replace(flt, exclude_ids=tuple(ids))
 
 

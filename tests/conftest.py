@@ -1,27 +1,105 @@
-"""Shared fixtures: every test gets its own LLMEM_HOME and a real SQLite file."""
+"""Shared fixtures: every test gets its own LLMEM_HOME, HOME and XDG folders and a real
+SQLite file, and fails if it leaves a thread running or a MemoryStore open.
+
+The two leak checks (watchdog and sqlite-utils style) look only at what a test starts
+itself: session- and module-scoped fixtures are set up before them, so a resource shared
+on purpose by a module (a server, a store) is exempt by construction, not by a list.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from llmem_hooks import MemoryStore
 
+# Threads that are finishing (a server's handler after shutdown, a worker after its last
+# job) get this long to end before they count as leaked.
+THREAD_GRACE_S = 3.0
+XDG_DIRS = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_STATE_HOME": ".local/state",
+}
+
 
 @pytest.fixture(autouse=True)
-def llmem_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME and every XDG base folder under tmp: nothing a test runs (the product, OpenCode,
+    a library) creates folders in the developer's real ~/.config, ~/.local or ~/.cache."""
+    home = tmp_path / "user-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for key, rel in XDG_DIRS.items():
+        monkeypatch.setenv(key, str(home / rel))
+    return home
+
+
+@pytest.fixture(autouse=True)
+def llmem_home(user_dirs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Keep every test away from the real ~/.config/llmem."""
     home = tmp_path / "llmem-home"
     monkeypatch.setenv("LLMEM_HOME", str(home))
     monkeypatch.delenv("LLMEM_DB", raising=False)
     # Never read the developer's real agent stores.
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "copilot-home"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.delenv("OPENCODE_DB", raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def no_unclosed_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """FAIL a test that leaves a MemoryStore open. ``__init__`` and ``close`` are wrapped
+    (instrumentation: both still run) to track the stores this test opened; any still open
+    at teardown is closed, so the next test starts clean, and reported."""
+    opened: dict[int, MemoryStore] = {}
+    real_init: Callable[..., None] = MemoryStore.__init__
+    real_close: Callable[[MemoryStore], None] = MemoryStore.close
+
+    def tracked_init(self: MemoryStore, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        opened[id(self)] = self  # only once it opened: a failed __init__ holds nothing
+
+    def tracked_close(self: MemoryStore) -> None:
+        real_close(self)
+        opened.pop(id(self), None)
+
+    monkeypatch.setattr(MemoryStore, "__init__", tracked_init)
+    monkeypatch.setattr(MemoryStore, "close", tracked_close)
+    yield
+    left = list(opened.values())
+    for st in left:
+        real_close(st)
+    if left:
+        paths = ", ".join(str(st.db_path) for st in left)
+        pytest.fail(f"test left {len(left)} MemoryStore(s) open: {paths}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads(no_unclosed_stores: None) -> Iterator[None]:
+    """FAIL a test that leaves a thread running that was not running before it (after
+    ``THREAD_GRACE_S`` for threads that are finishing). Runs inside ``no_unclosed_stores``
+    so a thread that closes a store on its way out is waited for first."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + THREAD_GRACE_S
+    leaked: list[threading.Thread] = []
+    for thread in threading.enumerate():
+        if thread in before or thread is threading.current_thread():
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            leaked.append(thread)
+    if leaked:
+        names = ", ".join(f"{t.name} (daemon={t.daemon})" for t in leaked)
+        pytest.fail(f"test leaked {len(leaked)} running thread(s): {names}", pytrace=False)
 
 
 @pytest.fixture
@@ -42,9 +120,9 @@ def permissive_umask() -> Iterator[None]:
 
 @pytest.fixture
 def fake_ollama() -> Iterator[tuple[object, str]]:
-    """A real HTTP fake of Ollama on 127.0.0.1 (tests/fake_ollama.py); stopped after the
-    test. Yields (server, base_url); steer it through ``server.control``."""
-    from fake_ollama import start_server
+    """A real HTTP fake of Ollama on 127.0.0.1 (tests/support/fake_ollama.py); stopped after
+    the test. Yields (server, base_url); steer it through ``server.control``."""
+    from support.fake_ollama import start_server
 
     srv, url = start_server()
     try:

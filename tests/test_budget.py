@@ -192,9 +192,8 @@ def test_missing_token_counts_are_estimated(store: MemoryStore) -> None:
     """Ollama normally reports prompt_eval_count / eval_count; a server that does not gets
     its calls charged by the text's length (characters / 4)."""
     import threading
-    from http.server import ThreadingHTTPServer
 
-    from fake_ollama import Control, Handler
+    from support.fake_ollama import Control, Handler, QuietServer
 
     class NoCounts(Handler):
         def _send(
@@ -204,7 +203,7 @@ def test_missing_token_counts_are_estimated(store: MemoryStore) -> None:
                 obj = {k: v for k, v in obj.items() if k not in ("prompt_eval_count", "eval_count")}
             super()._send(status, obj, text, ctype)
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), NoCounts)
+    srv = QuietServer(("127.0.0.1", 0), NoCounts)  # closes its keep-alive connections
     srv.control = Control(responder=answer_with_a_memory)  # type: ignore[attr-defined]
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:

@@ -306,6 +306,70 @@ def test_search_filters(cli: CLI, corpus: Path) -> None:
     assert found("--type", "fact", "--entered-by", "alice") == set()
 
 
+def test_search_hands_the_retriever_one_filter_object(
+    cli: CLI, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI's filter options become one MemoryFilter, given to `Retriever.find` as is
+    (the filter is spelled once, in `llmem_hooks.store.records`)."""
+    from llmem_hooks.retrieve import Retriever
+    from llmem_hooks.store import MemoryFilter
+
+    seen: list[MemoryFilter | None] = []
+    real = Retriever.find
+
+    def spy(self: Retriever, query: str, filter: MemoryFilter | None = None, **kw: Any) -> Any:
+        seen.append(filter)
+        return real(self, query, filter, **kw)
+
+    monkeypatch.setattr(Retriever, "find", spy)
+    r = cli(
+        "search",
+        "deploy",
+        "--json",
+        "--tags",
+        "docker",
+        "--any-tag",
+        "infra,web",
+        "--entered-by",
+        "alice",
+        "-t",
+        "procedure",
+        "--project",
+        "other",
+    )
+    assert r.code == 0 and r.ids() == ["mem-api"], r.err
+    (flt,) = seen
+    assert flt == MemoryFilter(
+        type="procedure",
+        tags_all="docker",
+        tags_any="infra,web",
+        entered_by="alice",
+        project="other",
+    )
+
+
+def test_search_json_is_the_memory_plus_score_and_match(cli: CLI, corpus: Path) -> None:
+    """``search --json``: exactly the Memory record's fields, then score and match."""
+    from llmem_hooks.store import Memory
+
+    hits = cli("search", "deploy", "--json").json()
+    assert hits and all(list(h) == [*Memory.__annotations__, "score", "match"] for h in hits)
+
+
+def test_the_cli_package_layout() -> None:
+    """Entry point, commands and output in their own modules, none over 900 lines; the
+    render module formats only (no store, no config)."""
+    import llmem_hooks.cli as cli
+    from llmem_hooks.cli import app, render
+
+    assert cli.app is app and cli.render is render and callable(app.app)
+    folder = ROOT / "llmem_hooks" / "cli"
+    for module in folder.glob("*.py"):
+        assert len(module.read_text().splitlines()) <= 900, module
+    text = (folder / "render.py").read_text()
+    assert "open_store" not in text and "load_config" not in text and "MemoryStore" not in text
+
+
 def test_search_limit_and_offset(cli: CLI, corpus: Path) -> None:
     def count(*args: str) -> int:
         r = cli("search", "deploy", "--json", *args)

@@ -1,5 +1,5 @@
 """CopilotAdapter against the recorded Copilot CLI 1.0.102 fixtures and COPILOT_HOME trees
-written by tests/copilot_home.py."""
+written by tests/support/copilot_home.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from copilot_home import (
+from support.copilot_home import (
     REPO,
     S_AUTO_COMPACTED,
     S_BUSY,

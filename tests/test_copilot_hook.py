@@ -460,7 +460,7 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         "out = io.StringIO(); sys.stdout, real = out, sys.stdout\n"
         "code = main(['hook', 'copilot', 'sessionStart'])\n"
         "sys.stdout = real\n"
-        "heavy = ['typer', 'click', 'llmem_hooks.cli_app', 'llmem_hooks.retrieve',\n"
+        "heavy = ['typer', 'click', 'llmem_hooks.cli.app', 'llmem_hooks.retrieve',\n"
         "         'llmem_hooks.extraction', 'httpx', 'yaml', 'llmem_hooks.store', 'sqlite3']\n"
         "print(json.dumps({'code': code, 'out': out.getvalue(),\n"
         "                  'loaded': [m for m in heavy if m in sys.modules]}))\n"
@@ -475,7 +475,7 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         result = json.loads(proc.stdout)
         assert result["code"] == 0 and memory in context_of(result["out"])
         loaded.append(result["loaded"])
-    assert not {"typer", "click", "llmem_hooks.cli_app", "httpx"} & set(loaded[0]), loaded
+    assert not {"typer", "click", "llmem_hooks.cli.app", "httpx"} & set(loaded[0]), loaded
     assert not {"llmem_hooks.retrieve", "llmem_hooks.extraction"} & set(loaded[0]), loaded
     assert loaded[1] == [], loaded
 
@@ -517,7 +517,7 @@ def test_the_cli_still_works_after_the_split(llmem_home: Path, capsys: Any) -> N
     assert cli_main(["store", "hello from the split cli"]) == 0
     assert cli_main(["list", "--json"]) == 0
     assert "hello from the split cli" in capsys.readouterr().out
-    assert callable(cli.app) and len(cli._agent_guide()) > 100
+    assert callable(cli.app.app) and len(cli._agent_guide()) > 100
 
 
 # -- the sidecar autostart ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from fake_ollama import embed_text
+from support.fake_ollama import embed_text
 
 from llmem_hooks import MemoryStore
 from llmem_hooks.store import DUPLICATE_COSINE, REINFORCEMENT, pack_embedding

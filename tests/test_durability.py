@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from copilot_home import CopilotHome, Session
-from opencode_db import OpenCodeDB
+from support.copilot_home import CopilotHome, Session
+from support.opencode_db import OpenCodeDB
 
 from llmem_hooks import MemoryStore
 

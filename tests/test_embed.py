@@ -1,4 +1,4 @@
-"""EmbeddingEngine against the real HTTP fake of Ollama (tests/fake_ollama.py).
+"""EmbeddingEngine against the real HTTP fake of Ollama (tests/support/fake_ollama.py).
 
 Nothing is mocked: requests go over a socket to the fake, and what it received is read
 back from ``server.control.requests``.
@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from fake_ollama import embed_text, start_server
+from support.fake_ollama import embed_text, start_server
 
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.embed import (

@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from copilot_home import CopilotHome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from opencode_db import OpenCodeDB, text
+from support.copilot_home import CopilotHome
+from support.opencode_db import OpenCodeDB, text
 
 from llmem_hooks.adapters import CopilotAdapter, OpenCodeAdapter
 from llmem_hooks.adapters.copilot import KNOWN_TYPES

@@ -1,7 +1,7 @@
 """Hybrid search must not rank worse than FTS alone (the reason DEFAULT_ALPHA is what it is).
 
 A small version of ``bench/quality.py --mode fts,hybrid``: 2,000 generated memories with
-hashed bag-of-words embeddings (tests/fake_ollama.py), 240 labelled questions asked with
+hashed bag-of-words embeddings (tests/support/fake_ollama.py), 240 labelled questions asked with
 the project filter, default Retriever settings.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_ollama import embed_text
+from support.fake_ollama import embed_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 

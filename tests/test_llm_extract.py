@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opencode_db import PROJECT, OpenCodeDB, text
+from support.opencode_db import PROJECT, OpenCodeDB, text
 
 from llmem_hooks import MemoryStore, Message, create_session_hook_coordinator
 from llmem_hooks.adapters import OpenCodeAdapter
@@ -300,7 +300,7 @@ def test_connection_refused_falls_back_and_does_not_hammer(
 def test_a_redirect_is_refused(
     fake_ollama: tuple[Any, str], engine_for: Callable[..., ExtractionEngine]
 ) -> None:
-    from fake_ollama import start_server
+    from support.fake_ollama import start_server
 
     srv, url = fake_ollama
     other, other_url = start_server()

@@ -1,4 +1,4 @@
-"""OllamaClient against the real fake server (tests/fake_ollama.py) on 127.0.0.1: every
+"""OllamaClient against the real fake server (tests/support/fake_ollama.py) on 127.0.0.1: every
 failure is one typed error, redirects are refused, URLs never show credentials."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_nothing_listening_is_unavailable() -> None:
 
 
 def test_a_redirect_is_refused_not_followed(fake_ollama: tuple[Any, str]) -> None:
-    from fake_ollama import start_server
+    from support.fake_ollama import start_server
 
     srv, url = fake_ollama
     other, other_url = start_server()

@@ -1,5 +1,5 @@
 """OpenCodeAdapter against real opencode.db files built from OpenCode 1.18.33's schema
-(see tests/opencode_db.py for how the rows are written)."""
+(see tests/support/opencode_db.py for how the rows are written)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opencode_db import (
+from support.opencode_db import (
     PROJECT,
     REPO,
     T0,

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks import cli_app, paths, sidecar
+from llmem_hooks import paths, sidecar
+from llmem_hooks.cli import app as cli_app
 from llmem_hooks.config import validate_config
 from llmem_hooks.context import remove_session_files, write_context_file
 from llmem_hooks.errors import ConfigError, ValidationError

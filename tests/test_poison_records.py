@@ -3,8 +3,8 @@ skipped with one rate-limited log line, the cursor moves past it, and later reco
 other sessions are unaffected; ids that could not be file names never leave an adapter;
 reading an agent's store creates nothing in the agent's folders.
 
-Everything runs against real files: a COPILOT_HOME written by tests/copilot_home.py and an
-opencode.db built from OpenCode's schema by tests/opencode_db.py.
+Everything runs against real files: a COPILOT_HOME written by tests/support/copilot_home.py and an
+opencode.db built from OpenCode's schema by tests/support/opencode_db.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 
 import pytest
-from copilot_home import CopilotHome, copy_fixture_home, dead_pid
-from opencode_db import OpenCodeDB, build_demo, first_turns, text
+from support.copilot_home import CopilotHome, copy_fixture_home, dead_pid
+from support.opencode_db import OpenCodeDB, build_demo, first_turns, text
 
 from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import CopilotAdapter, OpenCodeAdapter

@@ -15,9 +15,11 @@ from llmem_hooks.retrieve import (
     DEFAULT_ALPHA,
     DEFAULT_RRF_K,
     DEFAULT_RRF_K_SEMANTIC,
+    SearchHit,
     _rrf_score,
     rerank_signals,
 )
+from llmem_hooks.store import MemoryFilter
 
 CORPUS = {
     "deploy": (
@@ -174,6 +176,41 @@ def test_result_shape_and_scores(seeded: tuple[MemoryStore, dict[str, str]]) -> 
     assert [h["_rerank_score"] for h in hits] == sorted(
         (h["_rerank_score"] for h in hits), reverse=True
     )
+
+
+def test_find_returns_hits_and_the_memory_stays_clean(
+    seeded: tuple[MemoryStore, dict[str, str]],
+) -> None:
+    """Scores live on the SearchHit; the memory dict holds stored fields only. The
+    reference's dicts (hybrid_search) are the same hits, flattened."""
+    store, ids = seeded
+    r = Retriever(store)
+    hits = r.find("docker compose", search_mode="fts", track_access=False)
+    assert hits and all(isinstance(h, SearchHit) for h in hits)
+    assert all(not k.startswith("_") for h in hits for k in h.memory)
+    assert all(h.match == "fts" and h.bm25 is not None and h.distance is None for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    flat = r.hybrid_search("docker compose", search_mode="fts", track_access=False)
+    assert [(d["id"], d["_rerank_score"], d["_rrf_score"], d["_match"]) for d in flat] == [
+        (h.id, h.score, h.rrf, h.match) for h in hits
+    ]
+    assert {h.id for h in hits} == {ids["pg"], ids["redis"]}
+
+
+def test_one_filter_object_or_the_reference_keywords(
+    seeded: tuple[MemoryStore, dict[str, str]],
+) -> None:
+    store, ids = seeded
+    r = Retriever(store)
+    flt = MemoryFilter(type="fact")
+    by_object = [h.id for h in r.find("docker", flt, track_access=False)]
+    assert by_object == top(r, "docker", 10, filter=flt) == top(r, "docker", 10, type="fact")
+    assert set(by_object) == {ids["pg"], ids["redis"]}
+    assert top(r, "docker", 10, filter=MemoryFilter(type="preference")) == []
+    with pytest.raises(ValidationError, match="not both"):
+        r.hybrid_search("docker", filter=flt, type="fact")
+    with pytest.raises(TypeError, match="unexpected"):
+        r.hybrid_search("docker", colour="red")
 
 
 def test_rerank_formula(store: MemoryStore) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.copilot_home import CopilotHome
 
 from llmem_hooks import MemoryStore, register_session_hook
 from llmem_hooks.registry import (
@@ -27,11 +28,6 @@ from llmem_hooks.registry import (
     unregister_session_hook,
 )
 from llmem_hooks.session_hooks import SessionEventManager, SessionHookCoordinator
-
-try:  # the builders move to tests/support/ (issue 10, test hygiene)
-    from support.copilot_home import CopilotHome
-except ImportError:  # pragma: no cover - before the move
-    from copilot_home import CopilotHome
 
 HOOK_EXE = Path(sys.executable).parent / "llmem-hooks"
 PLUGIN = "llmem_hooks_testplugin"

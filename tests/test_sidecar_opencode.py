@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opencode_db import PROJECT, OpenCodeDB, text
+from support.opencode_db import PROJECT, OpenCodeDB, text
 
 from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
@@ -247,7 +247,7 @@ def test_a_session_recorded_before_its_agent_store_shows_it_is_not_taken_for_del
     """The Copilot sessionStart hook records a session (through on_created) before
     Copilot may have written its events.jsonl; the existence check must not end it then,
     only once the grace period is over and the agent store still does not show it."""
-    from copilot_home import CopilotHome
+    from support.copilot_home import CopilotHome
 
     from llmem_hooks import SessionInfo
     from llmem_hooks.adapters import CopilotAdapter

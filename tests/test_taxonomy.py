@@ -20,7 +20,6 @@ from llmem_hooks.extraction.taxonomy import (
     ERROR_TAXONOMY,
     ERROR_TAXONOMY_KEYS,
     SELF_ASSESSMENT_FIELDS,
-    category_choices,
     category_tag,
     parse_self_assessment,
 )
@@ -51,7 +50,7 @@ def test_the_eleven_categories_in_the_references_order() -> None:
     assert ERROR_TAXONOMY["NULL_SAFETY"] == "Missing null/None/undefined checks"
     assert ERROR_TAXONOMY["AUTH_BYPASS"] == "Missing auth checks, SSRF, injection"
     assert ERROR_TAXONOMY["REVIEW_PASSED"] == "Clean review — positive outcome"
-    assert category_choices().startswith("NULL_SAFETY, ERROR_HANDLING")
+    assert ", ".join(ERROR_TAXONOMY_KEYS).startswith("NULL_SAFETY, ERROR_HANDLING")
     assert llmem_hooks.ERROR_TAXONOMY is ERROR_TAXONOMY
     assert llmem_hooks.parse_self_assessment is parse_self_assessment
 

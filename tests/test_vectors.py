@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import embed_text
+from support.fake_ollama import embed_text
 
 from llmem_hooks import MemoryStore, Retriever
 from llmem_hooks.errors import ValidationError

@@ -40,11 +40,6 @@ OUTCOMES: tuple[str, ...] = ("completed", "partial", "failed", "unclear")
 _LINE = re.compile(r"^\s*([A-Za-z_]+)\s*:\s*(.*?)\s*$", re.S)
 
 
-def category_choices() -> str:
-    """The categories as one comma-separated line (for prompts and help texts)."""
-    return ", ".join(ERROR_TAXONOMY_KEYS)
-
-
 def category_tag(category: str) -> str:
     """The tag a category gets on a memory: ``NULL_SAFETY`` -> ``null-safety``."""
     return category.strip().lower().replace("_", "-")

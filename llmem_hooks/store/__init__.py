@@ -8,7 +8,7 @@
 - `relations` ``relations``;  `inbox` ``inbox``;  `archive` export / import files
 - `sessions`  ``sessions``, ``extraction_log`` (adapter cursors), ``pending_hooks``,
   ``model_usage`` (was ``llmem_hooks.session_state``; imported as a module of functions)
-- `records`   validators, `MemoryFilter`, row -> memory dict, embedding packing
+- `records`   validators, `Memory`, `MemoryFilter`, row -> `Memory`, embedding packing
 - `db`        connections, transactions;  `migrations` the schema, one named step each
 """
 
@@ -27,6 +27,7 @@ from .records import (
     REINFORCEMENT,
     RELATION_TYPES,
     TARGET_TYPES,
+    Memory,
     MemoryFilter,
     content_hash,
     normalize_tags,
@@ -62,6 +63,7 @@ __all__ = [
     "REINFORCEMENT",
     "RELATION_TYPES",
     "TARGET_TYPES",
+    "Memory",
     "MemoryFilter",
     "MemoryStore",
     "SchemaBehind",

@@ -1,7 +1,8 @@
 """Memory records: the limits, validators and conversions every table module shares.
 
 What a memory may hold (`MAX_CONTENT_CHARS`, tag and id shapes, import limits), the
-`MemoryFilter` that becomes SQL, a row as the public dict, and embedding packing. No
+`Memory` record (a row as the public dict), the `MemoryFilter` that becomes SQL, and
+embedding packing. No
 connection is opened here: these are pure functions the store's table modules call.
 """
 
@@ -17,7 +18,7 @@ import struct
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from .. import fuzzy
 from ..config import MemorySettings
@@ -57,12 +58,43 @@ MEMORY_COLUMNS = (
 )
 
 
+class Memory(TypedDict):
+    """One memory as every caller sees it (`row_to_memory`, search results, ``--json``).
+
+    A TypedDict rather than a class: memories stay plain dicts (JSON output, exports,
+    callers that index them), but their keys are checked. It holds stored fields only;
+    what a search adds (scores, how it matched) lives on `llmem_hooks.retrieve.SearchHit`.
+    """
+
+    id: str
+    type: str
+    content: str
+    summary: str | None
+    source: str | None
+    confidence: float
+    metadata: dict[str, Any]
+    hints: list[str]
+    created_at: str
+    updated_at: str
+    accessed_at: str | None
+    access_count: int
+    valid_until: str | None
+    invalidation_reason: str | None
+    expires_at: str | None
+    entered_by: str | None
+    project: str | None
+    session_id: str | None
+    source_message_ids: list[str]
+    tags: list[str]
+
+
 @dataclass
 class MemoryFilter:
-    """Which memories a search or listing may return.
+    """Which memories a search or listing may return: the one spelling of the search
+    filter (the CLI builds it from its options and hands it to `Retriever`).
 
     ``project`` selects that project's memories plus global ones (project NULL);
-    ``project_only`` drops the global ones.
+    ``project_only`` drops the global ones. Tags may be lists or comma-separated strings.
     """
 
     type: str | Sequence[str] | None = None

@@ -9,8 +9,10 @@
 * ``make_copilot_env`` / ``cp_env`` (one per module): isolated Copilot CLI worlds.
 
 Markers: ``e2e`` (the proof tests; they need the sidecar), ``opencode`` (needs the
-OpenCode binary) and ``copilot`` (needs the Copilot CLI binary).
-``pytest -m "not e2e and not opencode and not copilot"`` skips them all.
+OpenCode binary or the plugin's npm toolchain) and ``copilot`` (needs the Copilot CLI
+binary). ``pytest -m "not e2e and not opencode and not copilot"`` deselects them all; what
+they need comes from the npm registry once, and they SKIP (with the reason) when it cannot
+be reached.
 """
 
 from __future__ import annotations
@@ -32,6 +34,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "copilot: needs the GitHub Copilot CLI binary (npm @github/copilot)"
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use the plugin's npm toolchain count as ``opencode`` tests, so the marker
+    expression above deselects every test that needs npm."""
+    for item in items:
+        if "plugin_toolchain" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.opencode)
 
 
 @pytest.fixture(scope="session")

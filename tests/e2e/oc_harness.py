@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -39,6 +41,9 @@ NPM_CACHE = BUILD_NPM / "cache"
 VENV_BIN = Path(sys.executable).parent
 FAKE_MODEL = {"providerID": "fake", "modelID": "fake-model"}
 NPM_TIMEOUT_S = 1200
+DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org/"
+REGISTRY_PROBE_TIMEOUT_S = 5.0
+XDG_KEYS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
 RUN_TIMEOUT_S = 120
 SIDECAR_CONFIG = "session:\n  idle_quiet_seconds: 0.5\n  idle_debounce_seconds: 0\n"
 
@@ -86,18 +91,57 @@ def llmem_hooks_exe() -> str:
     return found
 
 
+@functools.cache
+def _npm_registry_problem(exe: str) -> str | None:
+    """Why npm's registry cannot be reached (None if it answers); asked once per run with a
+    short timeout, so an offline machine skips in seconds instead of failing after npm's
+    own retries."""
+    registry = DEFAULT_NPM_REGISTRY
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        got = subprocess.run(
+            [exe, "config", "get", "registry", "--cache", str(NPM_CACHE)],  # logs go there
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout.strip()
+        if got.startswith(("http://", "https://")):
+            registry = got
+    try:
+        httpx.head(registry, timeout=REGISTRY_PROBE_TIMEOUT_S, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        return f"the npm registry {registry} cannot be reached ({type(exc).__name__}: {exc})"
+    return None
+
+
+def require_npm_registry(exe: str) -> None:
+    """SKIP the test when npm's registry is unreachable: the agents' binaries are installed
+    from it on first use (``pytest -m "not e2e and not opencode and not copilot"`` runs
+    without them)."""
+    problem = _npm_registry_problem(exe)
+    if problem:
+        pytest.skip(f"{problem}; the agent binaries are installed from it into build/npm once")
+
+
 def npm(args: Sequence[str], cwd: Path, timeout: float = NPM_TIMEOUT_S) -> str:
-    """Run npm with the shared cache; FAIL the test with npm's output when it fails."""
+    """Run npm with the shared cache; SKIP when the registry cannot be reached, FAIL the
+    test with npm's output when npm itself fails."""
     exe = shutil.which("npm")
     if exe is None:
         pytest.fail("npm not found: the OpenCode tests need Node.js and npm on PATH")
+    require_npm_registry(exe)
     cmd = [exe, *args, "--no-fund", "--no-audit", "--cache", str(NPM_CACHE)]
-    try:
-        proc = subprocess.run(
-            cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{' '.join(cmd)} timed out after {timeout} s\n{exc.stdout}\n{exc.stderr}")
+    # Install scripts (opencode-ai's postinstall) create opencode/ folders under every XDG
+    # dir: point those at a throw-away folder. HOME stays, so the user's ~/.npmrc (proxy,
+    # registry) still applies.
+    with tempfile.TemporaryDirectory(prefix="llmem-npm-xdg-") as scratch:
+        env = {**os.environ, **{key: str(Path(scratch) / key.lower()) for key in XDG_KEYS}}
+        try:
+            proc = subprocess.run(
+                cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"{' '.join(cmd)} timed out after {timeout} s\n{exc.stdout}\n{exc.stderr}")
     if proc.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout
@@ -141,14 +185,24 @@ def _stop_pid(pid: int, grace: float = 5.0) -> None:
 
 # -- the OpenCode binary and its config-dir template ----------------------------------------
 def _opencode_version(exe: Path) -> str | None:
+    """``opencode --version``, run with HOME and XDG dirs in a throw-away folder: even this
+    creates ``opencode/`` folders under every XDG dir, which must not land in the real ones."""
     if not exe.exists():
         return None
-    try:
-        out = subprocess.run(
-            [str(exe), "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
+    with tempfile.TemporaryDirectory(prefix="llmem-oc-version-") as scratch:
+        root = Path(scratch)
+        try:
+            out = subprocess.run(
+                [str(exe), "--version"],
+                env=isolated_env(root, root / "llmem"),
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
     return out.stdout.strip() or None
 
 
@@ -186,6 +240,9 @@ def ensure_config_template(opencode_bin: Path, scratch: Path) -> Path:
         with contextlib.suppress(OSError, ValueError):
             if json.loads(marker.read_text())["version"] == OPENCODE_VERSION:
                 return template
+        npm_exe = shutil.which("npm")
+        if npm_exe is not None:  # OpenCode fetches the plugin package from npm's registry
+            require_npm_registry(npm_exe)
         root = scratch
         env = {**isolated_env(root, root / "llmem"), "PWD": str(root)}
         made = Path(env["XDG_CONFIG_HOME"]) / "opencode"

@@ -1,5 +1,5 @@
 """End-to-end with a local model: the real OpenCode and the real Copilot CLI, the sidecar,
-and the fake Ollama server (tests/fake_ollama.py, a real HTTP server on 127.0.0.1)
+and the fake Ollama server (tests/support/fake_ollama.py, a real HTTP server on 127.0.0.1)
 configured as ``ollama.base_url``.
 
 A turn states something the heuristics do not pick up (no "remember", no "we decided"):
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from copilot_harness import CopilotEnv, session_context
-from fake_ollama import start_server
 from oc_harness import OpenCodeEnv, system_texts, wait_until
+from support.fake_ollama import start_server
 
 pytestmark = [pytest.mark.e2e]
 

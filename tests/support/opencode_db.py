@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA = Path(__file__).parent / "fixtures" / "opencode_schema.sql"
+SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "opencode_schema.sql"
 PROJECT = "0a059e5f2893945737c123136315ef95f8562a5b"
 REPO = "/home/dev/projects/demo-repo"
 MASK48 = (1 << 48) - 1

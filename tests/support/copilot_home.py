@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).parent / "fixtures" / "copilot"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "copilot"
 FIXTURE_HOME = FIXTURES / "copilot-home"
 SHARE_FIXTURE = FIXTURES / "share" / "copilot-session-5f0c2b1e-0000-4000-8000-0000000000aa.md"
 REPO = "/home/dev/projects/demo-repo"

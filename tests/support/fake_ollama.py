@@ -28,10 +28,10 @@ llmem-hooks additions (the client cannot send test headers, so the server is ste
 Copied from the reference material (sqlite-and-watching/fake_ollama.py) and extended.
 
 Use in pytest:
-    from fake_ollama import start_server
+    from support.fake_ollama import start_server
     srv, base_url = start_server()      # 127.0.0.1, ephemeral port, daemon thread
     ...; srv.shutdown(); srv.server_close()
-CLI: python fake_ollama.py [--port 11434]   (binds 127.0.0.1 only)
+CLI: python tests/support/fake_ollama.py [--port 11434]   (binds 127.0.0.1 only)
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import hashlib
 import json
 import math
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -301,9 +302,36 @@ class Handler(BaseHTTPRequestHandler):
 
 class QuietServer(ThreadingHTTPServer):
     """A client that gave up (a timeout test) leaves a broken pipe: not worth a traceback
-    on stderr, where it would land in whichever test runs next."""
+    on stderr, where it would land in whichever test runs next.
+
+    ``server_close`` also ends the connections still open: a keep-alive connection of a
+    client the test never closed would otherwise keep its handler thread waiting (and the
+    leak check in tests/conftest.py would rightly report it)."""
 
     daemon_threads = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._live: set[socket.socket] = set()
+        self._live_lock = threading.Lock()
+
+    def process_request(self, request, client_address):
+        with self._live_lock:
+            self._live.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self._live_lock:
+            self._live.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self):
+        super().server_close()
+        with self._live_lock:
+            live = list(self._live)
+        for sock in live:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request, client_address):
         import sys

@@ -1,9 +1,9 @@
-"""The typer application behind `llmem-hooks` (loaded by `llmem_hooks.cli.main`).
+"""The commands of `llmem-hooks`: a typer application (loaded by `llmem_hooks.cli.main`).
 
 Every command reads the same database (``--db``, else config.yaml's memory.db_path, else
-``$LLMEM_HOME/memory.db``). Output is plain text by default, ``--json`` for programs and
-``--markdown`` for notes. Bad input prints one line starting with ``error:`` on stderr
-and exits with code 2; nothing is written in that case.
+``$LLMEM_HOME/memory.db``). What each prints is formatted by `llmem_hooks.cli.render`
+(plain text, ``--json``, ``--markdown``). Bad input prints one line starting with
+``error:`` on stderr and exits with code 2; nothing is written in that case.
 
 `llmem_hooks.cli` is the entry point: it answers ``llmem-hooks hook ...`` (the Copilot CLI
 hook command, run on every session start) without importing this module or typer.
@@ -18,7 +18,6 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -29,20 +28,31 @@ import typer
 try:  # typer >= 0.2x vendors its own copy of click
     from typer._click.exceptions import UsageError  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - older typer with click as a dependency
-    from click.exceptions import UsageError
+    from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef]
 
-from .backoff import BACKOFF_SECONDS, ModelFailure
-from .config import load_config
-from .errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
-from .paths import check_user_path, get_db_path
-from .redact import find_secrets
-from .registry import DEFAULT_MEMORY_TYPES
-from .retrieve import SEARCH_MODES, Retriever
-from .store import MemoryStore, SchemaBehind, archive
-from .timestamps import parse_iso
+from ..backoff import BACKOFF_SECONDS, ModelFailure
+from ..config import load_config
+from ..errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
+from ..paths import check_user_path, get_db_path
+from ..redact import find_secrets
+from ..registry import DEFAULT_MEMORY_TYPES
+from ..retrieve import SEARCH_MODES, Retriever
+from ..store import MemoryFilter, MemoryStore, SchemaBehind, archive
+from ..timestamps import parse_iso
+from .render import (
+    Format,
+    one_line,
+    print_embedding_metrics,
+    print_hits,
+    print_memories,
+    print_memory,
+    print_pruned,
+    print_stats,
+    print_status,
+)
 
 if TYPE_CHECKING:
-    from .embed import EmbeddingEngine
+    from ..embed import EmbeddingEngine
 
 EXIT_USAGE = 2
 
@@ -54,12 +64,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-
-class Format(StrEnum):
-    plain = "plain"
-    json = "json"
-    markdown = "markdown"
 
 
 class _State:
@@ -164,7 +168,7 @@ def _local_embedding(text: str) -> tuple[EmbeddingEngine | None, list[float] | N
     (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
     and a server that failed in the last minute (any process) is skipped at once.
     The caller closes the engine."""
-    from .embed import ModelBackedOff, embedder_from_config
+    from ..embed import ModelBackedOff, embedder_from_config
 
     engine = embedder_from_config(_config(), interactive=True)
     if engine is None:
@@ -235,7 +239,7 @@ def root(
         typer.echo(_agent_guide(), nl=False)
         raise typer.Exit(0)
     if version:
-        from . import __version__
+        from .. import __version__
 
         typer.echo(__version__)
         raise typer.Exit(0)
@@ -243,86 +247,11 @@ def root(
         typer.echo(ctx.get_help())
 
 
-# -- output -------------------------------------------------------------------------------
-def _public(mem: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in mem.items() if not k.startswith("_")}
-    if "_rerank_score" in mem:
-        out["score"] = round(mem["_rerank_score"], 4)
-        out["match"] = mem.get("_match", "fts")
-    return out
-
-
-def _one_line(mem: dict[str, Any], width: int = 100) -> str:
-    text = " ".join(mem["content"].split())
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
-    return f"{mem['id'][:8]}  {mem['type']:<14} {text}{tags}"
-
-
-def print_memories(memories: Sequence[dict[str, Any]], fmt: Format, empty: str) -> None:
-    if fmt is Format.json:
-        typer.echo(json.dumps([_public(m) for m in memories], ensure_ascii=False, indent=1))
-        return
-    if not memories:
-        typer.echo(empty, err=True)
-        return
-    for mem in memories:
-        if fmt is Format.markdown:
-            tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
-            typer.echo(
-                f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}"
-            )
-        else:
-            typer.echo(_one_line(mem))
-
-
-def print_memory(mem: dict[str, Any], relations: list[dict[str, Any]], fmt: Format) -> None:
-    if fmt is Format.json:
-        typer.echo(
-            json.dumps({**_public(mem), "relations": relations}, ensure_ascii=False, indent=1)
-        )
-        return
-    fields = [
-        "id",
-        "type",
-        "confidence",
-        "tags",
-        "project",
-        "entered_by",
-        "source",
-        "session_id",
-        "created_at",
-        "updated_at",
-        "accessed_at",
-        "access_count",
-        "expires_at",
-        "valid_until",
-        "invalidation_reason",
-    ]
-    if fmt is Format.markdown:
-        typer.echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
-        for f in fields[2:]:
-            if mem.get(f) not in (None, [], ""):
-                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                typer.echo(f"- **{f}**: {v}")
-    else:
-        for f in fields:
-            if mem.get(f) not in (None, [], ""):
-                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                typer.echo(f"{f + ':':<21}{v}")
-        if mem.get("summary"):
-            typer.echo(f"{'summary:':<21}{mem['summary']}")
-        typer.echo(f"\n{mem['content']}")
-    for rel in relations:
-        typer.echo(f"  {rel['relation_type']}: {rel['source_id'][:8]} -> {rel['target_id']}")
-
-
 # -- commands -----------------------------------------------------------------------------
 def _embedding_for(content: str) -> list[float] | None:
     """The memory's vector when a local embedder answers (so semantic search finds it and
     near-duplicates merge); None otherwise, silently: keyword search still finds it."""
-    from .redact import redact_secrets
+    from ..redact import redact_secrets
 
     safe = redact_secrets(content)
     if safe is None:
@@ -465,28 +394,30 @@ def search(
             _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
             search_mode = "fts"
         try:
-            results = retriever.hybrid_search(
+            hits = retriever.find(
                 query,
+                MemoryFilter(
+                    type=type,
+                    tags_all=tags or (),
+                    tags_any=any_tag or (),
+                    after=after,
+                    before=before,
+                    entered_by=entered_by,
+                    project=project,
+                ),
                 limit=limit or _config()["retrieval"]["limit"],
                 offset=offset,
-                type=type,
                 search_mode=search_mode,
                 fuzzy=fuzzy,
                 threshold=threshold,
-                tags=tags,
-                any_tags=any_tag,
-                after=after,
-                before=before,
-                entered_by=entered_by,
-                project=project,
             )
         finally:
             if retriever.embedder is not None:
-                from .embed import EmbeddingEngine
+                from ..embed import EmbeddingEngine
 
                 if isinstance(retriever.embedder, EmbeddingEngine):
                     retriever.embedder.close()
-    print_memories(results, fmt, "No memories found.")
+    print_hits(hits, fmt, "No memories found.")
 
 
 class SortField(StrEnum):
@@ -608,10 +539,10 @@ def prune(
         n = len(doomed)
         noun = f"memor{'y' if n == 1 else 'ies'}"
         if dry_run or not doomed:
-            _print_pruned(doomed, fmt, dry_run=dry_run, backup=None)
+            print_pruned(doomed, fmt, dry_run=dry_run, backup=None)
             return
         if not yes:
-            preview = [_one_line(m) for m in doomed[:PREVIEW_LINES]]
+            preview = [one_line(m) for m in doomed[:PREVIEW_LINES]]
             if n > PREVIEW_LINES:
                 preview.append(f"... and {n - PREVIEW_LINES} more (see them with --dry-run)")
             if not _stdin_is_tty():
@@ -627,77 +558,21 @@ def prune(
             "prune", st.export_all(limit=None, ids=[m["id"] for m in doomed])
         )
         gone = st.prune(before=before, only_ids=[m["id"] for m in doomed])
-    _print_pruned(gone, fmt, dry_run=False, backup=backup)
-
-
-def _print_pruned(
-    gone: Sequence[dict[str, Any]], fmt: Format, *, dry_run: bool, backup: Path | None
-) -> None:
-    if fmt is Format.json:
-        out: dict[str, Any] = {
-            "dry_run": dry_run,
-            "count": len(gone),
-            "ids": [m["id"] for m in gone],
-        }
-        if backup is not None:
-            out["backup"] = str(backup)
-        typer.echo(json.dumps(out))
-        return
-    for mem in gone:
-        typer.echo(_one_line(mem))
-    verb = "would delete" if dry_run else "deleted"
-    kept = f"; backup: {backup}" if backup is not None else ""
-    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}{kept}", err=True)
+    print_pruned(gone, fmt, dry_run=False, backup=backup)
 
 
 def _embedding_stats(fmt: Format) -> None:
     """`stats --embeddings`: quality metrics of the stored vectors (llmem_hooks.metrics)."""
     import time
 
-    from .metrics import (
-        ANISOTROPY_WARNING_THRESHOLD,
-        METRICS_MAX_EMBEDDINGS,
-        SIMILARITY_RANGE_WARNING_THRESHOLD,
-        metrics_from_rows,
-    )
+    from ..metrics import METRICS_MAX_EMBEDDINGS, metrics_from_rows
 
     started = time.monotonic()
     with open_store(read_only=True) as st:
         stored = st.count_embeddings()
         rows = st.get_embeddings_with_types(limit=METRICS_MAX_EMBEDDINGS)
     m = metrics_from_rows(rows)
-    seconds = time.monotonic() - started
-    if fmt is Format.json:
-        out = {"embedded_memories": stored, **m.to_dict(), "seconds": round(seconds, 3)}
-        typer.echo(json.dumps(out, indent=1))
-        return
-    if not m.count:
-        typer.echo("embeddings: none stored (memories get one when an embed model answers)")
-        return
-    bullet = "- " if fmt is Format.markdown else "  "
-    measured = f"; measured the newest {m.count}" if m.count < stored else ""
-    typer.echo(f"embeddings: {stored} memories, {m.dimensions} dimensions{measured}")
-    gap = m.discrimination_gap
-    lines = [
-        f"anisotropy: {m.anisotropy:.3f} (lower is better, warning above "
-        f"{ANISOTROPY_WARNING_THRESHOLD})",
-        f"similarity range: {m.similarity_range:.3f} (higher is better, warning below "
-        f"{SIMILARITY_RANGE_WARNING_THRESHOLD})",
-        f"discrimination gap: {gap:.3f} across {m.classes} memory types (higher is better)"
-        if gap is not None and m.classes > 1
-        else "discrimination gap: n/a (one memory type)",
-        f"pairs: {m.pairs:,}"
-        + (
-            f" (similarity range over a sample of {m.sampled_pairs:,}; the means are exact)"
-            if m.sampled_pairs is not None
-            else ""
-        ),
-        f"computed in {seconds:.2f} s",
-    ]
-    for line in lines:
-        typer.echo(f"{bullet}{line}")
-    for warning in m.warnings:
-        typer.echo(f"{'- **warning**' if fmt is Format.markdown else 'warning'}: {warning}")
+    print_embedding_metrics(m, stored, time.monotonic() - started, fmt)
 
 
 @app.command()
@@ -714,40 +589,12 @@ def stats(
     if embeddings:
         _embedding_stats(fmt)
         return
-    from .budget import BudgetLimits, ModelBudget
+    from ..budget import BudgetLimits, ModelBudget
 
     with open_store(read_only=True) as st:
         s = st.stats()
         s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config()["budget"])).report()
-    if fmt is Format.json:
-        typer.echo(json.dumps(s, indent=1))
-        return
-    bullet = "- " if fmt is Format.markdown else "  "
-    typer.echo(f"database: {s['db_path']} ({s['db_size_bytes'] / 1024:.0f} KiB)")
-    typer.echo(
-        f"memories: {s['active']} active, {s['invalidated']} forgotten, "
-        f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}"
-    )
-    for title, key in (
-        ("by type", "by_type"),
-        ("by agent", "by_agent"),
-        ("by project", "by_project"),
-        ("top tags", "by_tag"),
-    ):
-        if s[key]:
-            typer.echo(f"{title}:")
-            for name, n in s[key].items():
-                typer.echo(f"{bullet}{name}: {n}")
-    use, caps = s["model_usage"]["today"], s["model_usage"]["caps"]
-    typer.echo(f"model usage today ({s['model_usage']['day']} UTC):")
-    typer.echo(
-        f"{bullet}{use['calls']} calls, {use['tokens']} tokens ({use['prompt_tokens']} prompt"
-        f" + {use['output_tokens']} output) of {caps['day_tokens']}, "
-        f"{use['seconds']:.1f} s of {caps['day_seconds']:g} s"
-    )
-    typer.echo(
-        f"{bullet}per session: {caps['session_tokens']} tokens, {caps['session_seconds']:g} s"
-    )
+    print_stats(s, fmt)
 
 
 @app.command()
@@ -755,7 +602,7 @@ def doctor(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Which extractor the hooks use and why: Ollama enabled and reachable, base URL
     allowed, model pulled, budget left today. Exit 0 even without Ollama (the heuristics
     run); 2 for a configuration that cannot work."""
-    from .doctor import diagnose, exit_code, render
+    from ..doctor import diagnose, exit_code, render
 
     fmt = _fmt(as_json, as_markdown)
     cfg = _config()
@@ -809,8 +656,8 @@ def run() -> None:
     """Run the sidecar in the foreground: watch the agents' session stores and fire the
     created / idle / compacting / ending hooks (Ctrl-C or SIGTERM stops it). One per
     LLMEM_HOME: a second one exits with a message."""
-    from .sidecar import run_foreground
-    from .sidecar_lock import AlreadyRunning
+    from ..sidecar import run_foreground
+    from ..sidecar_lock import AlreadyRunning
 
     cfg = _config()
     if state.db is not None:
@@ -827,9 +674,9 @@ def run() -> None:
 def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
     and the last event of each."""
-    from .session_hooks import default_adapters
-    from .sidecar_lock import running_pid
-    from .store import sessions as session_state
+    from ..session_hooks import default_adapters
+    from ..sidecar_lock import running_pid
+    from ..store import sessions as session_state
 
     fmt = _fmt(as_json, as_markdown)
     cfg = _config()
@@ -851,21 +698,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
                     "last_extraction": last,
                 }
             )
-    out = {"sidecar": {"running": pid is not None, "pid": pid}, "stores": stores, "sessions": rows}
-    if fmt is Format.json:
-        typer.echo(json.dumps(out, indent=1))
-        return
-    typer.echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
-    for name, paths in stores.items():
-        typer.echo(f"watching {name}: {', '.join(paths) or '-'}")
-    typer.echo(f"sessions seen: {len(rows)}")
-    for r in rows:
-        ended = f" ({r['end_reason']})" if r["end_reason"] else ""
-        seen = datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-        last = f", last extraction {r['last_extraction']}" if r["last_extraction"] else ""
-        typer.echo(
-            f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}"
-        )
+    print_status(pid, stores, rows, fmt)
 
 
 @app.command()
@@ -876,8 +709,8 @@ def context(
     ] = False,
 ) -> None:
     """Print a session's context file (what its prompt carries), or its resume pack."""
-    from .context import context_path, resume_path
-    from .paths import get_context_dir, read_regular_file, validate_session_id
+    from ..context import context_path, resume_path
+    from ..paths import get_context_dir, read_regular_file, validate_session_id
 
     validate_session_id(session_id)
     folder = get_context_dir(_config()["context"]["dir"])
@@ -903,7 +736,7 @@ def install(
     file ~/.copilot/hooks/llmem.json). Safe to run again."""
     import shutil
 
-    from . import install as installer
+    from .. import install as installer
 
     targets = {"opencode": opencode, "copilot": copilot}
     if not any(targets.values()):
@@ -933,7 +766,7 @@ def uninstall(
     ] = False,
 ) -> None:
     """Remove what `install` put in place (memories, config and context files stay)."""
-    from . import install as installer
+    from .. import install as installer
 
     both = not (opencode or copilot)
     if opencode or both:

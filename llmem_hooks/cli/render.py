@@ -1,0 +1,242 @@
+"""How the commands print: plain text for people, ``--json`` for programs, ``--markdown``
+for notes.
+
+Kept apart from the commands (`llmem_hooks.cli.app`) so what a command does and how its
+answer looks can be read, and changed, separately. Everything here only formats what it
+is given: no store, no config. Results go to stdout; notes ("No memories.") to stderr, so
+a pipe sees only data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from ..retrieve import SearchHit
+
+if TYPE_CHECKING:
+    from ..metrics import EmbeddingMetrics
+
+
+class Format(StrEnum):
+    plain = "plain"
+    json = "json"
+    markdown = "markdown"
+
+
+SHOW_FIELDS = (
+    "id",
+    "type",
+    "confidence",
+    "tags",
+    "project",
+    "entered_by",
+    "source",
+    "session_id",
+    "created_at",
+    "updated_at",
+    "accessed_at",
+    "access_count",
+    "expires_at",
+    "valid_until",
+    "invalidation_reason",
+)
+
+
+def _dumps(value: Any, **kwargs: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, **kwargs)
+
+
+def public(mem: Mapping[str, Any]) -> dict[str, Any]:
+    """A memory as ``--json`` shows it: its stored fields, nothing internal."""
+    return {k: v for k, v in mem.items() if not k.startswith("_")}
+
+
+def public_hit(hit: SearchHit) -> dict[str, Any]:
+    """A search hit as ``search --json`` shows it: the memory, then ``score`` (the final
+    reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic)."""
+    return {**public(hit.memory), "score": round(hit.score, 4), "match": hit.match}
+
+
+def one_line(mem: Mapping[str, Any], width: int = 100) -> str:
+    """``<id prefix>  <type>  <content, cut>  [tags]``: one memory per line."""
+    text = " ".join(mem["content"].split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
+    return f"{mem['id'][:8]}  {mem['type']:<14} {text}{tags}"
+
+
+def print_memories(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:
+    """A list of memories (``list``); ``empty`` goes to stderr when there are none."""
+    if fmt is Format.json:
+        typer.echo(_dumps([public(m) for m in memories], indent=1))
+        return
+    _print_lines(memories, fmt, empty)
+
+
+def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str) -> None:
+    """Search results, best first: as `print_memories`, ``--json`` adds score and match."""
+    if fmt is Format.json:
+        typer.echo(_dumps([public_hit(h) for h in hits], indent=1))
+        return
+    _print_lines([h.memory for h in hits], fmt, empty)
+
+
+def _print_lines(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:
+    if not memories:
+        typer.echo(empty, err=True)
+        return
+    for mem in memories:
+        if fmt is Format.markdown:
+            tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
+            typer.echo(
+                f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}"
+            )
+        else:
+            typer.echo(one_line(mem))
+
+
+def print_memory(mem: Mapping[str, Any], relations: list[dict[str, Any]], fmt: Format) -> None:
+    """One memory with every field and its relations (``show``)."""
+    if fmt is Format.json:
+        typer.echo(_dumps({**public(mem), "relations": relations}, indent=1))
+        return
+    if fmt is Format.markdown:
+        typer.echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
+        for f in SHOW_FIELDS[2:]:
+            if mem.get(f) not in (None, [], ""):
+                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
+                typer.echo(f"- **{f}**: {v}")
+    else:
+        for f in SHOW_FIELDS:
+            if mem.get(f) not in (None, [], ""):
+                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
+                typer.echo(f"{f + ':':<21}{v}")
+        if mem.get("summary"):
+            typer.echo(f"{'summary:':<21}{mem['summary']}")
+        typer.echo(f"\n{mem['content']}")
+    for rel in relations:
+        typer.echo(f"  {rel['relation_type']}: {rel['source_id'][:8]} -> {rel['target_id']}")
+
+
+def print_pruned(
+    gone: Sequence[Mapping[str, Any]], fmt: Format, *, dry_run: bool, backup: Path | None
+) -> None:
+    """What ``prune`` deleted (or, with ``dry_run``, would delete) and where the backup is."""
+    if fmt is Format.json:
+        out: dict[str, Any] = {
+            "dry_run": dry_run,
+            "count": len(gone),
+            "ids": [m["id"] for m in gone],
+        }
+        if backup is not None:
+            out["backup"] = str(backup)
+        typer.echo(json.dumps(out))
+        return
+    for mem in gone:
+        typer.echo(one_line(mem))
+    verb = "would delete" if dry_run else "deleted"
+    kept = f"; backup: {backup}" if backup is not None else ""
+    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}{kept}", err=True)
+
+
+def print_embedding_metrics(m: EmbeddingMetrics, stored: int, seconds: float, fmt: Format) -> None:
+    """``stats --embeddings``: the quality of the stored vectors, with the thresholds."""
+    from .. import metrics
+
+    if fmt is Format.json:
+        out = {"embedded_memories": stored, **m.to_dict(), "seconds": round(seconds, 3)}
+        typer.echo(json.dumps(out, indent=1))
+        return
+    if not m.count:
+        typer.echo("embeddings: none stored (memories get one when an embed model answers)")
+        return
+    bullet = "- " if fmt is Format.markdown else "  "
+    measured = f"; measured the newest {m.count}" if m.count < stored else ""
+    typer.echo(f"embeddings: {stored} memories, {m.dimensions} dimensions{measured}")
+    gap = m.discrimination_gap
+    lines = [
+        f"anisotropy: {m.anisotropy:.3f} (lower is better, warning above "
+        f"{metrics.ANISOTROPY_WARNING_THRESHOLD})",
+        f"similarity range: {m.similarity_range:.3f} (higher is better, warning below "
+        f"{metrics.SIMILARITY_RANGE_WARNING_THRESHOLD})",
+        f"discrimination gap: {gap:.3f} across {m.classes} memory types (higher is better)"
+        if gap is not None and m.classes > 1
+        else "discrimination gap: n/a (one memory type)",
+        f"pairs: {m.pairs:,}"
+        + (
+            f" (similarity range over a sample of {m.sampled_pairs:,}; the means are exact)"
+            if m.sampled_pairs is not None
+            else ""
+        ),
+        f"computed in {seconds:.2f} s",
+    ]
+    for line in lines:
+        typer.echo(f"{bullet}{line}")
+    for warning in m.warnings:
+        typer.echo(f"{'- **warning**' if fmt is Format.markdown else 'warning'}: {warning}")
+
+
+def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
+    """``stats``: counts by type, agent, project and tag; model usage against the caps."""
+    if fmt is Format.json:
+        typer.echo(json.dumps(s, indent=1))
+        return
+    bullet = "- " if fmt is Format.markdown else "  "
+    typer.echo(f"database: {s['db_path']} ({s['db_size_bytes'] / 1024:.0f} KiB)")
+    typer.echo(
+        f"memories: {s['active']} active, {s['invalidated']} forgotten, "
+        f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}"
+    )
+    for title, key in (
+        ("by type", "by_type"),
+        ("by agent", "by_agent"),
+        ("by project", "by_project"),
+        ("top tags", "by_tag"),
+    ):
+        if s[key]:
+            typer.echo(f"{title}:")
+            for name, n in s[key].items():
+                typer.echo(f"{bullet}{name}: {n}")
+    use, caps = s["model_usage"]["today"], s["model_usage"]["caps"]
+    typer.echo(f"model usage today ({s['model_usage']['day']} UTC):")
+    typer.echo(
+        f"{bullet}{use['calls']} calls, {use['tokens']} tokens ({use['prompt_tokens']} prompt"
+        f" + {use['output_tokens']} output) of {caps['day_tokens']}, "
+        f"{use['seconds']:.1f} s of {caps['day_seconds']:g} s"
+    )
+    typer.echo(
+        f"{bullet}per session: {caps['session_tokens']} tokens, {caps['session_seconds']:g} s"
+    )
+
+
+def print_status(
+    pid: int | None, stores: Mapping[str, list[str]], rows: Sequence[Mapping[str, Any]], fmt: Format
+) -> None:
+    """``status``: whether the sidecar runs, what it watches, the sessions it has seen."""
+    out = {
+        "sidecar": {"running": pid is not None, "pid": pid},
+        "stores": stores,
+        "sessions": list(rows),
+    }
+    if fmt is Format.json:
+        typer.echo(json.dumps(out, indent=1))
+        return
+    typer.echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
+    for name, paths in stores.items():
+        typer.echo(f"watching {name}: {', '.join(paths) or '-'}")
+    typer.echo(f"sessions seen: {len(rows)}")
+    for r in rows:
+        ended = f" ({r['end_reason']})" if r["end_reason"] else ""
+        seen = datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+        last = f", last extraction {r['last_extraction']}" if r["last_extraction"] else ""
+        typer.echo(
+            f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}"
+        )
