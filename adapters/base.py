@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from llmem_hooks.config import Config
 from llmem_hooks.events import LifecycleEvent, Message, SessionInfo
 
 SUMMARY_CHARS = 200  # one-line tool argument summaries in transcripts
@@ -42,8 +43,9 @@ class SessionAdapter(ABC):
     agent: str = ""
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> SessionAdapter:
-        """An adapter configured from its config.yaml section (``opencode:``, ...)."""
+    def from_config(cls, config: Config | Mapping[str, Any]) -> SessionAdapter:
+        """An adapter configured from the whole config (typed or the dict), of which it
+        reads its own section (``opencode:``, ...); see `llmem_hooks.config`."""
         return cls()
 
     @abstractmethod

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 import yaml  # type: ignore[import-untyped]  # no types-PyYAML offline
 
+from llmem_hooks.config import Config, CopilotSettings, section_of
 from llmem_hooks.events import (
     BadRecord,
     EventKind,
@@ -213,8 +214,11 @@ class CopilotAdapter(SessionAdapter):
         return f"CopilotAdapter({str(self.root)!r})"
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> CopilotAdapter:
-        return cls(section.get("home"))
+    def from_config(
+        cls, config: Config | CopilotSettings | Mapping[str, Any] | None
+    ) -> CopilotAdapter:
+        """From the whole config, or its ``copilot`` section alone."""
+        return cls(section_of(config, CopilotSettings).home)
 
     @property
     def home(self) -> Path:

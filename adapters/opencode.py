@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from llmem_hooks.config import Config, OpenCodeSettings, section_of
 from llmem_hooks.events import (
     MAX_JSON_BYTES,
     BadRecord,
@@ -361,8 +362,11 @@ class OpenCodeAdapter(SessionAdapter):
 
     # -- connection --------------------------------------------------------------------------
     @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> OpenCodeAdapter:
-        return cls(section.get("db_path"))
+    def from_config(
+        cls, config: Config | OpenCodeSettings | Mapping[str, Any] | None
+    ) -> OpenCodeAdapter:
+        """From the whole config, or its ``opencode`` section alone."""
+        return cls(section_of(config, OpenCodeSettings).db_path)
 
     def location(self) -> str:
         return str(self.db_path)

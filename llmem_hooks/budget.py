@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .config import BudgetSettings, Config, section_of
 from .errors import LLMemError
 from .store import MemoryStore, sessions
 
@@ -43,24 +44,16 @@ def utc_day(epoch_seconds: float) -> str:
 
 
 @dataclass(frozen=True)
-class BudgetLimits:
-    """The ``budget`` config section."""
-
-    session_tokens: int = 50_000
-    session_seconds: float = 300.0
-    day_tokens: int = 500_000
-    day_seconds: float = 3600.0
+class BudgetLimits(BudgetSettings):
+    """The ``budget`` config section (`llmem_hooks.config.BudgetSettings` holds the
+    fields and their defaults)."""
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any] | None) -> BudgetLimits:
-        section = section or {}
-        default = cls()
-        return cls(
-            session_tokens=int(section.get("session_tokens", default.session_tokens)),
-            session_seconds=float(section.get("session_seconds", default.session_seconds)),
-            day_tokens=int(section.get("day_tokens", default.day_tokens)),
-            day_seconds=float(section.get("day_seconds", default.day_seconds)),
-        )
+    def from_config(
+        cls, config: Config | BudgetSettings | Mapping[str, Any] | None
+    ) -> BudgetLimits:
+        """The limits of the whole config, or of its ``budget`` section alone."""
+        return cls(**section_of(config, BudgetSettings).to_dict())
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,37 @@
-"""config.yaml: defaults, loading, validation.
+"""config.yaml: typed settings, their defaults and bounds, loading, validation.
+
+Each section of config.yaml is one frozen dataclass below (`MemorySettings`,
+`RetrievalSettings`, ...), and `Config` holds one of each. A default and its bounds are
+written once, on the dataclass field; `DEFAULT_CONFIG` (the dict written to a new
+config.yaml) and `VALIDATORS` are derived from them, so no other module restates a
+default: a module that needs one reads the typed config (``Config.from_mapping(cfg).ollama
+.model``) or the field's default (``OllamaSettings.model``).
 
 The file is written with the defaults on first use (mode 0600) so a person can see every
 setting. Unknown keys produce a warning (a typo should not silently do nothing); a value
 of the wrong kind is a `ConfigError` that names the key.
+
+Two shapes of the same settings: `load_config` returns the validated dict (what the CLI,
+the Copilot hook's cache and YAML speak), `load_settings` the typed `Config`;
+`Config.from_mapping` turns the one into the other.
+
+The rule for ``from_config``: every ``X.from_config(config)`` (`MemoryStore`,
+`EmbeddingEngine`, `OllamaClient`, `BudgetLimits`, the session adapters) takes the whole
+configuration, a `Config` or the dict `load_config` returns, and picks its own section(s)
+with `section_of`. For the reference's callers, the classes that read a single section
+also accept that section alone (its typed settings or its mapping).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from .errors import ConfigError, ValidationError
 from .paths import (
@@ -24,59 +43,6 @@ from .paths import (
 )
 
 log = logging.getLogger(__name__)
-
-DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
-    "memory": {
-        "db_path": None,  # None -> <LLMEM_HOME>/memory.db
-        "default_confidence": 0.8,
-        "inbox_capacity": 100,
-        "vec_dimensions": 768,  # must match the embedding model (nomic-embed-text: 768)
-        "duplicate_cosine": 0.92,  # a new memory this close to one of its project merges
-    },
-    "retrieval": {
-        "alpha": 0.08,  # chosen by bench/quality.py: hybrid never below FTS (docs/retrieval.md)
-        "blend": 0.3,
-        "fuzzy_threshold": 0.7,
-        "limit": 10,
-    },
-    "context": {
-        "dir": None,  # None -> <LLMEM_HOME>/context
-        "budget_tokens": 1500,
-    },
-    "session": {
-        "idle_debounce_seconds": 30,
-        "end_after_minutes": 30,
-        "context_retention_days": 7,
-        "idle_quiet_seconds": 3,  # no new rows for this long after a finished turn = idle
-        "poll_seconds": 5,  # the sidecar's safety poll, besides file-change events
-    },
-    "opencode": {
-        "enabled": True,
-        "db_path": None,  # None -> $OPENCODE_DB, $XDG_DATA_HOME/opencode/opencode.db, ~/.local/...
-        "autostart_sidecar": True,  # the plugin starts `llmem-hooks run` when none runs
-        "plugin_wait_ms": 300,  # how long the plugin waits for a new session's context file
-    },
-    "copilot": {
-        "enabled": True,
-        "home": None,  # None -> $COPILOT_HOME, else ~/.copilot
-        "autostart_sidecar": True,  # the sessionStart hook starts `llmem-hooks run` if none runs
-    },
-    "ollama": {
-        "enabled": True,  # use a local model when one answers; heuristics otherwise
-        "base_url": "http://localhost:11434",
-        "allow_remote": False,  # only loopback URLs unless set
-        "model": "llama3.2",  # extraction and self-assessment model
-        "embed_model": "nomic-embed-text",
-        "timeout_seconds": 30.0,
-        "context_tokens": 4096,  # the model's context; transcripts are chunked to fit
-    },
-    "budget": {
-        "session_tokens": 50_000,  # per session, prompt + output tokens
-        "session_seconds": 300.0,
-        "day_tokens": 500_000,  # per day (UTC), all sessions
-        "day_seconds": 3600.0,
-    },
-}
 
 
 def _number(lo: float, hi: float) -> Callable[[Any], float]:
@@ -145,50 +111,223 @@ def _url(value: Any) -> str:
     return value.rstrip("/")
 
 
+def _setting(default: Any, check: Callable[[Any], Any]) -> Any:
+    """A settings field: its default and the check a config.yaml value goes through."""
+    return field(default=default, metadata={"check": check})
+
+
+# How `Section.from_mapping` gives a value its field's type (annotations are strings here).
+_AS_TYPE: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "bool": bool}
+
+S = TypeVar("S", bound="Section")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A config.yaml section: the base of the typed settings below."""
+
+    section: ClassVar[str] = ""  # the YAML key
+
+    @classmethod
+    def from_mapping(cls: type[S], values: Mapping[str, Any] | None) -> S:
+        """Settings from a section mapping. A missing or null key takes its default, keys
+        this section does not have are ignored; values get the field's type but are not
+        validated (`validate_config` does that when config.yaml is read)."""
+        values = values or {}
+        found: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            value = values.get(f.name)
+            if value is not None:
+                found[f.name] = _AS_TYPE.get(str(f.type), _same)(value)
+        return cls(**found)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class MemorySettings(Section):
+    """``memory:`` the database and how memories are stored and merged."""
+
+    section: ClassVar[str] = "memory"
+    db_path: str | None = _setting(None, _optional_path)  # None -> <LLMEM_HOME>/memory.db
+    default_confidence: float = _setting(0.8, _number(0.0, 1.0))
+    inbox_capacity: int = _setting(100, _int(1, 100_000))
+    # must match the embedding model (nomic-embed-text: 768)
+    vec_dimensions: int = _setting(768, _int(1, 8192))
+    # a new memory this close to one of its project merges
+    duplicate_cosine: float = _setting(0.92, _number(0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class RetrievalSettings(Section):
+    """``retrieval:`` hybrid search weights and the default result count."""
+
+    section: ClassVar[str] = "retrieval"
+    # chosen by bench/quality.py: hybrid never below FTS (docs/retrieval.md)
+    alpha: float = _setting(0.08, _number(0.0, 1.0))
+    blend: float = _setting(0.3, _number(0.0, 1.0))
+    fuzzy_threshold: float = _setting(0.7, _number(0.0, 1.0))
+    limit: int = _setting(10, _int(1, 1000))
+
+
+@dataclass(frozen=True)
+class ContextSettings(Section):
+    """``context:`` the per-session context files."""
+
+    section: ClassVar[str] = "context"
+    dir: str | None = _setting(None, _optional_path)  # None -> <LLMEM_HOME>/context
+    budget_tokens: int = _setting(1500, _int(50, 1_000_000))
+
+
+@dataclass(frozen=True)
+class SessionSettings(Section):
+    """``session:`` when the sidecar calls a session idle or ended, and cleans up."""
+
+    section: ClassVar[str] = "session"
+    idle_debounce_seconds: float = _setting(30, _number(0.0, 86_400.0))
+    end_after_minutes: float = _setting(30, _number(0.0, 525_600.0))  # max: a year
+    context_retention_days: float = _setting(7, _number(0.0, 36_500.0))
+    # no new rows for this long after a finished turn = idle
+    idle_quiet_seconds: float = _setting(3, _number(0.0, 3600.0))
+    # the sidecar's safety poll, besides file-change events
+    poll_seconds: float = _setting(5, _number(0.05, 3600.0))
+
+
+@dataclass(frozen=True)
+class OpenCodeSettings(Section):
+    """``opencode:`` the OpenCode adapter and plugin."""
+
+    section: ClassVar[str] = "opencode"
+    enabled: bool = _setting(True, _bool)
+    # None -> $OPENCODE_DB, $XDG_DATA_HOME/opencode/opencode.db, ~/.local/...
+    db_path: str | None = _setting(None, _optional_path)
+    # the plugin starts `llmem-hooks run` when none runs
+    autostart_sidecar: bool = _setting(True, _bool)
+    # how long the plugin waits for a new session's context file
+    plugin_wait_ms: int = _setting(300, _int(0, 60_000))
+
+
+@dataclass(frozen=True)
+class CopilotSettings(Section):
+    """``copilot:`` the Copilot CLI adapter and hooks."""
+
+    section: ClassVar[str] = "copilot"
+    enabled: bool = _setting(True, _bool)
+    home: str | None = _setting(None, _optional_path)  # None -> $COPILOT_HOME, else ~/.copilot
+    # the sessionStart hook starts `llmem-hooks run` if none runs
+    autostart_sidecar: bool = _setting(True, _bool)
+
+
+@dataclass(frozen=True)
+class OllamaSettings(Section):
+    """``ollama:`` the local model server, for extraction and embeddings."""
+
+    section: ClassVar[str] = "ollama"
+    # use a local model when one answers; heuristics otherwise
+    enabled: bool = _setting(True, _bool)
+    base_url: str = _setting("http://localhost:11434", _url)
+    allow_remote: bool = _setting(False, _bool)  # only loopback URLs unless set
+    model: str = _setting("llama3.2", _name)  # extraction and self-assessment model
+    embed_model: str = _setting("nomic-embed-text", _name)
+    timeout_seconds: float = _setting(30.0, _number(0.1, 3600.0))
+    # the model's context; transcripts are chunked to fit
+    context_tokens: int = _setting(4096, _int(256, 10_000_000))
+
+
+@dataclass(frozen=True)
+class BudgetSettings(Section):
+    """``budget:`` caps on local-model use."""
+
+    section: ClassVar[str] = "budget"
+    session_tokens: int = _setting(50_000, _int(0, 10**12))  # per session, prompt + output
+    session_seconds: float = _setting(300.0, _number(0.0, 86_400.0))
+    day_tokens: int = _setting(500_000, _int(0, 10**12))  # per day (UTC), all sessions
+    day_seconds: float = _setting(3600.0, _number(0.0, 86_400.0))
+
+
+# Section name -> its settings class, in config.yaml's order.
+SECTIONS: dict[str, type[Section]] = {
+    kind.section: kind
+    for kind in (
+        MemorySettings,
+        RetrievalSettings,
+        ContextSettings,
+        SessionSettings,
+        OpenCodeSettings,
+        CopilotSettings,
+        OllamaSettings,
+        BudgetSettings,
+    )
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration, typed: one settings object per config.yaml section."""
+
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    session: SessionSettings = field(default_factory=SessionSettings)
+    opencode: OpenCodeSettings = field(default_factory=OpenCodeSettings)
+    copilot: CopilotSettings = field(default_factory=CopilotSettings)
+    ollama: OllamaSettings = field(default_factory=OllamaSettings)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:
+        """The typed form of a config dict (normally `load_config`'s, already validated);
+        a missing section or key takes its default, unknown ones are ignored."""
+        data = data or {}
+        sections: dict[str, Any] = {
+            name: kind.from_mapping(_mapping(data.get(name))) for name, kind in SECTIONS.items()
+        }
+        return cls(**sections)
+
+    @classmethod
+    def coerce(cls, config: Config | Mapping[str, Any] | None) -> Config:
+        """``config`` if typed already, else `from_mapping` of it (None: the defaults)."""
+        return config if isinstance(config, Config) else cls.from_mapping(config)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """The dict form (`load_config`'s shape, what config.yaml holds)."""
+        return {name: getattr(self, name).to_dict() for name in SECTIONS}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def section_of(config: Config | Mapping[str, Any] | Section | None, kind: type[S]) -> S:
+    """One section's typed settings out of ``config``: a `Config`, a config dict (as
+    `load_config` returns it), None (the defaults), or, for the reference's callers of a
+    single-section ``from_config``, the section itself (typed or as a mapping). A mapping
+    counts as a whole config when any of its keys is a section name."""
+    if isinstance(config, kind):
+        return config
+    if isinstance(config, Config):
+        found: S = getattr(config, kind.section)
+        return found
+    if config is None:
+        return kind()
+    if not isinstance(config, Mapping):
+        raise TypeError(f"expected a config or a {kind.section} section, got {type(config)}")
+    if any(name in config for name in SECTIONS):
+        return kind.from_mapping(_mapping(config.get(kind.section)))
+    return kind.from_mapping(config)
+
+
+# The dict forms, derived from the dataclasses above (each default and bound written once).
+DEFAULT_CONFIG: dict[str, dict[str, Any]] = Config().to_dict()
+
 VALIDATORS: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "memory": {
-        "db_path": _optional_path,
-        "default_confidence": _number(0.0, 1.0),
-        "inbox_capacity": _int(1, 100_000),
-        "vec_dimensions": _int(1, 8192),
-        "duplicate_cosine": _number(0.0, 1.0),
-    },
-    "retrieval": {
-        "alpha": _number(0.0, 1.0),
-        "blend": _number(0.0, 1.0),
-        "fuzzy_threshold": _number(0.0, 1.0),
-        "limit": _int(1, 1000),
-    },
-    "context": {"dir": _optional_path, "budget_tokens": _int(50, 1_000_000)},
-    "session": {
-        "idle_debounce_seconds": _number(0.0, 86_400.0),
-        "end_after_minutes": _number(0.0, 525_600.0),  # a year
-        "context_retention_days": _number(0.0, 36_500.0),
-        "idle_quiet_seconds": _number(0.0, 3600.0),
-        "poll_seconds": _number(0.05, 3600.0),
-    },
-    "opencode": {
-        "enabled": _bool,
-        "db_path": _optional_path,
-        "autostart_sidecar": _bool,
-        "plugin_wait_ms": _int(0, 60_000),
-    },
-    "copilot": {"enabled": _bool, "home": _optional_path, "autostart_sidecar": _bool},
-    "ollama": {
-        "enabled": _bool,
-        "base_url": _url,
-        "allow_remote": _bool,
-        "model": _name,
-        "embed_model": _name,
-        "timeout_seconds": _number(0.1, 3600.0),
-        "context_tokens": _int(256, 10_000_000),
-    },
-    "budget": {
-        "session_tokens": _int(0, 10**12),
-        "session_seconds": _number(0.0, 86_400.0),
-        "day_tokens": _int(0, 10**12),
-        "day_seconds": _number(0.0, 86_400.0),
-    },
+    name: {f.name: f.metadata["check"] for f in dataclasses.fields(kind)}
+    for name, kind in SECTIONS.items()
 }
 
 
@@ -263,6 +402,11 @@ def load_config(path: Path | None = None, create: bool = True) -> dict[str, dict
             write_config_yaml(path, DEFAULT_CONFIG)
         return copy.deepcopy(DEFAULT_CONFIG)
     return validate_config(_read_yaml(path) or {})
+
+
+def load_settings(path: Path | None = None, create: bool = True) -> Config:
+    """`load_config`, typed."""
+    return Config.from_mapping(load_config(path, create))
 
 
 MAX_CONFIG_BYTES = 1_048_576

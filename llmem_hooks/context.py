@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .config import ContextSettings
 from .paths import ensure_private_dir, get_context_dir, validate_session_id, write_private_file
 from .redact import find_secrets
 from .store import MemoryStore
@@ -113,7 +114,7 @@ def render_context(
 
 
 def build_session_context(
-    store: MemoryStore, project: str | None, budget_tokens: int = 1500
+    store: MemoryStore, project: str | None, budget_tokens: int = ContextSettings.budget_tokens
 ) -> str:
     return render_context(select_memories(store, project), project, budget_tokens)
 

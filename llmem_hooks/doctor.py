@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from .budget import BudgetLimits, ModelBudget
-from .config import DEFAULT_CONFIG
+from .config import Config, OllamaSettings
 from .errors import ConfigError
 from .paths import get_config_path
 from .store import MemoryStore
@@ -53,12 +53,12 @@ def exit_code(checks: list[Check]) -> int:
 
 
 def _budget_check(
-    config: Mapping[str, Any], store: MemoryStore | None, clock: Callable[[], float]
+    config: Config, store: MemoryStore | None, clock: Callable[[], float]
 ) -> tuple[Check, str | None]:
     """Today's model usage against the day caps; the reason the model is skipped, if so."""
     if store is None:
         return Check("budget", "skip", "no database opened"), None
-    limits = BudgetLimits.from_config(config.get("budget"))
+    limits = BudgetLimits.from_config(config)
     report = ModelBudget(store, limits, clock=clock).report()
     today = report["today"]
     detail = (
@@ -73,15 +73,15 @@ def _budget_check(
 
 
 def _ollama_checks(
-    section: Mapping[str, Any], timeout: float
+    section: OllamaSettings, timeout: float
 ) -> tuple[list[Check], str | None, Status]:
     """(checks, why the model cannot be used or None, status of that reason)."""
     from .ollama import OllamaClient, OllamaError
 
-    url = str(section.get("base_url") or "http://localhost:11434")
+    url = section.base_url
     shown = strip_credentials(url)
-    allow_remote = bool(section.get("allow_remote", False))
-    model = str(section.get("model") or DEFAULT_CONFIG["ollama"]["model"])
+    allow_remote = section.allow_remote
+    model = section.model
     checks: list[Check] = []
     try:
         validate_base_url(url, allow_remote)
@@ -109,13 +109,14 @@ def _ollama_checks(
     return checks, f"model {model} is not installed", "warn"
 
 
-def _vector_checks(config: Mapping[str, Any], store: MemoryStore | None) -> list[Check]:
+def _vector_checks(config: Config | Mapping[str, Any], store: MemoryStore | None) -> list[Check]:
     """EMBEDDINGS: the embedder and sqlite-vec checks go here (owned by the embeddings
     work: which embedder is active, its model and dimensions, whether sqlite-vec loads).
 
     ``vectors``: whether sqlite-vec loads (else why: search is FTS-only), how many
     vectors are indexed and which KNN path they take, and a recorded dimension that
     differs from memory.vec_dimensions (warn: rebuilt on the next open with the setting)."""
+    config = Config.coerce(config)
     checks = [_embedder_check(config)]
     if store is None:
         return [*checks, Check("vectors", "skip", "no database opened")]
@@ -126,9 +127,9 @@ def _vector_checks(config: Mapping[str, Any], store: MemoryStore | None) -> list
     reason = f"{driver_name()}: {reason}"
     if not available:
         return [*checks, Check("vectors", "warn", reason)]
-    want = (config.get("memory") or {}).get("vec_dimensions")
+    want = config.memory.vec_dimensions
     have = store.vectors.dimensions
-    if want is not None and have is not None and have != want:
+    if have is not None and have != want:
         return [
             *checks,
             Check(
@@ -141,12 +142,12 @@ def _vector_checks(config: Mapping[str, Any], store: MemoryStore | None) -> list
     return [*checks, Check("vectors", "ok", reason)]
 
 
-def _embedder_check(config: Mapping[str, Any]) -> Check:
+def _embedder_check(config: Config) -> Check:
     """``embedder``: whether memories get vectors (semantic search, near-duplicate
     merging) or search stays keyword-only, and why."""
     from .embed import embedder_from_config
 
-    if not (config.get("ollama") or {}).get("enabled", True):
+    if not config.ollama.enabled:
         return Check("embedder", "ok", "none: ollama.enabled is false; search is keyword-only")
     engine = embedder_from_config(config)
     if engine is None:
@@ -161,7 +162,7 @@ def _embedder_check(config: Mapping[str, Any]) -> Check:
 
 
 def diagnose(
-    config: Mapping[str, Any],
+    config: Config | Mapping[str, Any],
     store: MemoryStore | None = None,
     *,
     timeout: float = PROBE_TIMEOUT_S,
@@ -172,10 +173,11 @@ def diagnose(
     checks = [
         Check("config", "ok", str(path) if path.exists() else "defaults (no config.yaml yet)")
     ]
-    section = config.get("ollama") or {}
+    config = Config.coerce(config)
+    section = config.ollama
     why: str | None
     severity: Status = "ok"
-    if not section.get("enabled", True):
+    if not section.enabled:
         checks.append(Check("ollama", "skip", "ollama.enabled is false"))
         why, severity = "ollama.enabled is false", "ok"
     else:
@@ -186,8 +188,8 @@ def diagnose(
     if why is None and over is not None:
         why, severity = over, "warn"
     if why is None:
-        model = section.get("model") or DEFAULT_CONFIG["ollama"]["model"]
-        shown = strip_credentials(str(section.get("base_url")))
+        model = section.model
+        shown = strip_credentials(section.base_url)
         checks.append(Check("extractor", "ok", f"ollama ({model} at {shown}) + heuristics"))
     else:
         status: Status = "ok" if severity == "ok" else "warn"

@@ -26,11 +26,11 @@ import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .backoff import BACKOFF_SECONDS, ModelFailure, SharedBackoff
-from .config import DEFAULT_CONFIG
+from .config import Config, MemorySettings, OllamaSettings
 from .errors import LLMemError, ValidationError
 from .ollama import (
     DEFAULT_BASE_URL,
@@ -43,8 +43,8 @@ from .ollama import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_EMBED_MODEL: str = DEFAULT_CONFIG["ollama"]["embed_model"]
-DEFAULT_DIMENSIONS: int = DEFAULT_CONFIG["memory"]["vec_dimensions"]
+DEFAULT_EMBED_MODEL: str = OllamaSettings.embed_model
+DEFAULT_DIMENSIONS: int = MemorySettings.vec_dimensions
 DEFAULT_CACHE_SIZE = 2048
 DEFAULT_BATCH_SIZE = 32
 MAX_EMBED_CHARS = 8000  # longer texts are cut: nomic-embed-text reads ~8k tokens at most
@@ -186,19 +186,18 @@ class EmbeddingEngine:
         self._zero_counters()
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], **kwargs: Any) -> EmbeddingEngine:
-        """An engine for the full config dict: ``ollama.base_url / allow_remote /
-        embed_model / timeout_seconds`` and ``memory.vec_dimensions``.
+    def from_config(cls, config: Config | Mapping[str, Any], **kwargs: Any) -> EmbeddingEngine:
+        """An engine for the whole config (typed or the dict): ``ollama.base_url /
+        allow_remote / embed_model / timeout_seconds`` and ``memory.vec_dimensions``.
 
         Raises ConfigError for a non-loopback URL unless ``ollama.allow_remote``. Does not
         look at ``ollama.enabled``: whether to embed at all is the caller's decision.
         """
-        section = config.get("ollama") or {}
-        memory = config.get("memory") or {}
+        settings = Config.coerce(config)
         return cls(
-            model=str(section.get("embed_model") or DEFAULT_EMBED_MODEL),
-            dimensions=int(memory.get("vec_dimensions") or DEFAULT_DIMENSIONS),
-            client=OllamaClient.from_config(section),
+            model=settings.ollama.embed_model,
+            dimensions=settings.memory.vec_dimensions,
+            client=OllamaClient.from_config(settings),
             **kwargs,
         )
 
@@ -381,7 +380,7 @@ INTERACTIVE_TIMEOUT_S = 2.0
 
 
 def embedder_from_config(
-    config: Mapping[str, Any], *, interactive: bool = False
+    config: Config | Mapping[str, Any], *, interactive: bool = False
 ) -> EmbeddingEngine | None:
     """The engine the sidecar, hooks and CLI use: None when ``ollama.enabled`` is off or
     the configured URL is refused (logged; callers then run FTS-only).
@@ -391,16 +390,16 @@ def embedder_from_config(
     costs one short wait per minute instead of the full timeout on every command. The
     sidecar keeps the configured timeout and its own back-off.
     """
-    section = dict(config.get("ollama") or {})
-    if not section.get("enabled", True):
+    settings = Config.coerce(config)
+    if not settings.ollama.enabled:
         return None
     kwargs: dict[str, Any] = {}
     if interactive:
-        configured = float(section.get("timeout_seconds") or INTERACTIVE_TIMEOUT_S)
-        section["timeout_seconds"] = min(configured, INTERACTIVE_TIMEOUT_S)
+        timeout = min(settings.ollama.timeout_seconds, INTERACTIVE_TIMEOUT_S)
+        settings = replace(settings, ollama=replace(settings.ollama, timeout_seconds=timeout))
         kwargs["shared_backoff"] = SharedBackoff()
     try:
-        return EmbeddingEngine.from_config({**config, "ollama": section}, **kwargs)
+        return EmbeddingEngine.from_config(settings, **kwargs)
     except LLMemError as exc:
         log.warning("embeddings off: %s", exc)
         return None

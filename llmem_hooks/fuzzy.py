@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-DEFAULT_THRESHOLD = 0.7
+from .config import RetrievalSettings
+
+DEFAULT_THRESHOLD: float = RetrievalSettings.fuzzy_threshold
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,31}")
 MIN_FUZZY_LEN = 4
 MAX_CANDIDATES = 40

@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from .config import Config, OllamaSettings, section_of
 from .errors import LLMemError
 from .url_validate import strip_credentials, validate_base_url
 
@@ -34,8 +35,8 @@ log = logging.getLogger(__name__)
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("httpcore").setLevel(logging.WARNING)
 
-DEFAULT_BASE_URL = "http://localhost:11434"
-DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_BASE_URL: str = OllamaSettings.base_url
+DEFAULT_TIMEOUT_S: float = OllamaSettings.timeout_seconds
 PROBE_TIMEOUT_S = 2.0
 
 
@@ -109,12 +110,14 @@ class OllamaClient:
         )
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> OllamaClient:
-        """A client for the ``ollama`` config section (raises ConfigError on a bad URL)."""
+    def from_config(
+        cls, config: Config | OllamaSettings | Mapping[str, Any] | None
+    ) -> OllamaClient:
+        """A client for the config's ``ollama`` section (the whole config, or that section:
+        see `llmem_hooks.config`). Raises ConfigError on a bad URL."""
+        section = section_of(config, OllamaSettings)
         return cls(
-            str(section.get("base_url") or DEFAULT_BASE_URL),
-            allow_remote=bool(section.get("allow_remote", False)),
-            timeout=float(section.get("timeout_seconds") or DEFAULT_TIMEOUT_S),
+            section.base_url, allow_remote=section.allow_remote, timeout=section.timeout_seconds
         )
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import fuzzy
+from .config import RetrievalSettings
 from .errors import SearchError, ValidationError
 from .query import ParsedQuery, parse_query, quote
 from .store import Memory, MemoryFilter, MemoryStore, pack_embedding
@@ -42,8 +43,8 @@ log = logging.getLogger(__name__)
 # Chosen by measurement (bench/quality.py --mode fts,hybrid --alpha ..., docs/retrieval.md):
 # the largest alpha at which hybrid never scores below FTS-only on recall@5, recall@10 and
 # MRR, at 10k and 100k memories, 384 and 768 dimensions, over three question samples.
-DEFAULT_ALPHA = 0.08
-DEFAULT_BLEND = 0.3
+DEFAULT_ALPHA: float = RetrievalSettings.alpha  # the setting's default (config.py)
+DEFAULT_BLEND: float = RetrievalSettings.blend
 DEFAULT_RRF_K = 10
 # The semantic list's RRF k when it is fused with FTS hits: the customary 60, flat, so
 # the embedder's order among its hits weighs less than keyword ranks (k = 10).

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import faults
-from .config import load_config
+from .config import Config, load_config
 from .context import (
     build_session_context,
     context_path,
@@ -76,7 +76,7 @@ class SessionHookCoordinator:
         self,
         store: MemoryStore,
         adapters: Mapping[str, SessionAdapter] | None = None,
-        config: Mapping[str, Any] | None = None,
+        config: Config | Mapping[str, Any] | None = None,
         context_dir: Path | None = None,
         extractor: Extractor | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -84,12 +84,14 @@ class SessionHookCoordinator:
     ) -> None:
         self.store = store
         self.adapters: dict[str, SessionAdapter] = dict(adapters or {})
-        self.config = dict(config or load_config())
-        ctx = self.config.get("context", {})
-        self.context_dir = context_dir or get_context_dir(ctx.get("dir"))
-        self.budget_tokens = int(ctx.get("budget_tokens", 1500))
-        sess = self.config.get("session", {})
-        self.debounce_s = float(sess.get("idle_debounce_seconds", 30))
+        if isinstance(config, Config):
+            self.settings, self.config = config, config.to_dict()
+        else:
+            self.config = dict(config or load_config())
+            self.settings = Config.from_mapping(self.config)
+        self.context_dir = context_dir or get_context_dir(self.settings.context.dir)
+        self.budget_tokens = self.settings.context.budget_tokens
+        self.debounce_s = self.settings.session.idle_debounce_seconds
         if extractor is None:
             from .extraction.engine import ExtractionEngine
 
@@ -427,14 +429,15 @@ class SessionHookCoordinator:
 
 
 def create_session_hook_coordinator(
-    config: Mapping[str, Any] | None = None,
+    config: Config | Mapping[str, Any] | None = None,
     store: MemoryStore | None = None,
     adapters: Mapping[str, SessionAdapter] | None = None,
 ) -> SessionHookCoordinator:
     """A coordinator with the configured store and, when not given, every adapter whose
     agent is enabled in config (an adapter whose store does not exist yet still works:
     it reports nothing until the agent has run)."""
-    config = dict(config or load_config())
+    if not isinstance(config, Config):
+        config = dict(config or load_config())
     if store is None:
         store = MemoryStore.from_config(config)
     if adapters is None:
@@ -448,16 +451,19 @@ def create_session_hook_coordinator(
     return SessionHookCoordinator(store, adapters, config, extractor=engine, embedder=embedder)
 
 
-def default_adapters(config: Mapping[str, Any]) -> dict[str, SessionAdapter]:
+def default_adapters(config: Config | Mapping[str, Any]) -> dict[str, SessionAdapter]:
+    """Every registered adapter whose ``<agent>.enabled`` is not false, each built from the
+    whole config (it picks its own section)."""
     from .adapters import get_adapter_class, registered_adapters
 
+    raw = config.to_dict() if isinstance(config, Config) else config
     out: dict[str, SessionAdapter] = {}
     for name in registered_adapters():
-        section = config.get(name, {})
-        if section.get("enabled", True) is False:
+        section = raw.get(name)
+        if isinstance(section, Mapping) and section.get("enabled", True) is False:
             continue
         try:
-            out[name] = get_adapter_class(name).from_config(section)
+            out[name] = get_adapter_class(name).from_config(config)
         except (ValueError, OSError) as exc:
             log.warning("%s adapter disabled: %s", name, exc)
     return out

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import faults
+from .config import Config
 from .events import LifecycleEvent
 from .paths import ensure_private_dir, get_llmem_home
 from .redact import redact_secrets
@@ -253,18 +254,18 @@ class Sidecar:
     def __init__(
         self,
         coordinator: SessionHookCoordinator,
-        config: Mapping[str, Any],
+        config: Config | Mapping[str, Any],
         worker: SessionHookCoordinator | None = None,
     ) -> None:
         """``worker``: a second coordinator (own store connection and adapters) for idle and
         ending, run on a background thread; without one they run inline."""
         self.coord = coordinator
         self.events = SessionEventManager(coordinator)
-        sess = config.get("session", {})
-        self.quiet_ms = int(float(sess.get("idle_quiet_seconds", 3)) * 1000)
-        self.end_after_ms = int(float(sess.get("end_after_minutes", 30)) * 60_000)
-        self.poll_s = float(sess.get("poll_seconds", 5))
-        self.retention_days = float(sess.get("context_retention_days", 7))
+        sess = Config.coerce(config).session
+        self.quiet_ms = int(sess.idle_quiet_seconds * 1000)
+        self.end_after_ms = int(sess.end_after_minutes * 60_000)
+        self.poll_s = sess.poll_seconds
+        self.retention_days = sess.context_retention_days
         self.wake = threading.Event()
         self.stop = threading.Event()
         self._clocks: dict[str, _Clock] = {}
@@ -632,7 +633,7 @@ class Sidecar:
                 self.worker.close()
 
 
-def run_foreground(config: Mapping[str, Any], home: Path | None = None) -> int:
+def run_foreground(config: Config | Mapping[str, Any], home: Path | None = None) -> int:
     """`llmem-hooks run`: the sidecar in the foreground until SIGINT / SIGTERM."""
     from .registry import load_session_hook_entry_points
     from .session_hooks import create_session_hook_coordinator

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -17,9 +19,26 @@ from typing import Any
 import pytest
 import yaml
 
+import llmem_hooks
+from adapters.copilot import CopilotAdapter
+from adapters.opencode import OpenCodeAdapter
 from llmem_hooks import ConfigError, LLMemError, load_config, write_config_yaml
+from llmem_hooks.budget import BudgetLimits
 from llmem_hooks.cli import main
-from llmem_hooks.config import DEFAULT_CONFIG
+from llmem_hooks.config import (
+    DEFAULT_CONFIG,
+    SECTIONS,
+    VALIDATORS,
+    BudgetSettings,
+    Config,
+    MemorySettings,
+    OllamaSettings,
+    load_settings,
+    section_of,
+)
+from llmem_hooks.embed import EmbeddingEngine
+from llmem_hooks.ollama import OllamaClient
+from llmem_hooks.store import MemoryStore
 
 EXPECTED_DEFAULTS = {
     "memory": {
@@ -425,3 +444,96 @@ def test_config_db_path_and_its_overrides(
     assert run(capsys, "store", "goes to the LLMEM_DB database")[0] == 0
     assert memory_count(env_db) == 1
     assert memory_count(configured) == 1
+
+
+# -- typed settings ---------------------------------------------------------------------------
+def test_the_dict_defaults_and_checks_are_derived_from_the_typed_settings() -> None:
+    assert Config().to_dict() == DEFAULT_CONFIG
+    assert [f.name for f in dataclasses.fields(Config)] == list(SECTIONS) == list(DEFAULT_CONFIG)
+    for name, kind in SECTIONS.items():
+        assert kind.section == name
+        assert type(getattr(Config(), name)) is kind
+        assert list(VALIDATORS[name]) == list(DEFAULT_CONFIG[name])
+        for key, check in VALIDATORS[name].items():  # every default passes its own check
+            assert check(DEFAULT_CONFIG[name][key]) == DEFAULT_CONFIG[name][key], (name, key)
+
+
+def test_settings_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Config().ollama.model = "other"  # type: ignore[misc]
+
+
+def test_load_settings_is_load_config_typed(config_path: Path) -> None:
+    write_config(
+        config_path, "ollama:\n  model: qwen3\n  timeout_seconds: 5\nsession:\n  poll_seconds: 1\n"
+    )
+    settings = load_settings()
+    assert settings.ollama.model == "qwen3"
+    assert settings.ollama.timeout_seconds == 5.0
+    assert isinstance(settings.ollama.timeout_seconds, float)
+    assert settings.session.poll_seconds == 1
+    assert settings.memory == MemorySettings()
+    assert settings.to_dict() == load_config()
+
+
+def test_from_mapping_fills_in_defaults_and_ignores_unknown_keys() -> None:
+    cfg = Config.from_mapping({"ollama": {"model": "m", "nope": 1}, "budget": None, "extra": {}})
+    assert cfg.ollama == dataclasses.replace(OllamaSettings(), model="m")
+    assert cfg.budget == BudgetSettings()
+    assert Config.from_mapping(None) == Config() == Config.coerce(None)
+    assert Config.coerce(cfg) is cfg
+
+
+def test_section_of_takes_the_whole_config_or_the_section_alone() -> None:
+    whole = copy.deepcopy(DEFAULT_CONFIG)
+    whole["budget"]["day_tokens"] = 7
+    typed = Config.from_mapping(whole)
+    for given in (whole, typed, {"day_tokens": 7}, typed.budget):
+        assert section_of(given, BudgetSettings).day_tokens == 7
+    assert section_of({"ollama": {}}, BudgetSettings) == BudgetSettings()  # no budget: defaults
+    assert section_of(None, BudgetSettings) == BudgetSettings()
+    with pytest.raises(TypeError):
+        section_of(3, BudgetSettings)  # type: ignore[arg-type]
+
+
+def test_every_from_config_takes_the_whole_config_typed_or_not(tmp_path: Path) -> None:
+    """The one rule (config.py's docstring): ``X.from_config(config)`` gets the whole
+    config, a `Config` or the dict, and reads its own sections."""
+    whole = copy.deepcopy(DEFAULT_CONFIG)
+    whole["ollama"].update(base_url="http://127.0.0.1:9", timeout_seconds=4.0, embed_model="e")
+    whole["memory"].update(
+        db_path=str(tmp_path / "m.db"), vec_dimensions=384, inbox_capacity=5, default_confidence=0.5
+    )
+    whole["budget"]["day_tokens"] = 9
+    whole["opencode"]["db_path"] = str(tmp_path / "oc.db")
+    whole["copilot"]["home"] = str(tmp_path / "copilot")
+    for config in (whole, Config.from_mapping(whole)):
+        with OllamaClient.from_config(config) as client:
+            assert (client.base_url, client.timeout) == ("http://127.0.0.1:9", 4.0)
+        with EmbeddingEngine.from_config(config) as engine:
+            assert (engine.model, engine.dimensions) == ("e", 384)
+        assert BudgetLimits.from_config(config).day_tokens == 9
+        assert OpenCodeAdapter.from_config(config).db_path == tmp_path / "oc.db"
+        assert CopilotAdapter.from_config(config).home == tmp_path / "copilot"
+        store = MemoryStore.from_config(config)
+        try:
+            assert store.db_path == tmp_path / "m.db"
+            assert (store.inbox_capacity, store.default_confidence) == (5, 0.5)
+        finally:
+            store.close()
+
+
+def test_no_string_default_is_restated_outside_config() -> None:
+    """A default lives on its settings field; other modules read it from there."""
+    root = Path(llmem_hooks.__file__).parent
+    defaults = {v for section in DEFAULT_CONFIG.values() for v in section.values()}
+    strings = {v for v in defaults if isinstance(v, str)}
+    assert {"llama3.2", "nomic-embed-text", "http://localhost:11434"} <= strings
+    offenders = []
+    for path in [*root.rglob("*.py"), *(root.parent / "adapters").rglob("*.py")]:
+        if path == root / "config.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in strings:
+                offenders.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert offenders == []

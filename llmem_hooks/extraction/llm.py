@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from ..backoff import BACKOFF_SECONDS
 from ..budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
-from ..config import DEFAULT_CONFIG
+from ..config import Config, OllamaSettings
 from ..errors import ConfigError, LLMemError
 from ..events import Message
 from ..ollama import (
@@ -57,8 +57,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEFAULT_MODEL: str = DEFAULT_CONFIG["ollama"]["model"]
-DEFAULT_CONTEXT_TOKENS: int = DEFAULT_CONFIG["ollama"]["context_tokens"]
+DEFAULT_MODEL: str = OllamaSettings.model
+DEFAULT_CONTEXT_TOKENS: int = OllamaSettings.context_tokens
 TOOL_OUTPUT_CHARS = 400  # per tool call / patch / code block sent to the model
 CUT_MARK = "[... output cut]"
 ANSWER_RESERVE_MIN = 256  # tokens kept free for the model's answer...
@@ -639,7 +639,7 @@ class OllamaExtractor:
 
 
 def build_extraction_engine(
-    config: Mapping[str, Any],
+    config: Config | Mapping[str, Any],
     store: MemoryStore | None = None,
     *,
     clock: Callable[[], float] = time.time,
@@ -649,21 +649,21 @@ def build_extraction_engine(
     """The engine the hooks use: with the Ollama extractor when ``ollama.enabled`` (budgets
     recorded in ``store``), the heuristics otherwise. Never raises for a bad
     ``ollama.base_url``: it is logged and the heuristics run."""
-    section = config.get("ollama") or {}
-    if not section.get("enabled", DEFAULT_CONFIG["ollama"]["enabled"]):
+    settings = Config.coerce(config)
+    if not settings.ollama.enabled:
         return ExtractionEngine(reason="ollama.enabled is false")
     try:
-        client = OllamaClient.from_config(section)
+        client = OllamaClient.from_config(settings)
     except (ConfigError, ValueError, TypeError) as exc:
         log.warning("ollama disabled: %s", exc)
         return ExtractionEngine(reason=str(exc))
     budget = None
     if store is not None:
-        budget = ModelBudget(store, BudgetLimits.from_config(config.get("budget")), clock=clock)
+        budget = ModelBudget(store, BudgetLimits.from_config(settings), clock=clock)
     caller = ModelCaller(
         client,
-        str(section.get("model") or DEFAULT_MODEL),
-        context_tokens=int(section.get("context_tokens") or DEFAULT_CONTEXT_TOKENS),
+        settings.ollama.model,
+        context_tokens=settings.ollama.context_tokens,
         budget=budget,
         backoff_seconds=backoff_seconds,
         monotonic=monotonic,

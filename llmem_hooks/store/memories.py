@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fuzzy
+from ..config import Config, MemorySettings
 from ..errors import NotFoundError, ValidationError
 from ..paths import FILE_MODE, ensure_private_dir, get_db_path
 from ..registry import check_memory_type, register_memory_type
@@ -93,7 +94,7 @@ class MemoryStore:
         self,
         db_path: Path | str | None = None,
         *,
-        inbox_capacity: int = 100,
+        inbox_capacity: int = MemorySettings.inbox_capacity,
         default_confidence: float = DEFAULT_CONFIDENCE,
         vec_dimensions: int | None = None,
         duplicate_cosine: float = DUPLICATE_COSINE,
@@ -156,23 +157,24 @@ class MemoryStore:
     @classmethod
     def from_config(
         cls,
-        config: Mapping[str, Any],
+        config: Config | Mapping[str, Any],
         db_path: Path | str | None = None,
         *,
         read_only: bool = False,
     ) -> MemoryStore:
         """The store config.yaml's ``memory`` section describes (``db_path`` overrides its
         path): one rule for the CLI, the sidecar and the hooks. ``read_only``: see
-        `connect_readonly` (for commands that only read)."""
-        mem = config.get("memory") or {}
-        if db_path is None and mem.get("db_path"):
-            db_path = Path(str(mem["db_path"])).expanduser()
+        `connect_readonly` (for commands that only read). ``config``: the whole config,
+        typed or the dict (see `llmem_hooks.config`)."""
+        mem = Config.coerce(config).memory
+        if db_path is None and mem.db_path:
+            db_path = Path(mem.db_path).expanduser()
         return cls(
             db_path,
-            inbox_capacity=int(mem.get("inbox_capacity", 100)),
-            default_confidence=float(mem.get("default_confidence", DEFAULT_CONFIDENCE)),
-            vec_dimensions=mem.get("vec_dimensions"),
-            duplicate_cosine=float(mem.get("duplicate_cosine", DUPLICATE_COSINE)),
+            inbox_capacity=mem.inbox_capacity,
+            default_confidence=mem.default_confidence,
+            vec_dimensions=mem.vec_dimensions,
+            duplicate_cosine=mem.duplicate_cosine,
             read_only=read_only,
         )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from .. import fuzzy
+from ..config import MemorySettings
 from ..errors import ValidationError
 from ..redact import find_secrets, redact_json, redact_secrets
 from ..registry import check_memory_type
@@ -30,9 +31,9 @@ MAX_CONTENT_CHARS = 10_000
 MAX_ID_LENGTH = 256
 MAX_EMBEDDING_BYTES = 1_048_576
 MAX_TRAVERSAL_DEPTH = 5
-DEFAULT_CONFIDENCE = 0.8
+DEFAULT_CONFIDENCE: float = MemorySettings.default_confidence
 DEFAULT_EXPORT_LIMIT = 10_000
-DUPLICATE_COSINE = 0.92
+DUPLICATE_COSINE: float = MemorySettings.duplicate_cosine
 REINFORCEMENT = 0.05
 RELATION_TYPES = ("supersedes", "related_to", "derived_from", "references")
 TARGET_TYPES = ("memory", "code")
