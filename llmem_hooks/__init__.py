@@ -15,6 +15,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
+    "Config": "config",
     "ConfigError": "errors",
     "DEFAULT_ALPHA": "retrieve",
     "DEFAULT_BLEND": "retrieve",
@@ -27,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "ImportFormatError": "errors",
     "LLMemError": "errors",
     "LifecycleEvent": "events",
+    "Memory": "store",
     "MemoryFilter": "store",
     "MemoryStore": "store",
     "Message": "events",
@@ -38,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "Retriever": "retrieve",
     "SELF_ASSESSMENT_FIELDS": "extraction.taxonomy",
     "SearchError": "errors",
+    "SearchHit": "retrieve",
     "SessionEventManager": "session_hooks",
     "SessionHookCoordinator": "session_hooks",
     "SessionInfo": "events",
@@ -45,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "ValidationError": "errors",
     "build_extraction_engine": "extraction.llm",
     "compute_metrics": "metrics",
+    "load_settings": "config",
     "create_session_hook_coordinator": "session_hooks",
     "get_config_path": "paths",
     "get_context_dir": "paths",
@@ -73,7 +77,9 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as X"
     # marks a re-export (PEP 484), so no hand-kept __all__ literal is needed
     from .budget import ModelBudget as ModelBudget
+    from .config import Config as Config
     from .config import load_config as load_config
+    from .config import load_settings as load_settings
     from .config import write_config_yaml as write_config_yaml
     from .embed import EmbeddingEngine as EmbeddingEngine
     from .errors import ConfigError as ConfigError
@@ -110,9 +116,11 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as 
     from .retrieve import DEFAULT_BLEND as DEFAULT_BLEND
     from .retrieve import DEFAULT_RRF_K as DEFAULT_RRF_K
     from .retrieve import Retriever as Retriever
+    from .retrieve import SearchHit as SearchHit
     from .session_hooks import SessionEventManager as SessionEventManager
     from .session_hooks import SessionHookCoordinator as SessionHookCoordinator
     from .session_hooks import create_session_hook_coordinator as create_session_hook_coordinator
+    from .store import Memory as Memory
     from .store import MemoryFilter as MemoryFilter
     from .store import MemoryStore as MemoryStore
 

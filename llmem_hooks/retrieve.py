@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 # MRR, at 10k and 100k memories, 384 and 768 dimensions, over three question samples.
 DEFAULT_ALPHA: float = RetrievalSettings.alpha  # the setting's default (config.py)
 DEFAULT_BLEND: float = RetrievalSettings.blend
+DEFAULT_LIMIT: int = RetrievalSettings.limit
 DEFAULT_RRF_K = 10
 # The semantic list's RRF k when it is fused with FTS hits: the customary 60, flat, so
 # the embedder's order among its hits weighs less than keyword ranks (k = 10).
@@ -224,7 +225,7 @@ class Retriever:
     def search(
         self,
         query: str,
-        limit: int = 10,
+        limit: int = DEFAULT_LIMIT,
         offset: int = 0,
         type: str | None = None,
         track_access: bool = True,
@@ -252,7 +253,7 @@ class Retriever:
     def hybrid_search(
         self,
         query: str,
-        limit: int = 10,
+        limit: int = DEFAULT_LIMIT,
         type: str | None = None,
         alpha: float | None = None,
         search_mode: str = "hybrid",
@@ -290,7 +291,7 @@ class Retriever:
         query: str,
         filter: MemoryFilter | None = None,
         *,
-        limit: int = 10,
+        limit: int = DEFAULT_LIMIT,
         offset: int = 0,
         alpha: float | None = None,
         search_mode: str = "hybrid",

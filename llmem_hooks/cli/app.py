@@ -593,7 +593,7 @@ def stats(
 
     with open_store(read_only=True) as st:
         s = st.stats()
-        s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config()["budget"])).report()
+        s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config())).report()
     print_stats(s, fmt)
 
 
