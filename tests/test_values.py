@@ -166,6 +166,8 @@ BAD_FIELDS: list[tuple[str, Any]] = [
     ("embedding", []),
     ("embedding", "AADAfwAAgD8="),  # base64 of packed float32 [nan, 1.0]
     ("embedding", "AAAA/w"),  # not base64
+    ("embedding", b"\x00\x00\xc0\x7f"),  # packed float32 NaN, as bytes
+    ("embedding", b"\x00\x00\x80"),  # not a whole float32
     ("access_count", 10**30),
     ("access_count", -1),
     ("access_count", 1.5),
@@ -208,6 +210,15 @@ def test_bad_import_field_is_named_and_nothing_is_written(
     assert f"field {field!r}" in message or field in message, message
     assert len(message) < 400
     assert store.count(valid_only=False) == before
+
+
+def test_import_accepts_packed_bytes_from_python_callers(store: MemoryStore) -> None:
+    """`import_memories` is an API too: callers (bench/vector_corpus.py) pass the packed
+    float32 bytes the store itself holds; the range checks must not refuse them."""
+    import struct
+
+    vec = struct.pack("<768f", *([0.5] * 768))
+    assert store.import_memories([record(1, embedding=vec)]) == 1
 
 
 def test_import_accepts_the_limits_exactly(store: MemoryStore) -> None:

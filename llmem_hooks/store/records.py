@@ -432,16 +432,20 @@ def validate_import_record(item: Mapping[str, Any]) -> None:
 
 
 def _validate_import_embedding(value: Any) -> None:
-    """Absent, a list of finite floats, or base64 of packed finite float32 (export_all's)."""
+    """Absent, a list of finite floats, base64 of packed finite float32 (export_all's),
+    or the packed bytes themselves (what Python callers of import_memories pass)."""
     if value is None:
         return
-    if isinstance(value, str):
+    if isinstance(value, str | bytes | bytearray):
         if len(value) > MAX_EMBEDDING_BYTES * 2:
             raise _import_field_error("embedding", "is too large")
-        try:
-            blob = base64.b64decode(value, validate=True)
-        except ValueError:
-            raise _import_field_error("embedding", "must be base64 of packed float32") from None
+        if isinstance(value, str):
+            try:
+                blob = base64.b64decode(value, validate=True)
+            except ValueError:
+                raise _import_field_error("embedding", "must be base64 of packed float32") from None
+        else:
+            blob = bytes(value)
         if not blob or len(blob) % 4 or len(blob) // 4 > MAX_IMPORT_DIMENSIONS:
             raise _import_field_error(
                 "embedding", f"must hold 1 to {MAX_IMPORT_DIMENSIONS} packed float32 values"
