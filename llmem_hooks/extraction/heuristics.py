@@ -33,9 +33,8 @@ CONFIDENCE_HOWTO = 0.8
 # -- sentence shapes ----------------------------------------------------------------------
 
 _FILLER = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|btw|by the way|oh|fyi|so|hey|alright|right|yes|yeah|"
-    r"sure|thanks|thank you|great|cool|perfect|nice|one more thing|important|heads up|"
-    r"note(?=\s*:)|ps)\b\s*[,:;!.\-—]*\s*)+",
+    r"^(?:(?:ok(?:ay)?|also|and|but|btw|by the way|oh|so|hey|alright|right|yes|yeah|quick|"
+    r"sure|thanks|thank you|great|cool|perfect|nice|one more thing|ps)\b\s*[,:;!.\-—]*\s*)+",
     re.I,
 )
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
@@ -82,7 +81,10 @@ def _finish(text: str) -> str | None:
 
 
 def _is_question(sentence: str) -> bool:
-    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
+    if sentence.rstrip().endswith("?"):
+        return True
+    # "When you add a dependency, update the lockfile" is a rule, not a question
+    return bool(_QUESTION_START.match(sentence)) and not _WHEN_RULE.match(sentence)
 
 
 def _vague(body: str, *, leading: bool = True) -> bool:
@@ -101,7 +103,7 @@ _REMEMBER_MARK = re.compile(
     re.I,
 )
 _REMEMBER_SAY = re.compile(
-    r"^(?:(?:can|could|would|will) you (?:please )?|please )?"
+    r"^(?:(?:can|could|would|will) you (?:please )?|please |i want you to |i'd like you to )?"
     r"(?:remember|keep in mind|don'?t forget|do not forget)(?:\s*,)?\s+(?:that\s+)?(?P<body>.+)$",
     re.I,
 )
@@ -111,7 +113,9 @@ _DECISION_LABEL = re.compile(
     re.I,
 )
 _DECISION_SAY = re.compile(
-    r"^(?P<trigger>we(?:'ve| have)? (?:decided|agreed) (?:to|that|on|against)"
+    r"^(?P<trigger>(?:we|the team|everyone|we all)(?:'ve| have)? (?:decided|agreed) "
+    r"(?:to|that|on|against)"
+    r"|the decision is (?:to|that)"
     r"|we(?:'ve| have)? settled on"
     r"|we(?:'re| are) going with"
     r"|we(?:'ll| will) (?:go|stick) with"
@@ -143,7 +147,7 @@ _HOWTO_COMMAND_FIRST = re.compile(
     re.I,
 )
 _HOWTO_THE_COMMAND = re.compile(
-    r"^the (?:(?P<qualifier>[\w./-]+(?: [\w./-]+){0,2}) )?command"
+    r"^the (?:(?P<qualifier>[\w./-]+(?: [\w./-]+){0,2}) )?(?:command|script|target|task|alias)"
     r"(?: (?:to|for) (?P<purpose>[^`]+?))? is:?\s+`[^`]+`",
     re.I,
 )
@@ -215,7 +219,9 @@ def _preference_sentence(m: re.Match[str]) -> str | None:
 def _classify(body: str) -> tuple[str, Scope]:
     """Type and scope for an explicitly remembered statement."""
     lowered = body.lower()
-    if re.match(r"^(?:user|i)(?:'d| would)? (?:\w+ )?(?:prefers?|rather)\b", lowered):
+    if re.match(
+        r"^(?:user|i)(?:'d| would)? (?:\w+ )?(?:prefers?|rather|like|love|hate|want)\b", lowered
+    ):
         return "preference", "global"
     if _DECISION_SAY.match(body) or _DECISION_LABEL.match(body):
         return "decision", "project"
@@ -241,24 +247,348 @@ def _remember_hit(body: str) -> _Hit | None:
     body = _FILLER.sub("", body.strip())
     if not body or _WH_START.match(body) or _TODO.match(body) or _vague(body, leading=False):
         return None
+    if _REMINISCE.match(body) or _DEICTIC.search(body) or _HEDGE.search(body):
+        return None  # "remember when ...", "remember to close the handle in this function"
+    if re.match(r"(?i)^to\s+\w", body) and (not _OCCASION.search(body) or _TRANSIENT.search(body)):
+        return None  # "remember to add a test": a task for now, not a standing procedure
+    if re.match(r"(?i)^(?:the|an?|my|your|our)\s", body) and not _declarative(body):
+        return None  # "don't forget the closing bracket"
     body = re.sub(r"(?i)^to\s+(?=\w)", "", body)  # "remember to run X" -> "Run X"
     kind, scope = _classify(body)
     if kind == "preference":
-        body = _rewrite_first_person_preference(body)
+        body = _rewrite_first_person(body)
     content = _finish(body)
     return _Hit(kind, content, CONFIDENCE_REMEMBER, scope) if content else None
 
 
+# -- discourse markers, clause position and mood --------------------------------------------
+#
+# A durable statement is often *marked* rather than phrased as a rule: a discourse marker
+# before it ("FYI", "for future reference", "going forward", "just so you know",
+# "important:", "note that", "make a note:") or after it ("..., remember that.", "...
+# Please keep that in mind."). The marker says the speaker means it to be kept; the body
+# must still be a standing statement: declarative, or a rule with its occasion, and not
+# about the code at hand (deixis: "this function", "here", "on line 4") or the moment
+# ("now", "yet", "again", "first"), not the speaker's own doings ("I pushed", "I'm off").
+
+CONFIDENCE_MARKED = 0.85
+
+_PROJECT_NOUNS = (
+    r"repo|repository|project|codebase|code base|monorepo|team|company|org|organization|"
+    r"app|product|service|system|stack|workspace"
+)
+# Pointing at the code or conversation at hand.
+_DEICTIC = re.compile(
+    rf"\b(?:this|these|those)\b(?!\s+(?:{_PROJECT_NOUNS})\b)"
+    r"|\bhere\b|\b(?:on )?line \d+|\babove\b|\bbelow\b|\bearlier\b"
+    r"|\b(?:remove|delete|fix|change|update|move|rename|in|on|at|from|of|with|into)\s+that\s+"
+    r"(?!(?:the|a|an|we|our|i|you|they|it|all|every|each|there|no)\b)\w",
+    re.I,
+)
+# Pointing at the moment rather than at how things are.
+_TRANSIENT = re.compile(
+    r"\b(?:now|yet|again|anymore|today|tonight|tomorrow|first|next|too|"
+    r"at the moment|this time|for now|in a (?:bit|minute|sec))\b",
+    re.I,
+)
+# When a rule applies: a standing procedure names its occasion or its frequency.
+_OCCASION = re.compile(
+    r"\b(?:always|never|every|each|whenever|when|after|before|any ?time|until|once|unless|"
+    r"by hand|only|on (?:every|each|\w+days?))\b",
+    re.I,
+)
+# The speaker's own doings: "I pushed the fix", "I'm going to lunch", "I can't ...".
+_SPEAKER_EVENT = re.compile(
+    r"^I(?:'m|'ll|'ve|'d(?! (?:rather|prefer|like))| am| will| was| have| had| just| can'?t|"
+    r" cannot| don'?t| didn'?t| haven'?t| think| guess| suppose| wonder| remember|"
+    r" \w+ed\b| (?:did|got|made|went|ran|wrote|put|set|broke|saw|found|said|told))\b",
+    re.I,
+)
+_REMINISCE = re.compile(
+    r"^(?:when|the time|that time|back when|last (?:week|month|year|time)|yesterday|how|what|"
+    r"where|who|why|which|whether|if)\b",
+    re.I,
+)
+_HEDGE = re.compile(
+    r"\b(?:maybe|perhaps|probably|might|not sure|i wonder|i think|i guess|i suspect|"
+    r"what if|try(?:ing)? (?:to )?(?:switch|mov|migrat)\w*|let'?s try)\b",
+    re.I,
+)
+
+_MARK_REMEMBER = (
+    r"(?:i want you to |i'd like you to |please |can you |could you )?"
+    r"(?:remember|keep in mind|bear in mind|don'?t forget|do not forget|never forget)"
+)
+_LEAD_MARKER = re.compile(
+    r"^(?:"
+    rf"(?P<remember>{_MARK_REMEMBER}(?:\s+(?:this|that))?\s*[:,;—-]\s*|remember this\s+"
+    r"|worth (?:remembering|knowing)\s*[:,;—-]\s*|(?:please )?(?:note|notice) that\s+)"
+    r"|(?P<forward>(?:going forward|from now on|from here on(?: out)?|in (?:the )?future|"
+    r"for (?:all )?future (?:work|sessions|changes))"
+    r"(?!\s+(?:with|from|in (?:this|that)|for (?:this|that)|on (?:this|that))\b)\s*[:,;—-]?\s*)"
+    r"|(?P<note>(?:(?:just |quick )?(?:an? )?(?:fyi|for your information|for future reference|"
+    r"for the record|just so you know|so you know|for context|"
+    r"make a note(?: that)?|save this for later)\s*[:,;—-]?\s*)"
+    r"|(?:(?:just |quick )?(?:an? )?heads[- ]up|important|make a note|pro tip|tip|n\.?b\.?|"
+    r"note(?: for (?:the )?(?:future|later|future sessions|next time|everyone))?)"
+    r"\s*[:,;—-]\s*)"
+    r")",
+    re.I,
+)
+_TRAIL_MARKER = re.compile(
+    r"^(?P<body>.+?)[\s,;:—-]+(?:(?:please|so|and)\s+)?(?:"
+    r"remember (?:that|this)|keep (?:that|this) in mind|bear (?:that|this) in mind|"
+    r"don'?t forget (?:that|this)|do not forget (?:that|this)|note (?:that|this)|"
+    r"worth remembering|worth knowing|just so you know|so you know|for future reference|"
+    r"for the record|fyi)(?:,?\s*please)?[\s.!]*$",
+    re.I,
+)
+# A sentence that is only a marker points back at the sentence before it.
+_BARE_MARKER = re.compile(
+    r"^(?:please\s+)?(?:(?:remember|note|don'?t forget|do not forget)\s+(?:that|this|it)"
+    r"|(?:keep|bear) (?:that|this|it) in mind|worth remembering|good to know|"
+    r"(?:just )?so you know|for future reference|for the record)(?:,?\s*please)?"
+    r"(?:\s+(?:for (?:the )?(?:future|later|next time)|going forward))?[\s.!]*$",
+    re.I,
+)
+_CHANGE = re.compile(
+    r"^(?:we|the team|our team|everyone)(?:'ve| have| had|'re| are)?\s+"
+    r"(?:now |just |recently |finally |already |officially |fully )?"
+    r"(?P<verb>moved|switched|migrated|replaced|swapped|dropped|ditched|retired|"
+    r"moving|switching|migrating|replacing|standardi[sz](?:ed|ing))\b(?P<rest>.*)$",
+    re.I,
+)
+_CHANGE_TARGET = re.compile(r"\b(?:to|onto|with|for|on|over to|in favou?r of)\b", re.I)
+_CHANGE_OLD = re.compile(
+    r"\b(?:from|off|replaced|swapped|dropped|ditched|retired)\s+(?:our |the )?"
+    r"(?P<old>[\w.+#/-]+(?: [\w.+#/-]+)?)\s+(?:to|onto|and|with|for|in favou?r)\b",
+    re.I,
+)
+_NO_LONGER = re.compile(r"^(?:we|the team|our \w+)\s+(?:don'?t|do not|no longer)\s+\w+", re.I)
+_CONVENTION = re.compile(
+    r"^(?:(?:our|the|team|the team'?s?)\s+)?(?:[\w-]+\s+)?"
+    r"(?:convention|rule|policy|standard|house style)s?"
+    r"(?:\s+(?:here|in (?:this|our|the) (?:" + _PROJECT_NOUNS + r")|for [\w ./-]{2,40}?))?"
+    r"\s*(?::|is(?: that| to)?|are)\s+(?P<body>.+)$",
+    re.I,
+)
+_WHEN_RULE = re.compile(
+    r"^(?:when|whenever|every time|each time|any ?time|after|before|once) "
+    r"(?:you|we|someone|anyone|somebody)\b[^,]{3,80},\s*(?:always |please |just )?"
+    r"(?P<verb>[a-z][\w-]*)\b",
+    re.I,
+)
+_PURPOSE_RULE = re.compile(
+    r"^to (?P<purpose>[^,`]{3,60}),\s*(?:always |just |please )?(?P<verb>[a-z][\w-]*)\b",
+    re.I,
+)
+_LIKE_SAY = re.compile(
+    r"^I (?P<adv>(?:really |strongly |generally |much )*)(?P<verb>like|love|hate|dislike|want)"
+    r"\s+(?P<body>.+)$",
+    re.I,
+)
+_DONT_EVER = re.compile(
+    r"^(?:please,?\s+)?(?:don'?t|do not)\s+ever\s+(?P<verb>[a-z][\w'-]*)(?P<rest>.*)$", re.I
+)
+_MODAL = re.compile(r"\b(?:must|should|needs? to|has to|have to|need|needs|required)\b", re.I)
+_NOT_IMPERATIVE = word_set(
+    "i we you it they he she the a an our my your their there this that these those all every "
+    "each no new some be"
+)
+
+
+def _unquote(text: str) -> str:
+    """A message wrapped in one pair of quotes (OpenCode's ``run`` stores a multi-word
+    argument so) read without them."""
+    t = text.strip()
+    pairs = {'"': '"', "“": "”", "'": "'"}
+    if len(t) > 2 and t[0] in pairs and t.endswith(pairs[t[0]]):
+        inner = t[1:-1]
+        if t[0] not in inner and pairs[t[0]] not in inner:
+            return inner.strip()
+    return t
+
+
+_COMMON_VERBS = (
+    _PROCEDURE_VERBS
+    | _PREFERENCE_VERBS
+    | word_set(
+        "write skip tag open create edit delete remove fix look try change move rename mark cut "
+        "split wrap return free close send store read ping tell let go do make"
+    )
+)
+_OBJECT_START = word_set("the a an your our my all every each any no it them me us")
+
+
+def _imperative(body: str) -> bool:
+    """Whether ``body`` is in the imperative mood: a known verb first, or a base verb
+    followed by its object ("rotate the keys")."""
+    head = [w.lower().rstrip(",.;:") for w in body.split()[:2]]
+    if not head or head[0] in _NOT_IMPERATIVE:
+        return False
+    if _IMPERATIVE_START.match(body) or head[0] in _COMMON_VERBS:
+        return True
+    after = head[1] if len(head) > 1 else ""
+    return _is_base_verb(head[0]) and (after in _OBJECT_START or after.startswith("`"))
+
+
+def _declarative(body: str) -> bool:
+    """A subject and a finite verb, roughly: what a statement of fact looks like."""
+    return bool(
+        re.search(
+            r"(?i)\b(?:is|are|was|were|be|been|has|have|had|must|should|can|cannot|can't|will|"
+            r"won't|would|does|doesn't|do|don't|isn't|aren't|need|needs|\w+(?<!s)s|\w+ed)\b",
+            body,
+        )
+        or re.match(r"(?i)^(?:we|they|you|everyone|nobody)\s+[a-z]", body)
+    )
+
+
+def _rewrite_first_person(body: str) -> str:
+    """ "I like X" -> "User likes X": a memory read later has no "I"."""
+    m = _LIKE_SAY.match(body)
+    if m:
+        verb = m.group("verb").lower()
+        verb = {"dislike": "dislikes", "want": "wants"}.get(verb, verb + "s")
+        return f"User {m.group('adv').lower()}{verb} {m.group('body')}"
+    return _rewrite_first_person_preference(body)
+
+
+def _standing(body: str, *, moment_ok: bool = False) -> bool:
+    """Whether ``body`` states something that holds beyond the moment: not a question,
+    hedge, TODO, story, deictic reference or event of the speaker's."""
+    if not body or body.rstrip().endswith("?") or _is_question(body) or _TODO.search(body):
+        return False
+    if _REMINISCE.match(body) or _HEDGE.search(body) or _vague(body):
+        return False
+    if _DEICTIC.search(body) or _SPEAKER_EVENT.match(body):
+        return False
+    return moment_ok or not _TRANSIENT.search(body)
+
+
+def _marked_hit(body: str, kind: str) -> _Hit | None:
+    """The memory a marked statement holds: ``kind`` is the marker's (remember, note,
+    forward)."""
+    body = _FILLER.sub("", _unquote(body).strip())
+    body = re.sub(r"(?i)^that\s+(?=\w)", "", body)
+    confidence = CONFIDENCE_REMEMBER if kind == "remember" else CONFIDENCE_MARKED
+    if not _standing(body):
+        return None
+    inner = _plain_hit(body)
+    if inner:
+        return _Hit(inner.type, inner.content, max(inner.confidence, confidence), inner.scope)
+    if _imperative(body):
+        if kind != "forward" and not _OCCASION.search(body):
+            return None  # "Important: fix the failing test first" is a task
+        hit = _remember_hit(body) if kind == "remember" else None
+        if hit:
+            return hit
+        m = _RULE_SAY.match("always " + body) if not _IMPERATIVE_START.match(body) else None
+        verb = (m.group("verb") if m else body.split()[0]).lower()
+        kind_ = (
+            "procedure"
+            if verb in _PROCEDURE_VERBS or verb not in _PREFERENCE_VERBS
+            else ("preference")
+        )
+        content = _finish(body)
+        scope: Scope = "global" if kind_ == "preference" else "project"
+        return _Hit(kind_, content, confidence, scope) if content else None
+    if not _declarative(body):
+        return None
+    if kind == "remember":
+        return _remember_hit(body)
+    if _LIKE_SAY.match(body) or _PREFERENCE_SAY.match(body) or re.match(r"(?i)^I \w+", body):
+        content = _finish(_rewrite_first_person(body))
+        return _Hit("preference", content, confidence, "global") if content else None
+    if re.match(r"(?i)^we (?!(?:\w+ed|had|did|were|was)\b)", body) and kind != "forward":
+        content = _finish(body)
+        return _Hit("procedure", content, confidence, "project") if content else None
+    if kind == "forward":
+        kind_ = "procedure" if _MODAL.search(body) else "decision"
+        content = _finish(body)
+        return _Hit(kind_, content, confidence, "project") if content else None
+    content = _finish(body)
+    return _Hit("fact", content, confidence, "project") if content else None
+
+
+def _change_hit(s: str) -> _Hit | None:
+    """ "We've moved from X to Y": the new state, as a decision."""
+    m = _CHANGE.match(s)
+    if m:
+        if not _CHANGE_TARGET.search(m.group("rest")) or _DEICTIC.search(s) or _HEDGE.search(s):
+            return None
+    elif not _NO_LONGER.match(s) or _DEICTIC.search(s) or _HEDGE.search(s):
+        return None
+    content = _finish(s)
+    return _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
+
+
+def replaced_term(content: str) -> str | None:
+    """What a change statement says is gone ("we moved from Jenkins to ..." -> "Jenkins"),
+    for marking a stored memory about it superseded; None when it names nothing."""
+    m = _CHANGE_OLD.search(content)
+    return m.group("old") if m else None
+
+
+def _plain_hit(s: str) -> _Hit | None:
+    """Statements whose own shape marks them: changes, conventions, occasion rules, likes
+    and "please don't ever"."""
+    hit = _change_hit(s)
+    if hit:
+        return hit
+    m = _CONVENTION.match(s)
+    if m and not _DEICTIC.search(m.group("body")) and not _vague(m.group("body")):
+        content = _finish(s)
+        return _Hit("procedure", content, CONFIDENCE_RULE, "project") if content else None
+    m = _WHEN_RULE.match(s) or _PURPOSE_RULE.match(s)
+    if m and m.group("verb").lower() not in _NOT_IMPERATIVE and _is_base_verb(m.group("verb")):
+        purpose = m.groupdict().get("purpose") or ""
+        if not _DEICTIC.search(s) and not _ONE_OFF.search(purpose) and not _HEDGE.search(s):
+            content = _finish(s)
+            return _Hit("procedure", content, CONFIDENCE_HOWTO, "project") if content else None
+    m = _DONT_EVER.match(s)
+    if m and not _vague(m.group("rest")) and not _DEICTIC.search(s):
+        if _TRANSIENT.search(s):
+            return None
+        verb = m.group("verb").lower().split("-")[-1]
+        kind = "procedure" if verb in _PROCEDURE_VERBS or "`" in s else "preference"
+        content = _finish(re.sub(r"(?i)^please,?\s+", "", s))
+        scope: Scope = "global" if kind == "preference" else "project"
+        return _Hit(kind, content, CONFIDENCE_RULE, scope) if content else None
+    m = _LIKE_SAY.match(s)
+    if (
+        m
+        and m.group("verb").lower() != "want"
+        and not m.group("body").lower().startswith("to ")
+        and _standing(m.group("body"))
+    ):
+        content = _finish(_rewrite_first_person(s))
+        return _Hit("preference", content, CONFIDENCE_PREFERENCE, "global") if content else None
+    return None
+
+
 def _sentence_hit(sentence: str) -> _Hit | None:
     """The memory one spoken user sentence states, if it states one on purpose."""
-    s = _FILLER.sub("", sentence.strip())
+    s = _FILLER.sub("", _unquote(sentence))
     if not s:
         return None
     m = _REMEMBER_SAY.match(s)
     if m:  # "can you remember that X?" is a request, not a question
+        if s.endswith("?") and not re.match(r"(?i)^(?:can|could|would|will) you\b", s):
+            return None  # "remember when we broke prod?" is a story
         return _remember_hit(m.group("body").rstrip("?").strip())
     if _is_question(s) or _TODO.search(s):
         return None
+    m = _LEAD_MARKER.match(s)
+    if m and m.end() < len(s):
+        kind = next(k for k in ("remember", "forward", "note") if m.group(k))
+        return _marked_hit(s[m.end() :], kind)
+    m = _TRAIL_MARKER.match(s)
+    if m:
+        return _marked_hit(m.group("body"), "note")
+    hit = _plain_hit(s)
+    if hit:
+        return hit
     if _DECISION_LABEL.match(s):
         return _label_hit(s)
     m = _DECISION_SAY.match(s)
@@ -333,7 +663,7 @@ def _statement_lines(message: Message) -> Iterator[tuple[str, bool]]:
             continue
         skip = line.startswith((">", "#", "|")) or _CHECKBOX.match(line) or _TODO.match(line)
         if not skip:
-            yield _BULLET.sub("", line), not previous_blank
+            yield _BULLET.sub("", _unquote(line)), not previous_blank
         previous_blank = False
 
 
@@ -367,9 +697,16 @@ def _message_hits(message: Message) -> Iterator[_Hit]:
                 yield hit
             continue
         i += 1
+        previous: str | None = None  # a sentence not yet learned, for a marker after it
         for sentence in split_sentences(line):
             # An assistant's own claims are not the user's decisions; its labels are.
-            hit = _sentence_hit(sentence) if message.role == "user" else _label_hit(sentence)
+            if message.role != "user":
+                hit = _label_hit(sentence)
+            elif previous and _BARE_MARKER.match(_FILLER.sub("", sentence.strip())):
+                hit = _marked_hit(previous, "note")  # "The X runs in UTC. Remember that."
+            else:
+                hit = _sentence_hit(sentence)
+            previous = None if hit else sentence
             if hit:
                 yield hit
 
