@@ -272,9 +272,11 @@ class SessionHookCoordinator:
         candidates = self.extractor.extract(msgs, project=rec.project)
         # Outside the write transaction: the embedder may take a while to answer.
         vectors = self._embed([c.content for c in candidates])
+        from .extraction.supersede import supersede_replaced
+
         with self.store.atomic():
             for c, vec in zip(candidates, vectors, strict=True):
-                self.store.add(
+                mid = self.store.add(
                     c.type,
                     c.content,
                     confidence=c.confidence,
@@ -286,6 +288,8 @@ class SessionHookCoordinator:
                     source_message_ids=c.source_message_ids,
                     embedding=vec,
                 )
+                if c.replaces:  # "we moved from X to Y": what says X is stale now
+                    supersede_replaced(self.store, mid, c, rec.project)
             self.store.log_extraction(
                 rec.agent,
                 session_id,

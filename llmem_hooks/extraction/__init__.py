@@ -5,6 +5,7 @@
     transcript.py   which lines of a message were spoken, and their sentences
     candidates.py   Candidate, Assessment, the Extractor / Assessor protocols, the gate
     heuristics.py   HeuristicExtractor: statements people make on purpose
+    supersede.py    changes of state: what "we moved from X to Y" makes stale
     summary.py      session summaries and the plain-text self-assessment
     engine.py       ExtractionEngine: heuristics + an optional model, never failing
     llm.py          OllamaExtractor, the model self-assessment, build_extraction_engine
@@ -37,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "one_line": "summary",
     "safe_text": "summary",
     "self_assessment": "summary",
+    "replaced_term": "supersede",
+    "supersede_replaced": "supersede",
     "session_goal": "summary",
     "summarize_session": "summary",
     "unique_recent": "summary",
@@ -82,6 +85,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         summarize_session,
         unique_recent,
     )
+    from .supersede import replaced_term, supersede_replaced
     from .taxonomy import (
         ERROR_TAXONOMY,
         ERROR_TAXONOMY_KEYS,
@@ -111,12 +115,14 @@ __all__ = [
     "one_line",
     "parse_self_assessment",
     "render_message",
+    "replaced_term",
     "safe_text",
     "self_assessment",
     "session_goal",
     "speech_lines",
     "split_sentences",
     "summarize_session",
+    "supersede_replaced",
     "transcript_lines",
     "unique_recent",
 ]

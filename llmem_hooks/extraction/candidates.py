@@ -38,6 +38,9 @@ class Candidate:
     tags: list[str] = field(default_factory=list)
     scope: Scope = "project"
     source_message_ids: list[str] = field(default_factory=list)
+    # What a change statement says is gone ("we moved from X to Y": "X"); the session
+    # hooks mark stored memories about it superseded (`supersede.supersede_replaced`).
+    replaces: str | None = None
 
 
 @dataclass
@@ -232,6 +235,7 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
             tags=tags,
             scope="global" if cand.scope == "global" else "project",
             source_message_ids=list(dict.fromkeys(ids)),
+            replaces=cand.replaces if isinstance(cand.replaces, str) else None,
         )
         seen[key] = clean
         out.append(clean)

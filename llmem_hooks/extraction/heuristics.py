@@ -22,6 +22,7 @@ from .candidates import (
     word_set,
     words,
 )
+from .supersede import replaced_term
 from .transcript import speech_lines, split_sentences
 
 CONFIDENCE_REMEMBER = 0.9
@@ -241,6 +242,7 @@ class _Hit:
     content: str
     confidence: float
     scope: Scope
+    replaces: bool = False  # a change of state ("we moved from X to Y")
 
 
 def _remember_hit(body: str) -> _Hit | None:
@@ -359,11 +361,6 @@ _CHANGE = re.compile(
     re.I,
 )
 _CHANGE_TARGET = re.compile(r"\b(?:to|onto|with|for|on|over to|in favou?r of)\b", re.I)
-_CHANGE_OLD = re.compile(
-    r"\b(?:from|off|replaced|swapped|dropped|ditched|retired)\s+(?:our |the )?"
-    r"(?P<old>[\w.+#/-]+(?: [\w.+#/-]+)?)\s+(?:to|onto|and|with|for|in favou?r)\b",
-    re.I,
-)
 _NO_LONGER = re.compile(r"^(?:we|the team|our \w+)\s+(?:don'?t|do not|no longer)\s+\w+", re.I)
 _CONVENTION = re.compile(
     r"^(?:(?:our|the|team|the team'?s?)\s+)?(?:[\w-]+\s+)?"
@@ -476,7 +473,13 @@ def _marked_hit(body: str, kind: str) -> _Hit | None:
         return None
     inner = _plain_hit(body)
     if inner:
-        return _Hit(inner.type, inner.content, max(inner.confidence, confidence), inner.scope)
+        return _Hit(
+            inner.type,
+            inner.content,
+            max(inner.confidence, confidence),
+            inner.scope,
+            inner.replaces,
+        )
     if _imperative(body):
         if kind != "forward" and not _OCCASION.search(body):
             return None  # "Important: fix the failing test first" is a task
@@ -520,14 +523,7 @@ def _change_hit(s: str) -> _Hit | None:
     elif not _NO_LONGER.match(s) or _DEICTIC.search(s) or _HEDGE.search(s):
         return None
     content = _finish(s)
-    return _Hit("decision", content, CONFIDENCE_DECISION, "project") if content else None
-
-
-def replaced_term(content: str) -> str | None:
-    """What a change statement says is gone ("we moved from Jenkins to ..." -> "Jenkins"),
-    for marking a stored memory about it superseded; None when it names nothing."""
-    m = _CHANGE_OLD.search(content)
-    return m.group("old") if m else None
+    return _Hit("decision", content, CONFIDENCE_DECISION, "project", True) if content else None
 
 
 def _plain_hit(s: str) -> _Hit | None:
@@ -740,6 +736,7 @@ class HeuristicExtractor:
                         tags=[],
                         scope=hit.scope,
                         source_message_ids=[message.id],
+                        replaces=replaced_term(hit.content) if hit.replaces else None,
                     )
                 )
         return finalize_candidates(raw)
