@@ -111,6 +111,12 @@ def test_precision_and_recall_on_the_corpus(split: str) -> None:
         ),
         ("From now on we use conventional commits.", "decision", "We use conventional commits."),
         ("Going forward, keep your answers short.", "preference", "Keep your answers short."),
+        (
+            "Bear in mind that staging certs are self-signed.",
+            "fact",
+            "Staging certs are self-signed.",
+        ),
+        ("Remember this: the main DB is in us-east-2.", "fact", "The main DB is in us-east-2."),
     ],
 )
 def test_a_leading_marker_keeps_the_statement_after_it(text: str, kind: str, content: str) -> None:
@@ -128,6 +134,7 @@ def test_a_leading_marker_keeps_the_statement_after_it(text: str, kind: str, con
         "The nightly backup runs in UTC, just so you know.",
         "The nightly backup runs in UTC - worth remembering.",
         "the nightly backup runs in UTC, remember this",
+        "The nightly backup runs in UTC. Good to know.",
     ],
 )
 def test_a_trailing_marker_keeps_the_statement_before_it(text: str) -> None:
@@ -265,3 +272,17 @@ def test_a_candidate_without_a_change_supersedes_nothing(store: MemoryStore) -> 
     (cand,) = extract("remember that CI needs Jenkins credentials from Vault")
     assert cand.replaces is None
     assert supersede_replaced(store, "nope", cand, "p1") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FYI -----BEGIN RSA PRIVATE KEY----- opens the deploy key for prod",
+        "remember that -----BEGIN RSA PRIVATE KEY----- opens the deploy key",
+        "The deploy key starts with -----BEGIN RSA PRIVATE KEY-----, remember that.",
+    ],
+)
+def test_a_marker_never_cuts_a_private_key_out_of_the_redaction(text: str) -> None:
+    """A marker's punctuation must not eat the dashes of a PEM header (which would hide
+    the key from redaction): a message holding a private key teaches nothing."""
+    assert extract(text) == []

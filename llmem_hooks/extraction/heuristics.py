@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..events import Message
+from ..redact import redact_secrets
 from ..store import MAX_CONTENT_CHARS
 from .candidates import (
     MIN_WORDS,
@@ -105,7 +106,9 @@ _REMEMBER_MARK = re.compile(
 )
 _REMEMBER_SAY = re.compile(
     r"^(?:(?:can|could|would|will) you (?:please )?|please |i want you to |i'd like you to )?"
-    r"(?:remember|keep in mind|don'?t forget|do not forget)(?:\s*,)?\s+(?:that\s+)?(?P<body>.+)$",
+    r"(?:remember|keep in mind|bear in mind|don'?t forget|do not forget)"
+    r"(?!\s+(?:this|that)\s*(?:[:,;—]|-(?!-)))"
+    r"(?:\s*,)?\s+(?:that\s+)?(?P<body>.+)$",
     re.I,
 )
 _DECISION_LABEL = re.compile(
@@ -323,17 +326,18 @@ _MARK_REMEMBER = (
 )
 _LEAD_MARKER = re.compile(
     r"^(?:"
-    rf"(?P<remember>{_MARK_REMEMBER}(?:\s+(?:this|that))?\s*[:,;—-]\s*|remember this\s+"
-    r"|worth (?:remembering|knowing)\s*[:,;—-]\s*|(?:please )?(?:note|notice) that\s+)"
+    rf"(?P<remember>{_MARK_REMEMBER}(?:\s+(?:this|that))?\s*(?:[:,;—]|-(?!-))\s*|remember this\s+"
+    r"|worth (?:remembering|knowing)\s*(?:[:,;—]|-(?!-))\s*|(?:please )?(?:note|notice) that\s+)"
     r"|(?P<forward>(?:going forward|from now on|from here on(?: out)?|in (?:the )?future|"
     r"for (?:all )?future (?:work|sessions|changes))"
-    r"(?!\s+(?:with|from|in (?:this|that)|for (?:this|that)|on (?:this|that))\b)\s*[:,;—-]?\s*)"
+    r"(?!\s+(?:with|from|in (?:this|that)|for (?:this|that)|on (?:this|that))\b)"
+    r"\s*(?:[:,;—]|-(?!-))?\s*)"
     r"|(?P<note>(?:(?:just |quick )?(?:an? )?(?:fyi|for your information|for future reference|"
     r"for the record|just so you know|so you know|for context|"
-    r"make a note(?: that)?|save this for later)\s*[:,;—-]?\s*)"
+    r"make a note(?: that)?|save this for later)\s*(?:[:,;—]|-(?!-))?\s*)"
     r"|(?:(?:just |quick )?(?:an? )?heads[- ]up|important|make a note|pro tip|tip|n\.?b\.?|"
     r"note(?: for (?:the )?(?:future|later|future sessions|next time|everyone))?)"
-    r"\s*[:,;—-]\s*)"
+    r"\s*(?:[:,;—]|-(?!-))\s*)"
     r")",
     re.I,
 )
@@ -727,6 +731,8 @@ class HeuristicExtractor:
         use it, such as a model prompt; the patterns do not need it)."""
         raw: list[Candidate] = []
         for message in messages:
+            if redact_secrets(message.text) is None:
+                continue  # it holds a private key: nothing of it is learned
             for hit in _message_hits(message):
                 raw.append(
                     Candidate(
