@@ -715,11 +715,15 @@ class HeuristicExtractor:
     """Pattern-based extraction: no model, deterministic, and deliberately conservative.
 
     User messages: "remember that / please remember / don't forget / keep in mind ...",
-    "we decided / agreed ...", "Decision: ...", "let's go with ...", "we'll use X instead
-    of Y", "I prefer / I'd rather / I like X better ...", "always / never ..." rules and
-    how-tos framed around a backticked command. Both roles: ``*Remember*: ...`` notes and
-    ``Decision: ...`` labels. Questions, hypotheticals, past-tense stories, TODOs, quotes,
-    code, tool output and reasoning never become memories.
+    discourse markers before or after a statement ("FYI", "for future reference", "going
+    forward", "just so you know", "important:", "..., remember that", "... Please
+    remember that."), "we decided / agreed ...", "Decision: ...", "let's go with ...",
+    changes of state ("we've moved from X to Y": `Candidate.replaces` names X),
+    conventions, "I prefer / I'd rather / I like ...", "always / never / don't ever ..."
+    rules and how-tos. A message wrapped in quotes (OpenCode's ``run``) is read without
+    them. Both roles: ``*Remember*: ...`` notes and ``Decision: ...`` labels. Questions,
+    hypotheses, one-off instructions about the code at hand, stories, TODOs, quotes, code,
+    tool output and reasoning never become memories (docs/extraction.md).
     """
 
     name = "heuristic"
