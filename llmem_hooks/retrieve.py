@@ -4,7 +4,9 @@ Pipeline (FTS mode): parse the query (`llmem_hooks.query`) -> strict AND match r
 BM25 -> if that finds fewer than wanted, the OR of the content words, ranked by BM25 ->
 if still fewer than 5, fuzzy corrections of unknown words (`llmem_hooks.fuzzy`) ->
 reciprocal-rank fusion with semantic results when an embedder is given -> rerank by
-confidence, recency, access frequency and type priority.
+confidence, recency, access frequency and type priority -> for plain questions, the
+question boosts (`question_booster`: a quoted phrase the hit holds, an author the question
+names, a time for "when" questions).
 
 Rerank (LLMem reference): ``final = rrf * (1 - blend) + signals * blend`` with signals
 ``0.4 confidence + 0.3 recency + 0.2 access + 0.1 type priority``. Raw RRF scores are
