@@ -85,8 +85,13 @@ _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
 _WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
 
 
-# "When ..." and its paraphrases: the question asks for a time.
-_WHEN = re.compile(r"(?i)\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b")
+# "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
+# asks only before an auxiliary ("... and when was the switch made?"), not as a
+# conjunction ("what error appears when the check fails").
+_WHEN = re.compile(
+    r"(?i)\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|"
+    r"\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b"
+)
 
 
 def quote(term: str) -> str:

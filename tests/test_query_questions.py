@@ -100,7 +100,9 @@ def test_when_questions_favour_episodes_and_times(store: MemoryStore) -> None:
     assert when.index(episode) < plain.index(episode)
     assert when.index(dated) <= plain.index(dated)
     assert parse_query("What date did we ship it?").asks_when
+    assert parse_query("What ORM replaced SQLAlchemy and when was the switch made?").asks_when
     assert not parse_query("what did we ship?").asks_when
+    assert not parse_query("what error appears when the webhook check fails?").asks_when
     assert has_time({"type": "fact", "content": "x", "metadata": {"occurred_at": "2025-01-01"}})
     assert not has_time({"type": "fact", "content": "x", "metadata": {}})
 
