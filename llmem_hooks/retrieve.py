@@ -427,6 +427,7 @@ class Retriever:
         if parsed.explicit:
             return set()
         names = [t for t in parsed.terms if len(t) > 2 and not t.isdigit()]
+        names += [ROLE_ALIASES[t] for t in names if t in ROLE_ALIASES]
         return {t for t in names if self.store.has_author([t, t.capitalize(), t.upper()])}
 
     def _question_extras(
@@ -551,6 +552,9 @@ WHEN_BOOST = 0.2
 AUTHOR_METADATA_KEYS = ("speaker", "role", "author", "user", "name")
 TIME_METADATA_KEYS = ("time", "date", "occurred_at", "said_at", "started_at", "when")
 TIMED_TYPES = frozenset({"conversation", "event"})
+# How a question names the person at the keyboard, and the author value that means them
+# (`llmem-hooks store` enters "user"; episodes' speaker is "user").
+ROLE_ALIASES = {"developer": "user", "programmer": "user", "human": "user"}
 _DATE = re.compile(
     r"\b(?:\d{4}-\d{2}-\d{2}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
     r"\s+\d{1,2}\b|\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
@@ -597,6 +601,7 @@ def question_booster(
     phrases = [p for p in parsed.phrases if p]
     authors = authors or set()
     names = {t for t in parsed.terms if len(t) > 2 and not t.isdigit()}
+    names |= {ROLE_ALIASES[t] for t in names if t in ROLE_ALIASES}
     when = parsed.asks_when
     padded = [f" {p} " for p in phrases]
 

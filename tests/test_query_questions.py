@@ -69,6 +69,14 @@ def test_a_named_author_ranks_their_statements_higher(store: MemoryStore) -> Non
     assert ids(r, "indentation preference")[0] in bob
 
 
+def test_the_developer_means_the_user(store: MemoryStore) -> None:
+    for i in range(3):
+        store.add("fact", f"Module {i}: prefer default exports to named", entered_by="opencode")
+    mine = store.add("preference", "Named exports for React components", entered_by="user")
+    r = Retriever(store)
+    assert ids(r, "does the developer prefer named or default exports?")[0] == mine
+
+
 def test_speaker_and_role_metadata_count_as_authors(store: MemoryStore) -> None:
     for i in range(4):
         store.add("conversation", f"The migration {i} adds a products index", entered_by="user")
