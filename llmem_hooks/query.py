@@ -9,6 +9,14 @@ A question such as "how do we deploy the staging server?" is the common case: it
 words are dropped (FTS5 has no stop-word list, and ANDing "how" and "we" would find
 nothing), leaving the content words for an AND query and, when that finds too little,
 an OR query ranked by BM25.
+
+Quotes inside such a question ("When did Alice read \"Dune Messiah\"?") are a *phrase
+boost*, not a filter: a question that holds quoted words and also plain question words
+(a stop word such as "when"/"did", or a final "?") and no operators, parentheses or
+prefixes is parsed as a question over all its words (relaxation applies), and the quoted
+phrases are kept in ``ParsedQuery.phrases`` for the retriever to rank their holders first.
+A query of quotes and keywords only (``"tagged release"``, ``docker "compose up"``) stays
+grep-like and strict.
 """
 
 from __future__ import annotations
@@ -77,6 +85,15 @@ _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
 _WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
 
 
+# "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
+# asks only before an auxiliary ("... and when was the switch made?"), not as a
+# conjunction ("what error appears when the check fails").
+_WHEN = re.compile(
+    r"(?i)\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|"
+    r"\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b"
+)
+
+
 def quote(term: str) -> str:
     """Quote ``term`` as an FTS5 string (a phrase if it has several tokens)."""
     return '"' + term.replace('"', '""') + '"'
@@ -96,6 +113,8 @@ class ParsedQuery:
     terms: list[str] = field(default_factory=list)
     explicit: bool = False
     alternatives: dict[str, list[str]] = field(default_factory=dict)
+    phrases: list[str] = field(default_factory=list)
+    asks_when: bool = False
 
     def group(self, term: str, extra: Sequence[str] = ()) -> str:
         """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
@@ -140,6 +159,9 @@ def parse_query(query: str) -> ParsedQuery:
     parsed = ParsedQuery(raw=query)
     tokens: list[str] = []  # FTS5 pieces
     plain: list[str] = []  # free text, for the content words
+    phrases: list[str] = []
+    other_syntax = False  # operators, parentheses or prefixes: never a question
+    question_words = False  # an unquoted stop word: the query reads as a sentence
     depth = 0
     for m in _TOKEN.finditer(query or ""):
         phrase, lpar, rpar, bare = m.groups()
@@ -147,11 +169,13 @@ def parse_query(query: str) -> ParsedQuery:
             if phrase.strip():
                 tokens.append(quote(phrase.strip()))
                 plain.append(phrase)
+                phrases.append(" ".join(words(phrase)))
                 parsed.explicit = True
         elif lpar:
             tokens.append("(")
             depth += 1
             parsed.explicit = True
+            other_syntax = True
         elif rpar:
             if depth > 0:
                 tokens.append(")")
@@ -159,19 +183,27 @@ def parse_query(query: str) -> ParsedQuery:
         elif bare in OPERATORS:
             tokens.append(bare)
             parsed.explicit = True
+            other_syntax = True
         elif bare.endswith("*") and len(bare.rstrip("*")) > 0:
             stem = " ".join(words(bare.rstrip("*")))
             if stem:
                 tokens.append(quote(stem) + "*")
                 plain.append(stem)
                 parsed.explicit = True
+                other_syntax = True
         else:
             ws = words(bare)
             if ws:
+                question_words = question_words or any(w in STOP_WORDS for w in ws)
                 tokens.append(("__WORD__", " ".join(ws)))  # type: ignore[arg-type]
                 plain.append(" ".join(ws))
     tokens.extend(")" * depth)
     parsed.terms = content_words(" ".join(plain))
+    parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
+    first = words(query or "")[:1]
+    parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
+    if phrases and not other_syntax and (question_words or (query or "").rstrip().endswith("?")):
+        parsed.explicit = False  # quotes in a question: a boost (the retriever), not a filter
     # Implicit-AND words: drop stop words unless the user wrote operators around them.
     keep_stop = parsed.explicit and any(t in OPERATORS for t in tokens if isinstance(t, str))
     out: list[str] = []

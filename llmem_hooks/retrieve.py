@@ -4,7 +4,9 @@ Pipeline (FTS mode): parse the query (`llmem_hooks.query`) -> strict AND match r
 BM25 -> if that finds fewer than wanted, the OR of the content words, ranked by BM25 ->
 if still fewer than 5, fuzzy corrections of unknown words (`llmem_hooks.fuzzy`) ->
 reciprocal-rank fusion with semantic results when an embedder is given -> rerank by
-confidence, recency, access frequency and type priority.
+confidence, recency, access frequency and type priority -> for plain questions, the
+question boosts (`question_booster`: a quoted phrase the hit holds, an author the question
+names, a time for "when" questions).
 
 Rerank (LLMem reference): ``final = rrf * (1 - blend) + signals * blend`` with signals
 ``0.4 confidence + 0.3 recency + 0.2 access + 0.1 type priority``. Raw RRF scores are
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from . import fuzzy
 from .config import RetrievalSettings
 from .errors import SearchError, ValidationError
-from .query import ParsedQuery, parse_query, quote
+from .query import ParsedQuery, parse_query, quote, words
 from .store import Memory, MemoryFilter, MemoryStore, pack_embedding
 
 if TYPE_CHECKING:
@@ -324,21 +326,25 @@ class Retriever:
         pool = max(2 * want, 20)
         fts_hits: list[SearchHit] = []
         sem_hits: list[SearchHit] = []
+        parsed = parse_query(query)
+        authors = self._authors_named(parsed)
         if search_mode in ("fts", "hybrid"):
             fts_hits = self._fts(
-                parse_query(query),
+                parsed,
                 flt,
                 pool,
                 fuzzy,
                 self.fuzzy_threshold if threshold is None else threshold,
             )
+            fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
         if search_mode in ("semantic", "hybrid"):
             sem_hits = self._semantic(query, flt, pool)
         if search_mode == "fts":
             alpha = 0.0
         elif search_mode == "semantic":
             alpha = 1.0
-        results = self._fuse(fts_hits, sem_hits, alpha)[offset:want]
+        boost = question_booster(parsed, authors)
+        results = self._fuse(fts_hits, sem_hits, alpha, boost)[offset:want]
         if track_access and results:
             self.store.touch_batch([h.id for h in results])
         return results
@@ -415,6 +421,46 @@ class Retriever:
                 hits.append(hit)
         return hits
 
+    def _authors_named(self, parsed: ParsedQuery) -> set[str]:
+        """The question's words that name a stored author (``entered_by``: a person, a
+        role such as "reviewer", an agent): one indexed lookup per word, no scan."""
+        if parsed.explicit:
+            return set()
+        names = [t for t in parsed.terms if len(t) > 2 and not t.isdigit()]
+        names += [ROLE_ALIASES[t] for t in names if t in ROLE_ALIASES]
+        return {t for t in names if self.store.has_author([t, t.capitalize(), t.upper()])}
+
+    def _question_extras(
+        self,
+        parsed: ParsedQuery,
+        authors: set[str],
+        flt: MemoryFilter,
+        pool: int,
+        hits: list[SearchHit],
+    ) -> list[SearchHit]:
+        """Candidates a plain question may miss: memories holding a quoted phrase (the
+        boost in `question_booster` then ranks them first), and the named author's own
+        statements about the question's other words (their text rarely names them)."""
+        if parsed.explicit:
+            return hits
+        seen = {h.id for h in hits}
+        extra: list[SearchHit] = []
+        if parsed.phrases:
+            match = " OR ".join(quote(p) for p in parsed.phrases)
+            for row in self.store.fts_search(match, _excluding(flt, seen), pool):
+                extra.append(_hit(row, "fts"))
+                seen.add(row["id"])
+        rest = [t for t in parsed.terms if t not in authors]
+        for name in sorted(authors):
+            if not rest:
+                break
+            for variant in (name, name.capitalize(), name.upper()):
+                by = replace(_excluding(flt, seen), entered_by=variant)
+                for row in self.store.fts_search(parsed.any_of(rest), by, pool // 2):
+                    extra.append(_hit(row, "fts"))
+                    seen.add(row["id"])
+        return hits + extra
+
     def _relaxations(self, parsed: ParsedQuery) -> Iterator[str]:
         """Looser matches, tried in turn while the strict AND finds too little.
 
@@ -466,7 +512,11 @@ class Retriever:
         return [_hit(row, "semantic") for row in self.store.nearest(qblob, flt, pool)]
 
     def _fuse(
-        self, fts_hits: list[SearchHit], sem_hits: list[SearchHit], alpha: float
+        self,
+        fts_hits: list[SearchHit],
+        sem_hits: list[SearchHit],
+        alpha: float,
+        boost: Callable[[Mapping[str, Any]], float] | None = None,
     ) -> list[SearchHit]:
         k = self.rrf_k
         # A lone list keeps sharp ranks; next to FTS hits the semantic ranks are flattened.
@@ -488,7 +538,100 @@ class Retriever:
             weighted = sum(SIGNAL_WEIGHTS[s] * v for s, v in signals.items())
             norm = hit.rrf / best if best else 0.0
             hit.score = norm * (1.0 - self.blend) + weighted * self.blend
+            if boost is not None:
+                hit.score += boost(hit.memory)
         return sorted(merged.values(), key=lambda h: h.score, reverse=True)
+
+
+# What a question says beyond its words, added to the final score (which lives in [0, 1]:
+# the top keyword hit has 0.7 from RRF; rank 5 has 0.51). A phrase the question quotes
+# outweighs a few ranks; a named author, or a time for a "when" question, about three.
+PHRASE_BOOST = 0.3
+AUTHOR_BOOST = 0.2
+WHEN_BOOST = 0.2
+AUTHOR_METADATA_KEYS = ("speaker", "role", "author", "user", "name")
+TIME_METADATA_KEYS = ("time", "date", "occurred_at", "said_at", "started_at", "when")
+TIMED_TYPES = frozenset({"conversation", "event"})
+# How a question names the person at the keyboard, and the author value that means them
+# (`llmem-hooks store` enters "user"; episodes' speaker is "user").
+ROLE_ALIASES = {"developer": "user", "programmer": "user", "human": "user"}
+_DATE = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+    r"\s+\d{1,2}\b|\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+    r"yesterday|last (?:week|month|year)|\d{1,2}:\d{2})",
+    re.IGNORECASE,
+)
+
+
+def memory_authors(mem: Mapping[str, Any]) -> set[str]:
+    """Who said a memory, as lower-case words: ``entered_by`` and the metadata's speaker,
+    role, author (strings or lists of them)."""
+    values: list[Any] = [mem.get("entered_by")]
+    meta = mem.get("metadata") or {}
+    if isinstance(meta, Mapping):
+        values.extend(meta.get(k) for k in AUTHOR_METADATA_KEYS)
+    out: set[str] = set()
+    for v in values:
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, str):
+                out.update(words(item))
+    return out
+
+
+def has_time(mem: Mapping[str, Any]) -> bool:
+    """An episode or event, or a memory that records when something happened (a time in
+    its metadata or a date in its text)."""
+    if mem.get("type") in TIMED_TYPES:
+        return True
+    meta = mem.get("metadata") or {}
+    if isinstance(meta, Mapping) and any(meta.get(k) for k in TIME_METADATA_KEYS):
+        return True
+    return bool(_DATE.search(str(mem.get("content", ""))))
+
+
+def question_booster(
+    parsed: ParsedQuery, authors: set[str] | None = None
+) -> Callable[[Mapping[str, Any]], float] | None:
+    """The score a hit gains from what the question says besides its words: quoted
+    phrases it holds, an author the question names (``authors``: question words that are
+    stored authors; the metadata's speaker/role count too), a time for "when" questions.
+    None when the question says nothing of the kind (the common case, no cost)."""
+    if parsed.explicit:
+        return None
+    phrases = [p for p in parsed.phrases if p]
+    authors = authors or set()
+    names = {t for t in parsed.terms if len(t) > 2 and not t.isdigit()}
+    names |= {ROLE_ALIASES[t] for t in names if t in ROLE_ALIASES}
+    when = parsed.asks_when
+    padded = [f" {p} " for p in phrases]
+
+    def boost(mem: Mapping[str, Any]) -> float:
+        score = 0.0
+        if padded:
+            text = " " + " ".join(words(f"{mem.get('content', '')} {mem.get('summary') or ''}"))
+            text += " "
+            score += PHRASE_BOOST * sum(1 for p in padded if p in text) / len(padded)
+        if (authors and memory_authors(mem) & authors) or _named_in_metadata(mem, names):
+            score += AUTHOR_BOOST
+        if when and has_time(mem):
+            score += WHEN_BOOST
+        return score
+
+    return boost
+
+
+def _named_in_metadata(mem: Mapping[str, Any], names: set[str]) -> bool:
+    """Whether the speaker/role metadata (not only ``entered_by``, whose common values
+    such as "user" are no name a question means) holds one of ``names``."""
+    meta = mem.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        return False
+    for key in AUTHOR_METADATA_KEYS:
+        v = meta.get(key)
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, str) and names & set(words(item)):
+                return True
+    return False
 
 
 def _stem(word: str) -> str:

@@ -626,6 +626,20 @@ class MemoryStore:
                 (f"{FTS_TEXT_COLUMNS} : ({match})",),
             ).fetchone()[0]
 
+    def has_author(self, names: Sequence[str]) -> bool:
+        """Whether any memory was entered by one of ``names`` (exact spellings; indexed)."""
+        if not names:
+            return False
+        with self._lock:
+            return (
+                self._conn.execute(
+                    "SELECT 1 FROM memories WHERE entered_by IN "
+                    f"({','.join('?' * len(names))}) LIMIT 1",
+                    list(names),
+                ).fetchone()
+                is not None
+            )
+
     def has_match(self, match: str) -> bool:
         """Whether any memory matches an FTS5 expression (stems count: 'failing' finds
         'failed'); stops at the first row."""
