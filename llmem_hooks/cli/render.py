@@ -60,8 +60,14 @@ def public(mem: Mapping[str, Any]) -> dict[str, Any]:
 
 def public_hit(hit: SearchHit) -> dict[str, Any]:
     """A search hit as ``search --json`` shows it: the memory, then ``score`` (the final
-    reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic)."""
-    return {**public(hit.memory), "score": round(hit.score, 4), "match": hit.match}
+    reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic). ``time`` is when
+    it was said or stored (an episode's ``created_at`` is the time of its exchange); an
+    episode's search-only context words (``metadata.fts_context``) are left out."""
+    out = public(hit.memory)
+    meta = out.get("metadata")
+    if isinstance(meta, Mapping) and "fts_context" in meta:
+        out["metadata"] = {k: v for k, v in meta.items() if k != "fts_context"}
+    return {**out, "time": out.get("created_at"), "score": round(hit.score, 4), "match": hit.match}
 
 
 def one_line(mem: Mapping[str, Any], width: int = 100) -> str:
