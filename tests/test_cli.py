@@ -353,7 +353,9 @@ def test_search_json_is_the_memory_plus_score_and_match(cli: CLI, corpus: Path) 
     from llmem_hooks.store import Memory
 
     hits = cli("search", "deploy", "--json").json()
-    assert hits and all(list(h) == [*Memory.__annotations__, "time", "score", "match"] for h in hits)
+    assert hits and all(
+        list(h) == [*Memory.__annotations__, "time", "score", "match"] for h in hits
+    )
 
 
 def test_the_cli_package_layout() -> None:
