@@ -303,6 +303,14 @@ class SessionHookCoordinator:
             )
         return len(episodes)
 
+    def prune_episodes(self) -> int:
+        """Apply ``episodes.retention_days`` and ``episodes.max_count``; returns how many
+        episodes were deleted."""
+        from .store.episodes import prune_episodes
+
+        ep = self.settings.episodes
+        return prune_episodes(self.store, ep.retention_days, ep.max_count)
+
     def backfill_episodes(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Once per store (an extraction_log marker): the episodes of every session the
         store knows, of every agent with an adapter. ``progress(done, total)`` is called

@@ -635,6 +635,7 @@ class Sidecar:
             self._step("context cleanup", self.coord.cleanup_context_files, self.retention_days)
             self._step("repair", self.repair)
             self._step("episode backfill", self.backfill_episodes)
+            self._step("episode retention", self.coord.prune_episodes)
             last_cleanup = time.monotonic()
             while not self.stop.is_set():
                 self._step("sidecar pass", self.tick)
@@ -644,6 +645,7 @@ class Sidecar:
                     self._step(
                         "context cleanup", self.coord.cleanup_context_files, self.retention_days
                     )
+                    self._step("episode retention", self.coord.prune_episodes)
                 wait = self._step("computing the next wake-up", self.next_wait)
                 if self.wake.wait(self.poll_s if wait is None else wait):
                     time.sleep(COALESCE_S)

@@ -201,3 +201,39 @@ def test_search_json_carries_session_and_time(
     ep = next(r for r in rows if r["type"] == "conversation")
     assert ep["session_id"] == sid and ep["time"] == ep["created_at"]
     db.close()
+
+
+def test_retention_and_cap_prune_the_oldest(store: MemoryStore) -> None:
+    from llmem_hooks.store.episodes import episode_stats, prune_episodes
+
+    days = ["2020-01-01", "2026-01-01", "2026-02-01", "2026-03-01"]
+    for i, day in enumerate(days):
+        store.add(
+            "conversation",
+            f"User: exchange {i}",
+            source="episode",
+            session_id="s1",
+            created_at=f"{day}T00:00:00+00:00",
+            dedupe=False,
+        )
+    store.add("fact", "kept: not an episode", created_at="2019-01-01T00:00:00+00:00")
+    assert episode_stats(store)["count"] == 4
+    assert prune_episodes(store, retention_days=365 * 3, max_count=0) == 1  # 2020 goes
+    assert prune_episodes(store, retention_days=0, max_count=2) == 1  # then the oldest
+    left = [m["content"] for m in episodes_of(store)]
+    assert left == ["User: exchange 2", "User: exchange 3"]
+    assert store.count() == 3
+    stats = episode_stats(store)
+    assert stats["count"] == 2 and stats["sessions"] == 1 and stats["bytes_per_episode"] > 0
+
+
+def test_stats_shows_episodes(store: MemoryStore, tmp_path: Path, capsys) -> None:
+    from llmem_hooks.cli import main
+
+    store.add("conversation", "User: hi", source="episode", session_id="s1", dedupe=False)
+    capsys.readouterr()
+    assert main(["--db", str(tmp_path / "memory.db"), "stats"]) == 0
+    out = capsys.readouterr().out
+    assert "episodes: 1 of 1 sessions" in out and "kept 365 days" in out
+    assert main(["--db", str(tmp_path / "memory.db"), "stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"]["count"] == 1

@@ -201,6 +201,15 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         f"memories: {s['active']} active, {s['invalidated']} forgotten, "
         f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}"
     )
+    ep = s.get("episodes")
+    if ep:
+        keep = f"{ep['retention_days']:g} days" if ep["retention_days"] else "forever"
+        cap = f"at most {ep['max_count']:,}" if ep["max_count"] else "no cap"
+        typer.echo(
+            f"episodes: {ep['count']:,} of {ep['sessions']:,} sessions, "
+            f"{ep['text_bytes'] / 1024:.0f} KiB of text ({ep['bytes_per_episode']} B each); "
+            f"kept {keep}, {cap}"
+        )
     for title, key in (
         ("by type", "by_type"),
         ("by agent", "by_agent"),
