@@ -266,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
                 cov_den += len(target)
                 per_type.setdefault(q["questionType"], []).append(hit / len(target))
         db_bytes = (home / "llmem" / "memory.db").stat().st_size
+        out = subprocess.run([*CLI, "stats", "--json"], env=env, capture_output=True, text=True)
+        ep = json.loads(out.stdout).get("episodes", {}) if out.returncode == 0 else {}
         result = {
             "episodes": not args.no_episodes,
             "questions": answerable,
@@ -274,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
             "top5_chars_mean": round(sum(chars) / max(len(chars), 1)),
             "sidecar_seconds": round(took, 1),
             "db_bytes": db_bytes,
+            "episodes_stored": ep.get("count"),
+            "episode_text_bytes_mean": ep.get("bytes_per_episode"),
+            "db_bytes_per_1000_sessions": round(db_bytes * 1000 / len(sessions)),
             "coverage_by_type": {k: round(sum(v) / len(v), 3) for k, v in sorted(per_type.items())},
         }
     if args.json:
