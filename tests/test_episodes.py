@@ -237,3 +237,28 @@ def test_stats_shows_episodes(store: MemoryStore, tmp_path: Path, capsys) -> Non
     assert "episodes: 1 of 1 sessions" in out and "kept 365 days" in out
     assert main(["--db", str(tmp_path / "memory.db"), "stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"]["count"] == 1
+
+
+def test_a_copilot_session_through_the_coordinator(store: MemoryStore, tmp_path: Path) -> None:
+    from support.copilot_home import CopilotHome
+
+    from llmem_hooks.adapters import CopilotAdapter
+
+    home = CopilotHome(tmp_path / "copilot")
+    s = home.session()
+    s.user("Why does the login test fail on CI?")
+    _, calls = s.assistant(
+        "Checking the fixtures.",
+        [("bash", {"command": "pytest tests/test_login.py"})],
+        reasoning="Probably the seed.",
+    )
+    s.tool_run(calls[0], "bash", {"command": "pytest tests/test_login.py"}, success=False)
+    s.assistant("The Redis seed is missing on CI; add it to the workflow.")
+    coord = SessionHookCoordinator(
+        store, {"copilot": CopilotAdapter(home.root)}, config(), tmp_path / "ctx"
+    )
+    coord.on_idle(s.id, force=True)
+    (ep,) = episodes_of(store)
+    assert ep["entered_by"] == "copilot" and ep["session_id"] == s.id
+    assert "[bash] pytest tests/test_login.py (failed)" in ep["content"]
+    assert "Redis seed" in ep["content"] and "Probably the seed" not in ep["content"]
