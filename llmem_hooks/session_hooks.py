@@ -276,7 +276,10 @@ class SessionHookCoordinator:
         if cursor is not None:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
-        episodes = build_episodes(msgs, previous)
+        from .store.episodes import episode_message_ids
+
+        known = episode_message_ids(self.store, session_id)
+        episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
         with self.store.atomic():
             for ep in episodes:
                 when = (

@@ -262,3 +262,14 @@ def test_a_copilot_session_through_the_coordinator(store: MemoryStore, tmp_path:
     assert ep["entered_by"] == "copilot" and ep["session_id"] == s.id
     assert "[bash] pytest tests/test_login.py (failed)" in ep["content"]
     assert "Redis seed" in ep["content"] and "Probably the seed" not in ep["content"]
+
+
+def test_a_lost_cursor_never_duplicates_an_episode(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    store.conn.execute("DELETE FROM extraction_log WHERE source_id = ?", (sid,))
+    coord.on_idle(sid, force=True)
+    assert len(episodes_of(store)) == 2
+    db.close()

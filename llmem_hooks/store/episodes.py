@@ -7,6 +7,7 @@ bounded by ``episodes.retention_days`` and ``episodes.max_count``.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -67,3 +68,15 @@ def prune_episodes(store: MemoryStore, retention_days: float, max_count: int) ->
             store._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", batch)
             store.vectors.remove(batch)
     return len(doomed)
+
+
+def episode_message_ids(store: MemoryStore, session_id: str) -> set[str]:
+    """The message ids the session's stored episodes came from: an exchange is never
+    stored twice, even when its cursor was lost."""
+    out: set[str] = set()
+    for (ids,) in store._fetchall(
+        f"SELECT source_message_ids FROM memories WHERE {EPISODE_WHERE} AND session_id = ?",
+        (session_id,),
+    ):
+        out.update(json.loads(ids or "[]"))
+    return out
