@@ -278,7 +278,6 @@ def main(argv: list[str] | None = None) -> int:
             "db_bytes": db_bytes,
             "episodes_stored": ep.get("count"),
             "episode_text_bytes_mean": ep.get("bytes_per_episode"),
-            "db_bytes_per_1000_sessions": round(db_bytes * 1000 / len(sessions)),
             "coverage_by_type": {k: round(sum(v) / len(v), 3) for k, v in sorted(per_type.items())},
         }
     if args.json:
