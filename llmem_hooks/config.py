@@ -250,6 +250,18 @@ class BudgetSettings(Section):
     day_seconds: float = _setting(3600.0, _number(0.0, 86_400.0))
 
 
+@dataclass(frozen=True)
+class EpisodeSettings(Section):
+    """``episodes:`` every exchange kept as a searchable ``conversation`` memory."""
+
+    section: ClassVar[str] = "episodes"
+    enabled: bool = _setting(True, _bool)
+    retention_days: float = _setting(365, _number(0.0, 36_500.0))  # 0: kept forever
+    max_count: int = _setting(200_000, _int(0, 10_000_000))  # 0: no cap; oldest go first
+    # the existing sessions of both agents are indexed once, on the sidecar's first start
+    backfill: bool = _setting(True, _bool)
+
+
 # Section name -> its settings class, in config.yaml's order.
 SECTIONS: dict[str, type[Section]] = {
     kind.section: kind
@@ -262,6 +274,7 @@ SECTIONS: dict[str, type[Section]] = {
         CopilotSettings,
         OllamaSettings,
         BudgetSettings,
+        EpisodeSettings,
     )
 }
 
@@ -278,6 +291,7 @@ class Config:
     copilot: CopilotSettings = field(default_factory=CopilotSettings)
     ollama: OllamaSettings = field(default_factory=OllamaSettings)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
+    episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # importing the adapters loads YAML: the Copilot hook's fast 
 log = logging.getLogger(__name__)
 
 BACKFILL_BATCH = 32  # memories given a vector per backfill pass
+BACKFILL_SESSIONS = 100_000  # past sessions indexed as episodes, at most, on the first start
 
 RESULT_SUCCESS = "success"
 RESULT_ALREADY_PROCESSED = "already_processed"
@@ -57,6 +59,8 @@ RESULT_ERROR = "error"
 KEY_MEMORY_TYPES = ("decision", "preference", "procedure", "project_state")
 KEY_MEMORY_MIN_CONFIDENCE = 0.7
 ENDING_LOG = "ending"  # extraction_log.source_type suffix marking a finished session
+EPISODE_LOG = "episodes"  # extraction_log.source_type suffix: the last message in an episode
+EPISODE_BACKFILL = ("episodes", "backfill")  # extraction_log row: the one backfill is done
 
 HookResult = tuple[str, Any]
 
@@ -172,6 +176,7 @@ class SessionHookCoordinator:
             rec = self.track(session_id)
             if rec is None or rec.agent not in self.adapters:
                 return RESULT_NO_TRANSCRIPT, 0
+            self.store_episodes(rec, session_id)
             done = self.store.get_extraction(rec.agent, session_id)
             cursor = done["cursor"] if done else None
             msgs = self._messages(rec, session_id, after=cursor)
@@ -250,6 +255,101 @@ class SessionHookCoordinator:
         except Exception:
             log.exception("on_ending failed for session %s", session_id)
             return RESULT_ERROR, 0
+
+    # -- episodes ------------------------------------------------------------------------
+    def store_episodes(self, rec: session_state.SessionRecord, session_id: str) -> int:
+        """Store the session's exchanges since the last episode as ``conversation``
+        memories (docs/episodes.md); the episode cursor commits with them. Returns how
+        many were stored (0 when episodes are off or there is nothing new)."""
+        if not self.settings.episodes.enabled or rec.agent not in self.adapters:
+            return 0
+        from .episodes import build_episodes
+        from .timestamps import to_iso
+
+        source = f"{rec.agent}:{EPISODE_LOG}"
+        done = self.store.get_extraction(source, session_id)
+        cursor = done["cursor"] if done else None
+        msgs = self._messages(rec, session_id, after=cursor)
+        if not msgs:
+            return 0
+        previous = ""
+        if cursor is not None:
+            last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
+            previous = last[0]["content"] if last else ""
+        from .store.episodes import episode_message_ids
+
+        known = episode_message_ids(self.store, session_id)
+        episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
+        with self.store.atomic():
+            for ep in episodes:
+                when = (
+                    to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None
+                )
+                self.store.add(
+                    "conversation",
+                    ep.content,
+                    source="episode",
+                    metadata=ep.metadata(),
+                    entered_by=rec.agent,
+                    project=rec.project,
+                    session_id=session_id,
+                    source_message_ids=ep.message_ids,
+                    created_at=when,
+                    dedupe=False,
+                )
+            self.store.log_extraction(
+                source,
+                session_id,
+                cursor=msgs[-1].id,
+                memory_count=len(episodes),
+                message_count=len(msgs),
+            )
+        return len(episodes)
+
+    def prune_episodes(self) -> int:
+        """Apply ``episodes.retention_days`` and ``episodes.max_count``; returns how many
+        episodes were deleted."""
+        from .store.episodes import prune_episodes
+
+        ep = self.settings.episodes
+        return prune_episodes(self.store, ep.retention_days, ep.max_count)
+
+    def backfill_episodes(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Once per store (an extraction_log marker): the episodes of every session the
+        store knows, of every agent with an adapter. ``progress(done, total)`` is called
+        as it goes. Returns how many episodes were stored; idempotent (per-session
+        cursors), so a crash half-way resumes where it stopped."""
+        if not self.settings.episodes.enabled or not self.settings.episodes.backfill:
+            return 0
+        if self.store.get_extraction(*EPISODE_BACKFILL):
+            return 0
+        seen = {
+            (r.agent, r.session_id): r
+            for r in session_state.all_sessions(self.store, limit=BACKFILL_SESSIONS)
+        }
+        for agent, adapter in self.adapters.items():
+            try:
+                infos = adapter.list_sessions(limit=BACKFILL_SESSIONS)
+            except Exception as exc:
+                log.warning("episode backfill: %s sessions unreadable: %s", agent, exc)
+                continue
+            for info in infos:
+                if (info.agent, info.id) not in seen:
+                    rec = self.track(info.id, info)
+                    if rec is not None:
+                        seen[(rec.agent, rec.session_id)] = rec
+        recs = [r for r in seen.values() if r.agent in self.adapters]
+        stored = 0
+        for i, rec in enumerate(recs, 1):
+            try:
+                stored += self.store_episodes(rec, rec.session_id)
+            except Exception as exc:  # one session's trouble never stops the others
+                log.warning("episode backfill failed for %r: %s", rec.session_id, exc)
+            if progress is not None:
+                progress(i, len(recs))
+        with self.store.atomic():
+            self.store.log_extraction(*EPISODE_BACKFILL, cursor="done", memory_count=stored)
+        return stored
 
     # -- helpers -------------------------------------------------------------------------
     def _assess(

@@ -605,6 +605,28 @@ class Sidecar:
         for sid in self.coord.repair_resume_packs(now_ms - retention_ms):
             log.info("session=%s repaired: resume pack written", sid)
 
+    def backfill_episodes(self, stream: TextIO | None = None) -> int:
+        """The first start only: index every past session of every agent as episodes,
+        with progress on stderr (docs/episodes.md)."""
+        out = sys.stderr if stream is None else stream
+        shown = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if done == total or now - shown[0] >= 1.0:
+                shown[0] = now
+                print(
+                    f"llmem-hooks: indexing past sessions as episodes: {done}/{total}",
+                    file=out,
+                    flush=True,
+                )
+                log.info("episode backfill: %d/%d sessions", done, total)
+
+        stored = self.coord.backfill_episodes(progress)
+        if stored:
+            log.info("episode backfill: %d episodes stored", stored)
+        return stored
+
     def run(self) -> None:
         """Catch up, then loop until ``stop`` is set. No step can end the loop."""
         self._step("starting the file watcher", self._start_observer)
@@ -612,6 +634,8 @@ class Sidecar:
             self._step("existence check", self._check_deleted, True)
             self._step("context cleanup", self.coord.cleanup_context_files, self.retention_days)
             self._step("repair", self.repair)
+            self._step("episode backfill", self.backfill_episodes)
+            self._step("episode retention", self.coord.prune_episodes)
             last_cleanup = time.monotonic()
             while not self.stop.is_set():
                 self._step("sidecar pass", self.tick)
@@ -621,6 +645,7 @@ class Sidecar:
                     self._step(
                         "context cleanup", self.coord.cleanup_context_files, self.retention_days
                     )
+                    self._step("episode retention", self.coord.prune_episodes)
                 wait = self._step("computing the next wake-up", self.next_wait)
                 if self.wake.wait(self.poll_s if wait is None else wait):
                     time.sleep(COALESCE_S)

@@ -21,7 +21,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the memory database and what lives beside it
     ("store", "query", "fuzzy", "project", "taxonomy", "backoff", "events"),
     # models, search, rendering
-    ("ollama", "embed", "metrics", "budget", "retrieve", "extraction", "context", "resume"),
+    (
+        "ollama",
+        "embed",
+        "metrics",
+        "budget",
+        "retrieve",
+        "extraction",
+        "context",
+        "resume",
+        "episodes",
+    ),
     # agents, the coordinator and its drivers
     ("adapters", "session_hooks", "doctor", "install", "sidecar_lock", "sidecar"),
     # entry points

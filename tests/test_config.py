@@ -79,6 +79,7 @@ EXPECTED_DEFAULTS = {
         "day_tokens": 500_000,
         "day_seconds": 3600.0,
     },
+    "episodes": {"enabled": True, "retention_days": 365, "max_count": 200_000, "backfill": True},
 }
 
 

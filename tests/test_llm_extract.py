@@ -38,6 +38,7 @@ def config(url: str, **ollama: Any) -> dict[str, Any]:
     cfg = copy.deepcopy(DEFAULT_CONFIG)
     cfg["ollama"].update({"base_url": url, "timeout_seconds": 5.0, **ollama})
     cfg["session"].update(idle_debounce_seconds=0)
+    cfg["episodes"]["enabled"] = False  # model extraction here; episodes: test_episodes.py
     return cfg
 
 

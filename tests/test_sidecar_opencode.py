@@ -22,6 +22,7 @@ from llmem_hooks.store import sessions as session_state
 def make(store: MemoryStore, db: OpenCodeDB, ctx: Path) -> Sidecar:
     cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
     cfg["session"].update(idle_quiet_seconds=0, idle_debounce_seconds=0, end_after_minutes=600)
+    cfg["episodes"]["enabled"] = False  # extraction here; episodes in tests/test_episodes.py
     coord = SessionHookCoordinator(store, {"opencode": OpenCodeAdapter(db.path)}, cfg, ctx)
     return Sidecar(coord, cfg)
 
@@ -44,6 +45,7 @@ def worker_sidecar(tmp_path: Path, db: OpenCodeDB, url: str, **ollama: Any) -> I
 
     cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
     cfg["session"].update(idle_quiet_seconds=0, idle_debounce_seconds=0, end_after_minutes=600)
+    cfg["episodes"]["enabled"] = False  # extraction here; episodes in tests/test_episodes.py
     cfg["memory"]["db_path"] = str(tmp_path / "memory.db")
     cfg["context"]["dir"] = str(tmp_path / "ctx")
     cfg["ollama"].update(base_url=url, **ollama)

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - older typer with click as a dependency
     from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef]
 
 from ..backoff import BACKOFF_SECONDS, ModelFailure
-from ..config import load_config
+from ..config import Config, load_config
 from ..errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
 from ..paths import check_user_path, get_db_path
 from ..redact import find_secrets
@@ -593,6 +593,14 @@ def stats(
 
     with open_store(read_only=True) as st:
         s = st.stats()
+        from ..store.episodes import episode_stats
+
+        limits = Config.coerce(_config()).episodes
+        s["episodes"] = {
+            **episode_stats(st),
+            "retention_days": limits.retention_days,
+            "max_count": limits.max_count,
+        }
         s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config())).report()
     print_stats(s, fmt)
 

@@ -60,8 +60,14 @@ def public(mem: Mapping[str, Any]) -> dict[str, Any]:
 
 def public_hit(hit: SearchHit) -> dict[str, Any]:
     """A search hit as ``search --json`` shows it: the memory, then ``score`` (the final
-    reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic)."""
-    return {**public(hit.memory), "score": round(hit.score, 4), "match": hit.match}
+    reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic). ``time`` is when
+    it was said or stored (an episode's ``created_at`` is the time of its exchange); an
+    episode's search-only context words (``metadata.fts_context``) are left out."""
+    out = public(hit.memory)
+    meta = out.get("metadata")
+    if isinstance(meta, Mapping) and "fts_context" in meta:
+        out["metadata"] = {k: v for k, v in meta.items() if k != "fts_context"}
+    return {**out, "time": out.get("created_at"), "score": round(hit.score, 4), "match": hit.match}
 
 
 def one_line(mem: Mapping[str, Any], width: int = 100) -> str:
@@ -195,6 +201,15 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         f"memories: {s['active']} active, {s['invalidated']} forgotten, "
         f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}"
     )
+    ep = s.get("episodes")
+    if ep:
+        keep = f"{ep['retention_days']:g} days" if ep["retention_days"] else "forever"
+        cap = f"at most {ep['max_count']:,}" if ep["max_count"] else "no cap"
+        typer.echo(
+            f"episodes: {ep['count']:,} of {ep['sessions']:,} sessions, "
+            f"{ep['text_bytes'] / 1024:.0f} KiB of text ({ep['bytes_per_episode']} B each); "
+            f"kept {keep}, {cap}"
+        )
     for title, key in (
         ("by type", "by_type"),
         ("by agent", "by_agent"),

@@ -321,6 +321,59 @@ def m009_timestamps(conn: Any) -> None:
     )
 
 
+def m010_fts_context(conn: Any) -> None:
+    """A fifth, low-weight FTS5 column: the words around a memory that are not its own.
+
+    An episode (a ``conversation`` memory, one exchange of a session) is also found by the
+    words of the exchange before it and by its time as words (``metadata.fts_context``,
+    written by `llmem_hooks.episodes`), while the hit is the episode itself. The column is
+    a generated one over the metadata (nothing is stored twice) and ranks at 0.3 of the
+    content's weight, so an episode whose own text matches still wins (docs/episodes.md)."""
+    run_script(
+        conn,
+        """
+        DROP TRIGGER memories_fts_ai;
+        DROP TRIGGER memories_fts_ad;
+        DROP TRIGGER memories_fts_au;
+        DROP TABLE memories_fts;
+        ALTER TABLE memories ADD COLUMN fts_context TEXT GENERATED ALWAYS AS (
+            coalesce(json_extract(metadata, '$.fts_context'), '')
+        ) VIRTUAL;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, summary, tag_text, fts_scope, fts_context,
+            content='memories', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text, new.fts_scope,
+                    new.fts_context);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text, fts_scope,
+                                     fts_context)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text,
+                    old.fts_scope, old.fts_context);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, summary, tag_text, project,
+            metadata ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text, fts_scope,
+                                     fts_context)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text,
+                    old.fts_scope, old.fts_context);
+            INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text, new.fts_scope,
+                    new.fts_context);
+        END;
+        INSERT INTO memories_fts(memories_fts, rank)
+            VALUES ('rank', 'bm25(1.0, 0.5, 0.75, 0.0, 0.3)');
+        INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context)
+            SELECT seq, content, coalesce(summary, ''), tag_text, fts_scope, fts_context
+            FROM memories;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -331,6 +384,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (7, "model_usage", m007_model_usage),
     (8, "pending_hooks", m008_pending_hooks),
     (9, "timestamps", m009_timestamps),
+    (10, "fts_context", m010_fts_context),
 ]
 
 

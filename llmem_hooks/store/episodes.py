@@ -1,0 +1,82 @@
+"""Episodes in the store: their size and their retention (docs/episodes.md).
+
+Episodes are ``conversation`` memories with ``source = 'episode'`` (written by
+`llmem_hooks.session_hooks`); this module only counts and prunes them, so growth stays
+bounded by ``episodes.retention_days`` and ``episodes.max_count``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..timestamps import to_iso
+from .db import transaction
+
+if TYPE_CHECKING:
+    from .memories import MemoryStore
+
+EPISODE_WHERE = "type = 'conversation' AND source = 'episode'"
+PRUNE_BATCH = 5000
+
+
+def episode_stats(store: MemoryStore) -> dict[str, Any]:
+    """How many episodes, of how many sessions, how many bytes of text (content and
+    metadata, the index aside), the oldest and newest time."""
+    row = store._fetchone(
+        "SELECT count(*), count(DISTINCT session_id),"
+        " coalesce(sum(length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))), 0),"
+        f" min(created_at), max(created_at) FROM memories WHERE {EPISODE_WHERE}",
+        (),
+    )
+    count, sessions, text_bytes, oldest, newest = row
+    return {
+        "count": count,
+        "sessions": sessions,
+        "text_bytes": text_bytes,
+        "bytes_per_episode": round(text_bytes / count) if count else 0,
+        "oldest": oldest,
+        "newest": newest,
+    }
+
+
+def prune_episodes(store: MemoryStore, retention_days: float, max_count: int) -> int:
+    """Delete episodes older than ``retention_days`` (0: none by age), then the oldest
+    beyond ``max_count`` (0: no cap). Returns how many were deleted."""
+    doomed: list[int] = []
+    if retention_days > 0:
+        cutoff = to_iso(datetime.now(UTC) - timedelta(days=retention_days))
+        doomed += [
+            r[0]
+            for r in store._fetchall(
+                f"SELECT seq FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
+            )
+        ]
+    if max_count > 0:
+        skip = set(doomed)
+        rows = store._fetchall(
+            f"SELECT seq FROM memories WHERE {EPISODE_WHERE} ORDER BY created_at DESC, seq DESC"
+            " LIMIT -1 OFFSET ?",
+            (max_count,),
+        )
+        doomed += [r[0] for r in rows if r[0] not in skip]
+    for start in range(0, len(doomed), PRUNE_BATCH):
+        batch = doomed[start : start + PRUNE_BATCH]
+        marks = ",".join("?" * len(batch))
+        with store._lock, transaction(store._conn):
+            store._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", batch)
+            store.vectors.remove(batch)
+    return len(doomed)
+
+
+def episode_message_ids(store: MemoryStore, session_id: str) -> set[str]:
+    """The message ids the session's stored episodes came from: an exchange is never
+    stored twice, even when its cursor was lost."""
+    out: set[str] = set()
+    for (ids,) in store._fetchall(
+        f"SELECT source_message_ids FROM memories WHERE {EPISODE_WHERE} AND session_id = ?",
+        (session_id,),
+    ):
+        out.update(json.loads(ids or "[]"))
+    return out

@@ -1,0 +1,275 @@
+"""Episodes: every exchange stored as a searchable ``conversation`` memory, with its
+neighbours' words and its time as words (docs/episodes.md)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from support.opencode_db import PROJECT, OpenCodeDB, text, tool
+
+from llmem_hooks import MemoryStore, SessionHookCoordinator
+from llmem_hooks.adapters import OpenCodeAdapter
+from llmem_hooks.config import DEFAULT_CONFIG
+from llmem_hooks.episodes import build_episodes, message_text, resolved_times, time_words
+from llmem_hooks.events import Message
+from llmem_hooks.retrieve import Retriever
+from llmem_hooks.sidecar import Sidecar
+
+TUE = 1_795_478_400_000  # 2026-11-24T00:00:00Z, a Tuesday
+
+
+def config(**episodes: object) -> dict:
+    cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
+    cfg["session"].update(idle_quiet_seconds=0, idle_debounce_seconds=0, end_after_minutes=600)
+    cfg["episodes"].update(episodes)
+    return cfg
+
+
+def coordinator(store: MemoryStore, db: OpenCodeDB, ctx: Path, **episodes: object):
+    adapter = OpenCodeAdapter(db.path)
+    return SessionHookCoordinator(store, {"opencode": adapter}, config(**episodes), ctx)
+
+
+def episodes_of(store: MemoryStore) -> list[dict]:
+    return store.list_all(type="conversation", sort="created", order="asc", limit=1000)
+
+
+def test_message_text_keeps_speech_and_one_line_per_tool_call() -> None:
+    msg = Message(
+        "m1",
+        "s",
+        "assistant",
+        "Assistant: Reasoning: secret plan\nAssistant: Tool: bash: make lint [error]\n"
+        "Assistant: Tool: edit: src/app.py\nAssistant: Fixed it.",
+    )
+    assert message_text(msg) == "[bash] make lint (failed)\n[edit] src/app.py\nFixed it."
+
+
+def test_private_spans_and_our_injected_context_are_dropped() -> None:
+    msg = Message(
+        "m1",
+        "s",
+        "user",
+        "User: deploy now <private>the pin is 4411</private>\n"
+        "User: # Memory from earlier sessions (llmem-hooks)\nUser: - We release on Tuesdays",
+    )
+    out = message_text(msg)
+    assert "deploy now" in out and "4411" not in out and "Tuesdays" not in out
+
+
+def test_time_words_and_relative_expressions() -> None:
+    assert time_words(TUE) == "2026-11-24 Tuesday 24 November 2026"
+    got = resolved_times("it broke yesterday, and last week too; 3 days ago it was fine", TUE)
+    assert got[0] == "2026-11-23 Monday 23 November 2026"
+    assert got[1].startswith("2026-11-17")
+    assert got[2].startswith("2026-11-21")
+    assert resolved_times("last month", TUE) == ["October 2026 2026-10"]
+
+
+def test_exchanges_group_a_user_message_with_the_replies() -> None:
+    msgs = [
+        Message("u1", "s", "user", "User: why is the cache slow?", TUE),
+        Message("a1", "s", "assistant", "Assistant: The TTL is 1 second.", TUE + 5),
+        Message("a2", "s", "assistant", "Assistant: Tool: bash: redis-cli info", TUE + 9),
+        Message("u2", "s", "user", "User: raise it to 60 seconds", TUE + 60_000),
+    ]
+    first, second = build_episodes(msgs)
+    assert first.message_ids == ["u1", "a1", "a2"]
+    assert first.content.startswith("User: why is the cache slow?\nAssistant: The TTL")
+    assert "[bash] redis-cli info" in first.content
+    assert "cache slow" in second.context and "November 2026" in second.context
+
+
+def _session(db: OpenCodeDB) -> str:
+    sid = db.session("Caching")
+    u1 = db.user(sid, "Which Redis eviction policy should the session cache use?")
+    db.assistant(sid, u1, text("Use allkeys-lru: sessions are all equally disposable."))
+    u2 = db.user(sid, "ok, do it")
+    db.assistant(
+        sid,
+        u2,
+        tool("bash", command="kubectl apply -f redis.yaml"),
+        text("Applied the new configuration to the cluster."),
+    )
+    return sid
+
+
+def test_idle_stores_episodes_with_provenance(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    eps = episodes_of(store)
+    assert len(eps) == 2
+    first = eps[0]
+    assert first["session_id"] == sid and first["project"] == PROJECT
+    assert first["entered_by"] == "opencode" and first["source"] == "episode"
+    assert len(first["source_message_ids"]) == 2
+    assert "[bash] kubectl apply -f redis.yaml" in eps[1]["content"]
+    coord.on_idle(sid, force=True)  # nothing new: nothing twice
+    assert len(episodes_of(store)) == 2
+    # the next exchange gets the last stored one as its context
+    u3 = db.user(sid, "and the TTL?")
+    db.assistant(sid, u3, text("Thirty minutes."))
+    coord.on_idle(sid, force=True)
+    third = episodes_of(store)[2]
+    assert "Applied the new configuration" in third["metadata"]["fts_context"]
+    db.close()
+
+
+def test_neighbour_words_find_the_episode(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    # "eviction" is said only in the first exchange; the second is found by it too,
+    # ranked below the exchange that holds the word itself
+    hits = Retriever(store).search("eviction policy", type="conversation")
+    contents = [h["content"] for h in hits]
+    assert len(contents) == 2 and "eviction" in contents[0] and "kubectl" in contents[1]
+    db.close()
+
+
+def test_time_words_find_the_episode(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    ep = episodes_of(store)[0]
+    month = ep["created_at"][:7]
+    assert month in ep["metadata"]["fts_context"]
+    hits = store.search(ep["created_at"][:10], type="conversation")
+    assert hits
+    db.close()
+
+
+def test_episodes_stay_out_of_the_context_file(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    ctx = tmp_path / "ctx"
+    coord = coordinator(store, db, ctx)
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    assert episodes_of(store)
+    sid2 = db.session("Next")
+    coord.on_created(sid2)
+    text_ = (ctx / f"{sid2}.md").read_text() if (ctx / f"{sid2}.md").exists() else ""
+    assert "allkeys-lru" not in text_
+    db.close()
+
+
+def test_disabled_stores_none(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx", enabled=False)
+    coord.on_idle(_session(db), force=True)
+    assert episodes_of(store) == []
+    db.close()
+
+
+def test_backfill_runs_once_with_progress(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    sids = [_session(db) for _ in range(3)]
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sidecar = Sidecar(coord, config())
+    err = io.StringIO()
+    assert sidecar.backfill_episodes(err) == 6
+    assert "3/3" in err.getvalue()
+    assert {e["session_id"] for e in episodes_of(store)} == set(sids)
+    err2 = io.StringIO()
+    assert sidecar.backfill_episodes(err2) == 0 and err2.getvalue() == ""
+    assert len(episodes_of(store)) == 6
+    db.close()
+
+
+def test_search_json_carries_session_and_time(
+    store: MemoryStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llmem_hooks.cli import main
+
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    capsys.readouterr()
+    code = main(["--db", str(tmp_path / "memory.db"), "search", "eviction", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = json.loads(out)
+    rows = rows if isinstance(rows, list) else rows["results"]
+    ep = next(r for r in rows if r["type"] == "conversation")
+    assert ep["session_id"] == sid and ep["time"] == ep["created_at"]
+    db.close()
+
+
+def test_retention_and_cap_prune_the_oldest(store: MemoryStore) -> None:
+    from llmem_hooks.store.episodes import episode_stats, prune_episodes
+
+    days = ["2020-01-01", "2026-01-01", "2026-02-01", "2026-03-01"]
+    for i, day in enumerate(days):
+        store.add(
+            "conversation",
+            f"User: exchange {i}",
+            source="episode",
+            session_id="s1",
+            created_at=f"{day}T00:00:00+00:00",
+            dedupe=False,
+        )
+    store.add("fact", "kept: not an episode", created_at="2019-01-01T00:00:00+00:00")
+    assert episode_stats(store)["count"] == 4
+    assert prune_episodes(store, retention_days=365 * 3, max_count=0) == 1  # 2020 goes
+    assert prune_episodes(store, retention_days=0, max_count=2) == 1  # then the oldest
+    left = [m["content"] for m in episodes_of(store)]
+    assert left == ["User: exchange 2", "User: exchange 3"]
+    assert store.count() == 3
+    stats = episode_stats(store)
+    assert stats["count"] == 2 and stats["sessions"] == 1 and stats["bytes_per_episode"] > 0
+
+
+def test_stats_shows_episodes(store: MemoryStore, tmp_path: Path, capsys) -> None:
+    from llmem_hooks.cli import main
+
+    store.add("conversation", "User: hi", source="episode", session_id="s1", dedupe=False)
+    capsys.readouterr()
+    assert main(["--db", str(tmp_path / "memory.db"), "stats"]) == 0
+    out = capsys.readouterr().out
+    assert "episodes: 1 of 1 sessions" in out and "kept 365 days" in out
+    assert main(["--db", str(tmp_path / "memory.db"), "stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"]["count"] == 1
+
+
+def test_a_copilot_session_through_the_coordinator(store: MemoryStore, tmp_path: Path) -> None:
+    from support.copilot_home import CopilotHome
+
+    from llmem_hooks.adapters import CopilotAdapter
+
+    home = CopilotHome(tmp_path / "copilot")
+    s = home.session()
+    s.user("Why does the login test fail on CI?")
+    _, calls = s.assistant(
+        "Checking the fixtures.",
+        [("bash", {"command": "pytest tests/test_login.py"})],
+        reasoning="Probably the seed.",
+    )
+    s.tool_run(calls[0], "bash", {"command": "pytest tests/test_login.py"}, success=False)
+    s.assistant("The Redis seed is missing on CI; add it to the workflow.")
+    coord = SessionHookCoordinator(
+        store, {"copilot": CopilotAdapter(home.root)}, config(), tmp_path / "ctx"
+    )
+    coord.on_idle(s.id, force=True)
+    (ep,) = episodes_of(store)
+    assert ep["entered_by"] == "copilot" and ep["session_id"] == s.id
+    assert "[bash] pytest tests/test_login.py (failed)" in ep["content"]
+    assert "Redis seed" in ep["content"] and "Probably the seed" not in ep["content"]
+
+
+def test_a_lost_cursor_never_duplicates_an_episode(store: MemoryStore, tmp_path: Path) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    store.conn.execute("DELETE FROM extraction_log WHERE source_id = ?", (sid,))
+    coord.on_idle(sid, force=True)
+    assert len(episodes_of(store)) == 2
+    db.close()
