@@ -653,11 +653,19 @@ class OpenCodeEnv(LlmemCli):
             pytest.fail(f"opencode {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
         return proc
 
-    def run(self, message: str, *args: str) -> str:
+    def run(self, message: str, *args: str, split: bool = True) -> str:
         """``opencode run --format json [args] <message>`` (a new session unless ``-s``);
-        returns the session id. The words are passed separately: ``opencode run`` quotes a
-        single argument that holds spaces."""
-        proc = self.opencode("run", "--format", "json", *args, *message.split())
+        returns the session id. With ``split`` the words are passed separately; without
+        it the message is ONE argument, as a person types ``opencode run "..."`` (OpenCode
+        then stores it wrapped in double quotes). OpenCode's own "database is locked"
+        (seen once in a few runs while the sidecar read it) gets one more try."""
+        words = message.split() if split else [message]
+        proc = self.opencode("run", "--format", "json", *args, *words, check=False)
+        if proc.returncode != 0 and "database is locked" in proc.stderr:
+            time.sleep(1)
+            proc = self.opencode("run", "--format", "json", *args, *words, check=False)
+        if proc.returncode != 0:
+            pytest.fail(f"opencode run {message!r} failed:\n{proc.stdout}\n{proc.stderr}")
         for line in proc.stdout.splitlines():
             with contextlib.suppress(ValueError):
                 event = json.loads(line)

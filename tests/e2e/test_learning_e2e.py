@@ -15,9 +15,7 @@ Real OpenCode / Copilot CLI binaries against the fake provider, one sidecar per 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,24 +49,8 @@ def cp_sidecar(cp_env: CopilotEnv) -> Iterator[SidecarProcess]:
 
 
 def run_unsplit(world: OpenCodeEnv, message: str) -> str:
-    """``opencode run --format json "<message>"``: the whole message as ONE argument (the
-    harness's ``run`` splits it into words); returns the session id."""
-    proc = world.opencode("run", "--format", "json", message, check=False)
-    if proc.returncode != 0 and "database is locked" in proc.stderr:
-        # OpenCode's own SQLite was busy (seen once in a few runs while the sidecar read
-        # it): one more try, as a user would.
-        time.sleep(1)
-        proc = world.opencode("run", "--format", "json", message, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"opencode run {message!r} failed:\n{proc.stdout}\n{proc.stderr}")
-    for line in proc.stdout.splitlines():
-        with contextlib.suppress(ValueError):
-            event = json.loads(line)
-            if event.get("type") == "error":
-                pytest.fail(f"opencode run reported an error: {line}")
-            if event.get("sessionID"):
-                return str(event["sessionID"])
-    pytest.fail(f"no session id in the output of opencode run:\n{proc.stdout}\n{proc.stderr}")
+    """``opencode run --format json "<message>"``: the whole message as ONE argument."""
+    return world.run(message, split=False)
 
 
 def knowledge_with(world: OpenCodeEnv | CopilotEnv, token: str) -> list[dict[str, Any]]:
