@@ -173,6 +173,10 @@ class RetrievalSettings(Section):
     blend: float = _setting(0.3, _number(0.0, 1.0))
     fuzzy_threshold: float = _setting(0.7, _number(0.0, 1.0))
     limit: int = _setting(10, _int(1, 1000))
+    # RRF k of the semantic list fused with keyword hits (keyword hits use k = 10): 60
+    # flattens the embedder's order. With a real small model, 10 with alpha 0.3 measured
+    # best (bench/minilm_sweep.py, docs/retrieval.md); the default suits any embedder.
+    rrf_k_semantic: int = _setting(60, _int(1, 1000))
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ DEFAULT_LIMIT: int = RetrievalSettings.limit
 DEFAULT_RRF_K = 10
 # The semantic list's RRF k when it is fused with FTS hits: the customary 60, flat, so
 # the embedder's order among its hits weighs less than keyword ranks (k = 10).
-DEFAULT_RRF_K_SEMANTIC = 60
+DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
 FUZZY_MIN_RESULTS = 5
 MAX_WORD_COMBINATIONS = 4
 COMMON_WORD_SHARE = 0.02

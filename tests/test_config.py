@@ -48,7 +48,13 @@ EXPECTED_DEFAULTS = {
         "vec_dimensions": 768,
         "duplicate_cosine": 0.92,
     },
-    "retrieval": {"alpha": 0.08, "blend": 0.3, "fuzzy_threshold": 0.7, "limit": 10},
+    "retrieval": {
+        "alpha": 0.08,
+        "blend": 0.3,
+        "fuzzy_threshold": 0.7,
+        "limit": 10,
+        "rrf_k_semantic": 60,
+    },
     "context": {"dir": None, "budget_tokens": 1500},
     "session": {
         "idle_debounce_seconds": 30,

@@ -7,6 +7,7 @@ import logging
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -367,3 +368,16 @@ def test_bounded_edit_distance_agrees_with_the_full_one() -> None:
         for cap in range(4):
             bounded = osa_distance(a, b, cap)
             assert bounded == full if full <= cap else bounded > cap, (a, b, cap)
+
+
+def test_the_semantic_rrf_k_comes_from_config(
+    llmem_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`retrieval.rrf_k_semantic` reaches the CLI's Retriever (10 suits a real model)."""
+    from llmem_hooks.cli import app as cli_app
+
+    llmem_home.mkdir(parents=True, exist_ok=True)
+    (llmem_home / "config.yaml").write_text("retrieval:\n  rrf_k_semantic: 10\n")
+    monkeypatch.setattr(cli_app.state, "config", None)
+    with MemoryStore(llmem_home / "m.db") as st:
+        assert cli_app._retriever(st).rrf_k_semantic == 10

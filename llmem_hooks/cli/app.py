@@ -209,6 +209,7 @@ def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
         alpha=r["alpha"],
         blend=r["blend"],
         fuzzy_threshold=r["fuzzy_threshold"],
+        rrf_k_semantic=r["rrf_k_semantic"],
     )
 
 
