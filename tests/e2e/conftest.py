@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from copilot_harness import CopilotEnv, ensure_copilot
 from fake_openai import FakeOpenAI
-from oc_harness import OpenCodeEnv, ensure_config_template, ensure_opencode
+from oc_harness import OpenCodeEnv, SidecarProcess, ensure_config_template, ensure_opencode
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -136,3 +136,26 @@ def cp_env(make_copilot_env: Callable[..., CopilotEnv]) -> Iterator[CopilotEnv]:
         yield world
     finally:
         world.close()
+
+
+@pytest.fixture(scope="module")
+def oc_sidecar(oc_env: OpenCodeEnv) -> Iterator[SidecarProcess]:
+    """The module's sidecar, started once OpenCode has been used in this HOME (its data
+    folder and opencode.db exist, as on any machine where OpenCode ran before)."""
+    oc_env.opencode("session", "list")
+    assert oc_env.opencode_db.exists()
+    sc = oc_env.sidecar().start()
+    try:
+        yield sc
+    finally:
+        sc.stop()
+
+
+@pytest.fixture(scope="module")
+def cp_sidecar(cp_env: CopilotEnv) -> Iterator[SidecarProcess]:
+    """The module's sidecar over its Copilot world."""
+    sc = cp_env.sidecar().start()
+    try:
+        yield sc
+    finally:
+        sc.stop()

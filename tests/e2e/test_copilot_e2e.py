@@ -23,7 +23,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,8 @@ KNOWLEDGE_TYPES = {"fact", "decision", "preference", "project_state", "procedure
 
 
 @pytest.fixture(scope="module")
-def sidecar(cp_env: CopilotEnv) -> Iterator[SidecarProcess]:
-    sc = cp_env.sidecar().start()
-    try:
-        yield sc
-    finally:
-        sc.stop()
+def sidecar(cp_sidecar: SidecarProcess) -> SidecarProcess:
+    return cp_sidecar  # conftest.py
 
 
 def _knowledge_with(world: CopilotEnv, token: str) -> list[dict[str, Any]]:

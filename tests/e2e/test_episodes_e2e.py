@@ -9,7 +9,6 @@ with its provenance (session id, time). Real OpenCode against the fake provider.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,16 +17,6 @@ from oc_harness import OpenCodeEnv, SidecarProcess, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.opencode]
 
 EPISODE_WAIT_S = 30
-
-
-@pytest.fixture(scope="module")
-def oc_sidecar(oc_env: OpenCodeEnv) -> Iterator[SidecarProcess]:
-    oc_env.opencode("session", "list")  # OpenCode's data folder exists, as after any use
-    sc = oc_env.sidecar().start()
-    try:
-        yield sc
-    finally:
-        sc.stop()
 
 
 def search(world: OpenCodeEnv, query: str) -> list[dict[str, Any]]:

@@ -16,7 +16,6 @@ Real OpenCode / Copilot CLI binaries against the fake provider, one sidecar per 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,25 +26,6 @@ pytestmark = [pytest.mark.e2e]
 
 MEMORY_WAIT_S = 20
 KNOWLEDGE_TYPES = {"fact", "decision", "preference", "project_state", "procedure"}
-
-
-@pytest.fixture(scope="module")
-def oc_sidecar(oc_env: OpenCodeEnv) -> Iterator[SidecarProcess]:
-    oc_env.opencode("session", "list")  # OpenCode's data folder exists, as after any use
-    sc = oc_env.sidecar().start()
-    try:
-        yield sc
-    finally:
-        sc.stop()
-
-
-@pytest.fixture(scope="module")
-def cp_sidecar(cp_env: CopilotEnv) -> Iterator[SidecarProcess]:
-    sc = cp_env.sidecar().start()
-    try:
-        yield sc
-    finally:
-        sc.stop()
 
 
 def run_unsplit(world: OpenCodeEnv, message: str) -> str:

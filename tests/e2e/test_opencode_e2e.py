@@ -38,16 +38,8 @@ KNOWLEDGE_TYPES = {"fact", "decision", "preference", "project_state", "procedure
 
 
 @pytest.fixture(scope="module")
-def sidecar(oc_env: OpenCodeEnv) -> Iterator[SidecarProcess]:
-    """The sidecar, started once OpenCode has been used in this HOME (its data folder and
-    opencode.db exist, as on any machine where OpenCode ran before)."""
-    oc_env.opencode("session", "list")
-    assert oc_env.opencode_db.exists()
-    sc = oc_env.sidecar().start()
-    try:
-        yield sc
-    finally:
-        sc.stop()
+def sidecar(oc_sidecar: SidecarProcess) -> SidecarProcess:
+    return oc_sidecar  # conftest.py: started once OpenCode has been used in this HOME
 
 
 @pytest.fixture(scope="module")
