@@ -13,6 +13,8 @@ Replies (first match wins):
                                        -> "## Summary\\nFAKE-COMPACTION-SUMMARY #n ..."
 * SUBAGENT-TASK with the task tool     -> a ``task`` tool call (sub-agent)
 * USE-BASH with the bash tool          -> a ``bash`` tool call
+* ``USE-TOOL <name> {json args}`` and a tool named ``<name>`` (or ending in ``_<name>`` /
+  ``-<name>`` / ``/<name>``, as MCP tools are prefixed) -> a call of that tool with the args
 * otherwise                            -> "FAKE-REPLY #n: ..."
 
 ``usage.prompt_tokens`` is 42, or 31000 when the last user text holds OVERFLOW-TOKENS.
@@ -21,6 +23,7 @@ Replies (first match wins):
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +41,19 @@ LOGGED_HEADERS = (
 )
 TITLE_REPLY = "Fake session title"
 SUMMARY_PREFIX = "## Summary\n"
+
+
+USE_TOOL = re.compile(r"USE-TOOL ([A-Za-z0-9_./-]+)(?: (\{.*?\}))?(?=\s|$)", re.S)
+
+
+def _tool_named(tools: set[Any], want: str) -> str | None:
+    """The offered tool called ``want``, or one whose name ends with it after a separator."""
+    if want in tools:
+        return want
+    for name in sorted(t for t in tools if isinstance(t, str)):
+        if any(name.endswith(sep + want) for sep in ("_", "-", "/", ".")):
+            return name
+    return None
 
 
 def text_of(content: Any) -> str:
@@ -77,6 +93,13 @@ def choose_reply(body: dict[str, Any], n: int) -> tuple[str, Any, Any]:
             "subagent_type": "general",
         }
         return ("tool", "task", args)
+    m = USE_TOOL.search(last_user)
+    if m and (name := _tool_named(tools, m.group(1))):
+        try:
+            args = json.loads(m.group(2)) if m.group(2) else {}
+        except ValueError:
+            args = {}
+        return ("tool", name, args)
     if "USE-BASH" in last_user and "bash" in tools:
         return ("tool", "bash", {"command": "echo hello-from-fake-tool", "description": "Echo"})
     return ("text", f"FAKE-REPLY #{n}: hello from the fake provider.", None)
