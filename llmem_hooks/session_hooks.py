@@ -273,14 +273,22 @@ class SessionHookCoordinator:
         if not msgs:
             return 0
         previous = ""
+        last: list[dict[str, Any]] = []
         if cursor is not None:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
-        from .store.episodes import episode_message_ids
+        from .episodes import next_context
+        from .store.episodes import episode_message_ids, set_episode_context
 
         known = episode_message_ids(self.store, session_id)
         episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
         with self.store.atomic():
+            if last and episodes:  # the stored episode before these learns its follow-up
+                meta = last[0].get("metadata") or {}
+                old = str(meta.get("fts_context") or "") if isinstance(meta, dict) else ""
+                new = next_context(old, episodes[0].content)
+                if new != old:
+                    set_episode_context(self.store, last[0]["id"], new)
             for ep in episodes:
                 when = (
                     to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None

@@ -115,8 +115,34 @@ def test_idle_stores_episodes_with_provenance(store: MemoryStore, tmp_path: Path
     u3 = db.user(sid, "and the TTL?")
     db.assistant(sid, u3, text("Thirty minutes."))
     coord.on_idle(sid, force=True)
-    third = episodes_of(store)[2]
-    assert "Applied the new configuration" in third["metadata"]["fts_context"]
+    eps = episodes_of(store)
+    assert "Applied the new configuration" in eps[2]["metadata"]["fts_context"]
+    db.close()
+
+
+def test_an_episode_is_found_by_its_follow_up_too(store: MemoryStore, tmp_path: Path) -> None:
+    """The exchange after an episode (stored in the same idle, or in a later one) adds its
+    opening to the episode's context words: "that fixed the flaky upload" finds the answer
+    that did it, ranked below the follow-up that says it."""
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    eps = episodes_of(store)
+    assert "ok, do it" in eps[0]["metadata"]["fts_context"]  # same batch
+    assert "TTL" not in eps[1]["metadata"]["fts_context"]
+    u3 = db.user(sid, "and the TTL for the session cache?")
+    db.assistant(sid, u3, text("Thirty minutes."))
+    coord.on_idle(sid, force=True)
+    eps = episodes_of(store)
+    assert len(eps) == 3
+    assert "and the TTL for the session cache?" in eps[1]["metadata"]["fts_context"]  # later
+    assert eps[1]["content"].startswith("User: ok, do it")  # its own text is untouched
+    hits = Retriever(store).search("TTL", type="conversation")
+    assert [h["id"] for h in hits] == [eps[2]["id"], eps[1]["id"]]
+    coord.on_idle(sid, force=True)  # nothing new: the context is not appended twice
+    ctx = episodes_of(store)[1]["metadata"]["fts_context"]
+    assert ctx.count("and the TTL") == 1
     db.close()
 
 
