@@ -299,3 +299,44 @@ def test_a_lost_cursor_never_duplicates_an_episode(store: MemoryStore, tmp_path:
     coord.on_idle(sid, force=True)
     assert len(episodes_of(store)) == 2
     db.close()
+
+
+class HashEmbedder:
+    """A stand-in for the embedding model (bag-of-words hash vectors)."""
+
+    def embed(self, text: str) -> list[float]:
+        from support.fake_ollama import embed_text
+
+        return embed_text(text, 64)
+
+    def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed(t) for t in texts]
+
+    def backoff_remaining(self) -> float:
+        return 0.0
+
+
+def test_with_a_model_episodes_get_vectors_when_stored_but_not_in_the_backfill(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    adapter = OpenCodeAdapter(db.path)
+    coord = SessionHookCoordinator(
+        store, {"opencode": adapter}, config(), tmp_path / "ctx", embedder=HashEmbedder()
+    )
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    eps = episodes_of(store)
+    assert len(eps) == 2
+    assert store.missing_embeddings(100) == []  # stored with their vectors
+    hits = Retriever(store, embedder=HashEmbedder()).find(
+        "eviction policy", search_mode="semantic", track_access=False
+    )
+    assert {e["id"] for e in eps} <= {h.id for h in hits}  # semantic search sees them
+    other = _session(db)  # a past session indexed by the one-time backfill: no model calls
+    store.conn.execute("DELETE FROM extraction_log WHERE source_type LIKE '%episodes%'")
+    coord.backfill_episodes()
+    missing = {mid for mid, _ in store.missing_embeddings(100)}
+    assert missing == {e["id"] for e in episodes_of(store) if e["session_id"] == other}
+    assert coord.backfill_embeddings() == 2 and store.missing_embeddings(100) == []
+    db.close()
