@@ -19,11 +19,9 @@ folder of our own (refused when someone else owns it).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,6 +53,9 @@ def socket_path(home: Path | None = None) -> Path:
     path = Path(home) / SOCKET_NAME
     if len(os.fsencode(path)) < SUN_PATH_MAX or os.path.isdir("/proc/self/fd"):
         return path
+    import hashlib
+    import tempfile
+
     digest = hashlib.sha256(os.fsencode(Path(home))).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"llmem-{os.getuid()}" / f"{digest}.sock"
 
