@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -328,11 +329,12 @@ class QueryService:
         hits = self._find(" ".join(terms), flt, limit=max(cfg.max_results * 2, 10))
         if not hits:
             return _nothing("no_match")
-        covered = coverage_counter(parse_query(" ".join(terms)))
+        parsed = parse_query(" ".join(terms))
+        covered = coverage_counter(parsed)
         in_context = self._context_texts(session_id)
         kept: list[SearchHit] = []
         for hit in hits:
-            share = covered(hit.memory) / len(terms)
+            share = _coverage(parsed, covered, hit) / len(terms)
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
             if share < cfg.min_coverage and not semantic:
                 continue
@@ -582,6 +584,15 @@ class QueryService:
             },
             "uptime_s": round(time.monotonic() - self.started, 1),
         }
+
+
+def _coverage(parsed: Any, covered: Callable[[Any], int], hit: SearchHit) -> int:
+    """How many of the prompt's words ``hit`` holds; a typo the search corrected counts
+    by its correction ("dokcer" -> docker)."""
+    if not hit.corrections:
+        return covered(hit.memory)
+    alts = {t: [*parsed.alternatives.get(t, ()), *hit.corrections.get(t, ())] for t in parsed.terms}
+    return coverage_counter(replace(parsed, alternatives=alts))(hit.memory)
 
 
 def _flat(text: str) -> str:
