@@ -39,6 +39,7 @@ from llmem_hooks.query import parse_query
 from llmem_hooks.service import QueryService, prompt_words
 from llmem_hooks.service_socket import ServiceServer
 from llmem_hooks.store import MemoryFilter
+from llmem_hooks.store import recall as given
 
 CONFIG = {"ollama": {"enabled": False}}
 
@@ -69,6 +70,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     else:
         service = QueryService.open(cfg, served_by="bench", embeddings=False)
         server = ServiceServer(service, proto.socket_path(home)).start()
+    run = os.urandom(4).hex()  # session ids new to the cached store in every run
     raw_t: list[float] = []
     rec_t: list[float] = []
     blocks = 0
@@ -95,7 +97,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
                     t0 = time.perf_counter()
                     raw(text, project)
                     t1 = time.perf_counter()
-                    out = recall(f"ses_{rnd}_{i}", text, project)
+                    out = recall(f"ses_{run}_{rnd}_{i}", text, project)
                     t2 = time.perf_counter()
                     raw_t.append((t1 - t0) * 1000)
                     rec_t.append((t2 - t1) * 1000)
@@ -108,6 +110,8 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
+        with MemoryStore(db) as store:  # leave the cached corpus as it was built
+            given.prune_given(store, "9999")
     res = {
         name: {
             "n": len(v),
