@@ -201,6 +201,7 @@ class QueryService:
         the shared back-off: a prompt is waiting). Close it with `close`."""
         settings = Config.coerce(config)
         store = MemoryStore.from_config(settings)
+        store.set_busy_timeout(WRITE_BUSY_MS)  # reads never wait (WAL); a write briefly
         embedder = None
         if embeddings:
             from .embed import embedder_from_config
