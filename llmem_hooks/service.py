@@ -42,6 +42,7 @@ from .config import Config, RecallSettings
 from .context import context_path
 from .errors import LLMemError, NotFoundError, ValidationError
 from .extraction.transcript import RECALL_CLOSE, RECALL_OPEN
+from .passages import excerpt
 from .paths import get_context_dir, read_regular_file
 from .project import project_key
 from .query import STOP_WORDS, parse_query, quote, words
@@ -92,11 +93,15 @@ class ServiceError(LLMemError):
 
 def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
     """One entry's text on one line, at most ``limit`` characters. The one place where
-    long texts (episodes) are cut: query-focused excerpts replace this body later."""
-    del prompt_words  # used by the query-focused excerpt that will replace this
+    long texts (episodes) are cut: to the lines that hold the prompt's words
+    (`passages.excerpt`), else to the opening."""
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
+    if prompt_words:
+        flat = " ".join(excerpt(text, prompt_words, limit).split())
+        if len(flat) <= limit:
+            return flat
     cut = flat[: limit - 1].rsplit(" ", 1)[0] or flat[: limit - 1]
     return cut.rstrip(" ,;:") + "…"
 
@@ -485,13 +490,14 @@ class QueryService:
             type = _text(type, "type", 100)
         flt = MemoryFilter(type=type, project=self.scope(project, directory))
         hits = self._find(query, flt, limit)
-        return {"results": [self._line(h.memory) for h in hits]}
+        terms = parse_query(query).terms
+        return {"results": [self._line(h.memory, terms) for h in hits]}
 
-    def _line(self, mem: Mapping[str, Any]) -> dict[str, Any]:
+    def _line(self, mem: Mapping[str, Any], terms: Sequence[str] = ()) -> dict[str, Any]:
         return {
             "id": self._short(mem["id"]),
             "type": mem["type"],
-            "line": clip_text(str(mem["content"]), (), LINE_CHARS),
+            "line": clip_text(str(mem["content"]), terms, LINE_CHARS),
             "session_id": mem.get("session_id"),
             "created_at": mem.get("created_at"),
         }

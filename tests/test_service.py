@@ -281,3 +281,19 @@ def test_a_recalled_block_is_never_learned_back(
     db.close()
     for adapter in coord.adapters.values():
         adapter.close()
+
+
+def test_a_long_episode_shows_the_lines_that_answer(tmp_path: Path) -> None:
+    """Recall and search cut a long episode to the lines holding the prompt's words, not
+    to its opening."""
+    filler = "\n".join(f"Line {i}: we looked at the logs and nothing stood out." for i in range(40))
+    content = (
+        "User: the upload job keeps failing\nAssistant: "
+        + filler
+        + "\nThe fix: raise the multipart chunk size to 16 MiB in uploader.toml."
+    )
+    with MemoryStore(tmp_path / "m.db") as store:
+        store.add("conversation", content, dedupe=False)
+        svc = QueryService(store)
+        res = svc.search("multipart chunk size")["results"]
+        assert res and "16 MiB" in res[0]["line"]
