@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "Config": "config",
     "ConfigError": "errors",
+    "DreamResult": "dream",
+    "DreamRun": "dream",
+    "Dreamer": "dream",
     "DEFAULT_ALPHA": "retrieve",
     "DEFAULT_BLEND": "retrieve",
     "DEFAULT_MEMORY_TYPES": "registry",
@@ -61,6 +64,8 @@ _EXPORTS: dict[str, str] = {
     "parse_self_assessment": "extraction.taxonomy",
     "register_memory_type": "registry",
     "register_session_hook": "registry",
+    "register_dream_hook": "registry",
+    "get_registered_dream_hooks": "registry",
     "validate_session_id": "paths",
     "write_config_yaml": "config",
 }
@@ -82,6 +87,9 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as 
     from .config import load_config as load_config
     from .config import load_settings as load_settings
     from .config import write_config_yaml as write_config_yaml
+    from .dream import Dreamer as Dreamer
+    from .dream import DreamResult as DreamResult
+    from .dream import DreamRun as DreamRun
     from .embed import EmbeddingEngine as EmbeddingEngine
     from .errors import ConfigError as ConfigError
     from .errors import ImportFormatError as ImportFormatError
@@ -109,8 +117,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as 
     from .paths import validate_session_id as validate_session_id
     from .registry import DEFAULT_MEMORY_TYPES as DEFAULT_MEMORY_TYPES
     from .registry import VALID_SESSION_EVENT_TYPES as VALID_SESSION_EVENT_TYPES
+    from .registry import get_registered_dream_hooks as get_registered_dream_hooks
     from .registry import get_registered_session_hooks as get_registered_session_hooks
     from .registry import get_registered_types as get_registered_types
+    from .registry import register_dream_hook as register_dream_hook
     from .registry import register_memory_type as register_memory_type
     from .registry import register_session_hook as register_session_hook
     from .retrieve import DEFAULT_ALPHA as DEFAULT_ALPHA

@@ -269,6 +269,9 @@ class EpisodeSettings(Section):
     max_count: int = _setting(200_000, _int(0, 10_000_000))  # 0: no cap; oldest go first
     # the existing sessions of both agents are indexed once, on the sidecar's first start
     backfill: bool = _setting(True, _bool)
+    # the database's size cap in MB (0: none): above it the dream cycle prunes the oldest
+    # episodes first (after a backup) and returns the pages with an incremental VACUUM
+    max_db_mb: float = _setting(0, _number(0.0, 10_000_000.0))
 
 
 @dataclass(frozen=True)
@@ -296,6 +299,58 @@ class RecallSettings(Section):
     entry_chars: int = _setting(320, _int(40, 10_000))
 
 
+# A systemd OnCalendar expression: letters, digits and ``*-:/,.~`` and spaces only, so
+# nothing a shell or a unit file could read as code ever reaches a generated unit.
+SCHEDULE_PATTERN = r"^[A-Za-z0-9*:/,.~ -]{1,100}$"
+
+
+def check_schedule(value: Any) -> str:
+    """A schedule for ``install --service`` (systemd OnCalendar syntax), refused when it
+    holds a shell metacharacter (``$ ` ; | & < > ( ) \\ ' "``, newlines...)."""
+    import re
+
+    if not isinstance(value, str) or not re.fullmatch(SCHEDULE_PATTERN, value.strip()):
+        raise ValueError(
+            f"expected a systemd calendar expression like '*-*-* 03:00:00' (letters, digits,"
+            f" spaces and *-:/,.~ only), got {_short(value)}"
+        )
+    return value.strip()
+
+
+@dataclass(frozen=True)
+class DreamSettings(Section):
+    """``dream:`` the dream cycle (docs/dream.md): merge, decay, boost, link, retire."""
+
+    section: ClassVar[str] = "dream"
+    # the sidecar runs the cycle (with --apply) when idle, at most once per interval
+    enabled: bool = _setting(True, _bool)
+    interval_hours: float = _setting(24, _number(0.01, 8760.0))
+    # "idle": no session had activity for this long and the worker has nothing queued
+    idle_minutes: float = _setting(10, _number(0.0, 1440.0))
+    # light: memories with embeddings this close (cosine) merge ...
+    similarity_threshold: float = _setting(0.92, _number(0.0, 1.0))
+    # ... and, compared by their normalized words, this much overlap (Jaccard)
+    merge_overlap: float = _setting(0.8, _number(0.0, 1.0))
+    # deep: unused for decay_interval_days -> confidence x (1 - decay_rate), not below the
+    # floor; at most one decay per interval
+    decay_rate: float = _setting(0.1, _number(0.0, 1.0))
+    decay_interval_days: float = _setting(30, _number(0.01, 36_500.0))
+    decay_floor: float = _setting(0.3, _number(0.0, 1.0))
+    # deep: recalled at least this often (and since the last boost) -> + boost_amount
+    boost_threshold: int = _setting(3, _int(1, 1_000_000))
+    boost_amount: float = _setting(0.05, _number(0.0, 1.0))
+    # deep: inbox items scoring at least this become memories, the rest are evicted
+    consolidate_min_score: float = _setting(0.5, _number(0.0, 1.0))
+    # rem: related_to links from this cosine (embeddings) or this word overlap (none)
+    auto_link_threshold: float = _setting(0.8, _number(0.0, 1.0))
+    auto_link_overlap: float = _setting(0.5, _number(0.0, 1.0))
+    max_links_per_memory: int = _setting(5, _int(0, 1000))
+    # rem: procedures not confirmed (updated or recalled) for this long are flagged
+    stale_procedure_days: float = _setting(90, _number(0.0, 36_500.0))
+    # `install --service`: when the timer runs `llmem-hooks dream --apply`
+    schedule: str = _setting("*-*-* 03:00:00", check_schedule)
+
+
 # Section name -> its settings class, in config.yaml's order.
 SECTIONS: dict[str, type[Section]] = {
     kind.section: kind
@@ -310,6 +365,7 @@ SECTIONS: dict[str, type[Section]] = {
         BudgetSettings,
         EpisodeSettings,
         RecallSettings,
+        DreamSettings,
     )
 }
 
@@ -328,6 +384,7 @@ class Config:
     budget: BudgetSettings = field(default_factory=BudgetSettings)
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
+    dream: DreamSettings = field(default_factory=DreamSettings)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:

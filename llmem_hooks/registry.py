@@ -1,4 +1,4 @@
-"""Process-wide registries: memory types and session hooks (adapters: `llmem_hooks.adapters`).
+"""Process-wide registries: memory types, session hooks, dream hooks (adapters: in adapters/).
 
 Memory types are open-ended: the eight defaults cover most needs and a harness can add
 its own with `register_memory_type`. Types already present in a database are accepted
@@ -92,6 +92,33 @@ def unregister_session_hook(event: str) -> None:
 def get_registered_session_hooks() -> dict[str, Callable[[str], Any]]:
     with _lock:
         return dict(_session_hooks)
+
+
+VALID_DREAM_PHASES: tuple[str, ...] = ("light", "deep", "rem")
+_dream_hooks: dict[str, Callable[[Any, Any, bool], Any]] = {}
+
+
+def register_dream_hook(phase: str, fn: Callable[[Any, Any, bool], Any]) -> None:
+    """Call ``fn(dreamer, result, apply)`` after the dream cycle's ``phase`` (light, deep,
+    rem) ran. One hook per phase; its errors are logged and never stop the cycle."""
+    if phase not in VALID_DREAM_PHASES:
+        raise ValueError(f"invalid dream phase {phase!r} (use {', '.join(VALID_DREAM_PHASES)})")
+    if not callable(fn):
+        raise TypeError("a dream hook must be callable")
+    with _lock:
+        if phase in _dream_hooks:
+            raise ValueError(f"a dream hook for {phase!r} is already registered")
+        _dream_hooks[phase] = fn
+
+
+def unregister_dream_hook(phase: str) -> None:
+    with _lock:
+        _dream_hooks.pop(phase, None)
+
+
+def get_registered_dream_hooks() -> dict[str, Callable[[Any, Any, bool], Any]]:
+    with _lock:
+        return dict(_dream_hooks)
 
 
 _ENTRY_POINT_VALUE = re.compile(

@@ -43,6 +43,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "resume",
         "episodes",
         "service",
+        "likeness",
+        "dream",
+        "dream_report",
     ),
     # agents, the coordinator and its drivers
     (
@@ -51,6 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "doctor",
         "install",
         "sidecar_lock",
+        "dream_schedule",
         "service_socket",
         "service_client",
         "sidecar",

@@ -39,6 +39,8 @@ from ..registry import DEFAULT_MEMORY_TYPES
 from ..retrieve import SEARCH_MODES, Retriever, attach_passages
 from ..store import MemoryFilter, MemoryStore, SchemaBehind, archive
 from ..timestamps import parse_iso
+from .dream import dream as _dream
+from .dream import dream_service, store_sizes
 from .render import (
     Format,
     one_line,
@@ -612,6 +614,7 @@ def stats(
             "max_count": limits.max_count,
         }
         s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config())).report()
+        s["sizes"] = store_sizes(st)
     print_stats(s, fmt)
 
 
@@ -781,6 +784,9 @@ def install(
         bool,
         typer.Option("--copilot", help="Install the GitHub Copilot CLI hooks."),
     ] = False,
+    service: Annotated[
+        bool, typer.Option("--service", help="Only a timer for the dream cycle (systemd/launchd).")
+    ] = False,
 ) -> None:
     """Set up the agents: with no flag, every agent found on this machine (OpenCode: the
     plugin in ~/.config/opencode/plugin/ and its settings; GitHub Copilot CLI: the hooks
@@ -788,6 +794,9 @@ def install(
     import shutil
 
     from .. import install as installer
+
+    if service:
+        return dream_service(install=True)
 
     targets = {"opencode": opencode, "copilot": copilot}
     if not any(targets.values()):
@@ -815,15 +824,24 @@ def uninstall(
     copilot: Annotated[
         bool, typer.Option("--copilot", help="Remove the GitHub Copilot CLI hooks only.")
     ] = False,
+    service: Annotated[
+        bool, typer.Option("--service", help="Remove the dream timer only.")
+    ] = False,
 ) -> None:
     """Remove what `install` put in place (memories, config and context files stay)."""
     from .. import install as installer
+
+    if service:
+        return dream_service(install=False)
 
     both = not (opencode or copilot)
     if opencode or both:
         installer.uninstall_opencode(report=typer.echo)
     if copilot or both:
         installer.uninstall_copilot(report=typer.echo)
+
+
+app.command(name="dream")(_dream)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

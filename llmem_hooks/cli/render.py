@@ -231,6 +231,17 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
             typer.echo(f"{title}:")
             for name, n in s[key].items():
                 typer.echo(f"{bullet}{name}: {n}")
+    sizes = s.get("sizes")
+    if sizes:
+        typer.echo(f"size by table ({sizes['method']}):")
+        for name, n in sizes["tables"].items():
+            typer.echo(f"{bullet}{name}: {n / 1024:,.0f} KiB")
+        typer.echo("size by project (rows: text, metadata, vectors):")
+        for p in sizes["projects"]:
+            typer.echo(
+                f"{bullet}{p['project']}: {p['memories']:,} memories ({p['episodes']:,} episodes),"
+                f" {(p['row_bytes'] or 0) / 1024:,.0f} KiB"
+            )
     use, caps = s["model_usage"]["today"], s["model_usage"]["caps"]
     typer.echo(f"model usage today ({s['model_usage']['day']} UTC):")
     typer.echo(

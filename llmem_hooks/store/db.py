@@ -68,6 +68,9 @@ def connect(path: Path | str, *, load_vec: bool = True) -> Any:
     )
     conn.row_factory = driver.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # Before WAL and the first table: a new database frees pages with `incremental_vacuum`
+    # (the size cap, docs/dream.md); on an existing one this is a no-op until a VACUUM.
+    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
     if str(path) != ":memory:":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")

@@ -392,6 +392,38 @@ def m011_recall_given(conn: Any) -> None:
     )
 
 
+def m012_dream(conn: Any) -> None:
+    """The dream cycle's book (docs/dream.md): one row per run, one per change it made
+    with the old values (``--undo RUN`` restores them), and its clocks (last run, last
+    decay, last boost) so a restart keeps "at most once per interval"."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE dream_runs (
+            run_id TEXT PRIMARY KEY,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            trigger TEXT NOT NULL DEFAULT 'cli',
+            phases TEXT NOT NULL,
+            summary TEXT NOT NULL DEFAULT '{}',
+            undone_at TEXT
+        );
+        CREATE TABLE dream_changes (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES dream_runs(run_id) ON DELETE CASCADE,
+            phase TEXT NOT NULL,
+            action TEXT NOT NULL,
+            memory_id TEXT,
+            target TEXT,
+            old TEXT,
+            new TEXT
+        );
+        CREATE INDEX idx_dream_changes_run ON dream_changes(run_id, id);
+        CREATE TABLE dream_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -404,6 +436,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (9, "timestamps", m009_timestamps),
     (10, "fts_context", m010_fts_context),
     (11, "recall_given", m011_recall_given),
+    (12, "dream", m012_dream),
 ]
 
 

@@ -1,0 +1,121 @@
+"""`llmem-hooks dream`: the dream cycle from the command line (docs/dream.md).
+
+Registered on the typer app by `llmem_hooks.cli.app`; kept apart so app.py stays a
+table of the everyday commands. Prints plain lines (``--json`` for the whole result).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import ValidationError
+
+PREVIEW_PER_KIND = 10
+
+
+def dream(
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Make the changes (default: only show them).")
+    ] = False,
+    phase: Annotated[
+        list[str] | None,
+        typer.Option("--phase", help="light, deep or rem (repeatable; default: all three)."),
+    ] = None,
+    undo: Annotated[
+        str | None, typer.Option("--undo", metavar="RUN", help="Undo an applied run.")
+    ] = None,
+    runs: Annotated[bool, typer.Option("--runs", help="List the recent runs.")] = False,
+    trigger: Annotated[str, typer.Option("--trigger", hidden=True)] = "cli",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The dream cycle: merge near-duplicates, retire expired memories, prune old
+    episodes (light); consolidate the inbox, supersede, boost, decay (deep); link related
+    memories, flag stale procedures (rem). A dry run unless --apply; an applied run is
+    logged (diary, report, --undo RUN)."""
+    from ..dream import Dreamer
+    from ..dream_report import describe
+    from .app import _config, open_store
+
+    if trigger not in ("cli", "timer", "sidecar"):
+        raise ValidationError("--trigger must be cli, timer or sidecar")
+    if sum(bool(x) for x in (apply, undo, runs)) > 1:
+        raise ValidationError("--apply, --undo and --runs cannot be combined")
+    with open_store() as st:
+        dreamer = Dreamer(st, _config())
+        if runs:
+            _print_runs(st, as_json)
+            return
+        if undo:
+            counts = dreamer.undo(undo)
+            if as_json:
+                typer.echo(json.dumps({"undone": undo, "changes": counts}, indent=1))
+            else:
+                done = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing"
+                typer.echo(f"undid run {undo}: {done}")
+            return
+        run = dreamer.run(phase or None, apply, trigger=trigger)
+    if as_json:
+        typer.echo(json.dumps(run.as_dict(), indent=1, default=str))
+        return
+    head = f"dream run {run.run_id}" if apply else "dream (dry run: nothing changed)"
+    typer.echo(f"{head} in {run.seconds:.2f} s")
+    for r in run.results:
+        counts = r.counts()
+        summary = ", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing to do"
+        typer.echo(f"{r.phase}: {summary}")
+        for kind in r.COUNTED:
+            items: list[dict[str, Any]] = getattr(r, kind)
+            for item in items[:PREVIEW_PER_KIND]:
+                typer.echo(f"  {describe(kind, item)}")
+            if len(items) > PREVIEW_PER_KIND:
+                typer.echo(f"  ... and {len(items) - PREVIEW_PER_KIND} more {kind}")
+        for line in [*r.notes, *(f"backup: {b}" for b in r.backups)]:
+            typer.echo(f"  {line}")
+        for err in r.errors:
+            typer.echo(f"  error: {err}", err=True)
+    if apply:
+        typer.echo(
+            f"diary: {run.diary}\nreport: {run.report}\nundo: llmem-hooks dream --undo {run.run_id}"
+        )
+    else:
+        typer.echo("rerun with --apply to make these changes")
+
+
+def _print_runs(store: Any, as_json: bool) -> None:
+    from ..store.dream import list_runs
+
+    rows = list_runs(store)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        typer.echo("no dream runs yet")
+    for r in rows:
+        undone = f", undone at {r['undone_at']}" if r["undone_at"] else ""
+        typer.echo(
+            f"{r['run_id']}  {r['started_at']}  {r['trigger']}  {r['phases']}"
+            f"  {r['changes']} changes{undone}"
+        )
+
+
+def dream_service(install: bool) -> None:
+    """``install --service`` / ``uninstall --service``: the dream timer's unit files."""
+    from ..config import Config
+    from ..dream_schedule import install_service, uninstall_service
+    from .app import _config
+
+    if install:
+        install_service(Config.coerce(_config()).dream.schedule, report=typer.echo)
+    else:
+        uninstall_service(report=typer.echo)
+
+
+def store_sizes(store: Any) -> dict[str, Any]:
+    """``stats``: bytes per table (dbstat, else an estimate) and per project."""
+    from ..store.dream import project_sizes, table_sizes
+
+    method, tables = table_sizes(store)
+    return {"method": method, "tables": tables, "projects": project_sizes(store)}

@@ -1,0 +1,568 @@
+"""The dream cycle's SQL (docs/dream.md): what it reads, the changes it makes, its book.
+
+Every change the cycle applies goes through this module in the caller's transaction and
+leaves one ``dream_changes`` row naming the memory and its old values, so `undo_run`
+can put them back. ``dream_runs`` lists the runs, ``dream_state`` holds the clocks (last
+run, last decay, last boost). The sizes (`db_usage`, `table_sizes`, `project_sizes`)
+and the size cap's page work (`incremental_vacuum`, `enable_incremental_vacuum`) live
+here too, since they are SQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NotFoundError, ValidationError
+from ..timestamps import now_iso
+from .db import transaction
+from .episodes import EPISODE_WHERE
+from .records import normalize_tags
+
+if TYPE_CHECKING:
+    from .memories import MemoryStore
+
+LIVE = "valid_until IS NULL AND (expires_at IS NULL OR expires_at > ?)"
+NOT_EPISODE = f"NOT ({EPISODE_WHERE})"
+# The columns a dream change may set, and how their old values are kept.
+PLAIN_COLUMNS = (
+    "confidence",
+    "valid_until",
+    "invalidation_reason",
+    "metadata",
+    "access_count",
+    "accessed_at",
+    "source_message_ids",
+)
+
+
+# -- reading ----------------------------------------------------------------------------------
+def live_memories(store: MemoryStore, now: str) -> list[dict[str, Any]]:
+    """Every valid, unexpired memory that is not an episode: what merging, linking,
+    decay and boosting look at (episodes only age out, see `episodes_to_prune`)."""
+    rows = store._fetchall(
+        "SELECT seq, id, type, content, project, confidence, access_count, accessed_at,"
+        " created_at, updated_at, tag_text, embedding IS NOT NULL AS has_vec"
+        f" FROM memories WHERE {LIVE} AND {NOT_EPISODE} ORDER BY seq",
+        (now,),
+    )
+    return [dict(r) for r in rows]
+
+
+def expired_unretired(store: MemoryStore, now: str) -> list[dict[str, Any]]:
+    """Memories past ``expires_at`` that are not marked invalid yet."""
+    rows = store._fetchall(
+        "SELECT id, content, expires_at FROM memories WHERE valid_until IS NULL"
+        " AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY seq",
+        (now,),
+    )
+    return [dict(r) for r in rows]
+
+
+def memory_rows(store: MemoryStore, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The dream-relevant columns of these memories, by id."""
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(ids), 500):
+        chunk = list(ids[i : i + 500])
+        for r in store._fetchall(
+            f"SELECT seq, id, content, type, project, tag_text, {', '.join(PLAIN_COLUMNS)},"
+            " embedding IS NOT NULL AS has_vec FROM memories"
+            f" WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            out[r["id"]] = dict(r)
+    return out
+
+
+def unused_since(
+    store: MemoryStore, before: str, now: str, floor: float
+) -> list[tuple[str, float]]:
+    """(id, confidence) of live non-episode memories last used (recalled, stored or
+    reinforced: ``updated_at``) before ``before`` whose confidence is above ``floor``."""
+    return [
+        (r[0], r[1])
+        for r in store._fetchall(
+            f"SELECT id, confidence FROM memories WHERE {LIVE} AND {NOT_EPISODE}"
+            " AND max(updated_at, coalesce(accessed_at, '')) < ? AND confidence > ?",
+            (now, before, floor),
+        )
+    ]
+
+
+def recalled_since(
+    store: MemoryStore, since: str, now: str, min_count: int
+) -> list[tuple[str, float, int]]:
+    """(id, confidence, access_count) of live non-episode memories recalled after
+    ``since`` and at least ``min_count`` times in all, below full confidence."""
+    return [
+        (r[0], r[1], r[2])
+        for r in store._fetchall(
+            f"SELECT id, confidence, access_count FROM memories WHERE {LIVE} AND {NOT_EPISODE}"
+            " AND accessed_at > ? AND access_count >= ? AND confidence < 1.0",
+            (now, since, min_count),
+        )
+    ]
+
+
+def unconfirmed_procedures(store: MemoryStore, before: str, now: str) -> list[dict[str, Any]]:
+    """Live procedures neither updated nor recalled since ``before`` and not flagged yet."""
+    rows = store._fetchall(
+        "SELECT id, content, max(updated_at, coalesce(accessed_at, '')) AS confirmed"
+        f" FROM memories WHERE {LIVE} AND type = 'procedure'"
+        " AND max(updated_at, coalesce(accessed_at, '')) < ?"
+        " AND json_extract(metadata, '$.possibly_stale') IS NULL ORDER BY seq",
+        (now, before),
+    )
+    return [dict(r) for r in rows]
+
+
+def related_pairs(store: MemoryStore) -> set[tuple[str, str]]:
+    """Pairs of memories already linked by any relation (both orders)."""
+    out: set[tuple[str, str]] = set()
+    for a, b in store._fetchall(
+        "SELECT source_id, target_id FROM relations WHERE target_type = 'memory'"
+    ):
+        out.add((a, b))
+        out.add((b, a))
+    return out
+
+
+def inbox_items(store: MemoryStore) -> list[dict[str, Any]]:
+    return [dict(r) for r in store._fetchall("SELECT * FROM inbox ORDER BY created_at, id")]
+
+
+# -- the book ---------------------------------------------------------------------------------
+def begin_run(store: MemoryStore, run_id: str, trigger: str, phases: Sequence[str]) -> None:
+    with store._lock, transaction(store._conn):
+        store._conn.execute(
+            "INSERT INTO dream_runs(run_id, started_at, trigger, phases) VALUES (?, ?, ?, ?)",
+            (run_id, now_iso(), trigger, ",".join(phases)),
+        )
+
+
+def finish_run(store: MemoryStore, run_id: str, summary: Mapping[str, Any]) -> None:
+    with store._lock, transaction(store._conn):
+        store._conn.execute(
+            "UPDATE dream_runs SET finished_at = ?, summary = ? WHERE run_id = ?",
+            (now_iso(), json.dumps(summary, sort_keys=True), run_id),
+        )
+
+
+def list_runs(store: MemoryStore, limit: int = 20) -> list[dict[str, Any]]:
+    rows = store._fetchall(
+        "SELECT r.*, (SELECT count(*) FROM dream_changes c WHERE c.run_id = r.run_id) AS changes"
+        " FROM dream_runs r ORDER BY started_at DESC, rowid DESC LIMIT ?",
+        (limit,),
+    )
+    return [dict(r) for r in rows]
+
+
+def get_state(store: MemoryStore, key: str) -> str | None:
+    row = store._fetchone("SELECT value FROM dream_state WHERE key = ?", (key,))
+    return str(row[0]) if row else None
+
+
+def set_state(store: MemoryStore, run_id: str, key: str, value: str) -> None:
+    """Move a clock, logging its old value (an undone run puts the clock back too)."""
+    with store._lock, transaction(store._conn):
+        old = get_state(store, key)
+        store._conn.execute(
+            "INSERT INTO dream_state(key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+        _log(store, run_id, "-", "state", None, key, {"value": old}, {"value": value})
+
+
+def _log(
+    store: MemoryStore,
+    run_id: str,
+    phase: str,
+    action: str,
+    memory_id: str | None,
+    target: str | None,
+    old: Any,
+    new: Any,
+) -> None:
+    store._conn.execute(
+        "INSERT INTO dream_changes(run_id, phase, action, memory_id, target, old, new)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (run_id, phase, action, memory_id, target, json.dumps(old), json.dumps(new)),
+    )
+
+
+# -- changing memories ------------------------------------------------------------------------
+def update_memories(
+    store: MemoryStore,
+    run_id: str,
+    phase: str,
+    action: str,
+    changes: Iterable[tuple[str, Mapping[str, Any]]],
+) -> int:
+    """Set columns of memories (``PLAIN_COLUMNS`` and ``tags``, a list), each change
+    logged with the old values of what it sets. ``updated_at`` is left alone: decay or a
+    merge is not news about the memory. Returns how many memories changed."""
+    done = 0
+    with store._lock, transaction(store._conn):
+        for memory_id, sets in changes:
+            row = store._conn.execute(
+                f"SELECT seq, tag_text, {', '.join(PLAIN_COLUMNS)} FROM memories WHERE id = ?",
+                (memory_id,),
+            ).fetchone()
+            if row is None:
+                continue
+            cols = [c for c in sets if c in PLAIN_COLUMNS]
+            old: dict[str, Any] = {c: row[c] for c in cols}
+            if cols:
+                store._conn.execute(
+                    f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE seq = ?",
+                    [*(sets[c] for c in cols), row["seq"]],
+                )
+            if "tags" in sets:
+                old["tags"] = row["tag_text"].split() if row["tag_text"] else []
+                store._set_tags(row["seq"], normalize_tags(sets["tags"]))
+            _log(store, run_id, phase, action, memory_id, None, old, dict(sets))
+            done += 1
+    return done
+
+
+def retire_memories(
+    store: MemoryStore, run_id: str, phase: str, action: str, reasons: Mapping[str, str]
+) -> int:
+    """Mark memories invalid (soft: they stay for history and `undo_run`), with a reason
+    each; their vectors leave the index and are kept in the change row for an undo."""
+    now = now_iso()
+    done = 0
+    with store._lock, transaction(store._conn):
+        for memory_id, reason in reasons.items():
+            row = store._conn.execute(
+                "SELECT seq, valid_until, invalidation_reason, embedding FROM memories"
+                " WHERE id = ? AND valid_until IS NULL",
+                (memory_id,),
+            ).fetchone()
+            if row is None:
+                continue
+            store._conn.execute(
+                "UPDATE memories SET valid_until = ?, invalidation_reason = ?, embedding = NULL"
+                " WHERE seq = ?",
+                (now, reason, row["seq"]),
+            )
+            if row["embedding"] is not None:
+                store.vectors.remove([row["seq"]])
+            old = {
+                "valid_until": None,
+                "invalidation_reason": row["invalidation_reason"],
+                "embedding": _b64(row["embedding"]),
+            }
+            _log(store, run_id, phase, action, memory_id, None, old, {"valid_until": now})
+            done += 1
+    return done
+
+
+def add_relations(
+    store: MemoryStore,
+    run_id: str,
+    phase: str,
+    relation_type: str,
+    pairs: Iterable[tuple[str, str]],
+) -> int:
+    """Add memory-to-memory relations (existing ones are left as they are and not
+    logged); returns how many were added."""
+    now = now_iso()
+    done = 0
+    with store._lock, transaction(store._conn):
+        for source, target in pairs:
+            cur = store._conn.execute(
+                "INSERT OR IGNORE INTO relations(source_id, target_id, target_type,"
+                " relation_type, created_at) VALUES (?, ?, 'memory', ?, ?)",
+                (source, target, relation_type, now),
+            )
+            if cur.rowcount:
+                _log(store, run_id, phase, "relation", source, target, None, relation_type)
+                done += 1
+    return done
+
+
+def consolidate_inbox(
+    store: MemoryStore, run_id: str, phase: str, min_score: float
+) -> dict[str, list[dict[str, Any]]]:
+    """`MemoryStore.consolidate` with every inbox row it removes and every memory it adds
+    logged, in one transaction."""
+    with store._lock, transaction(store._conn):
+        before = {r["id"]: r for r in inbox_items(store)}
+        if not before:
+            return {"promoted": [], "evicted": []}
+        result = store.consolidate(min_score=min_score)
+        for item in before.values():
+            _log(store, run_id, phase, "inbox", None, item["id"], item, None)
+        for item in result["promoted"]:
+            mid = item.get("memory_id")
+            if (
+                mid
+                and store._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone()
+            ):
+                _log(store, run_id, phase, "insert", mid, None, None, {"content": item["content"]})
+            else:
+                item["memory_id"] = None  # a duplicate of a stored memory: nothing added
+    return result
+
+
+def episodes_to_prune(
+    store: MemoryStore, cutoff: str | None, max_count: int
+) -> list[tuple[int, str]]:
+    """(seq, id) of episodes created before ``cutoff`` and, with ``max_count``, the oldest
+    beyond that many."""
+    found: dict[int, str] = {}
+    if cutoff is not None:
+        for seq, mid in store._fetchall(
+            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
+        ):
+            found[seq] = mid
+    if max_count > 0:
+        for seq, mid in store._fetchall(
+            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE}"
+            " ORDER BY created_at DESC, seq DESC LIMIT -1 OFFSET ?",
+            (max_count,),
+        ):
+            found[seq] = mid
+    return sorted(found.items())
+
+
+def oldest_episodes_for(
+    store: MemoryStore, excess: int, skip: set[int], bytes_per_row_factor: float = 2.0
+) -> list[tuple[int, str]]:
+    """The oldest episodes whose rows add up to about ``excess`` bytes (text, metadata
+    and vector, times ``bytes_per_row_factor`` for the FTS index and the vec tables)."""
+    out: list[tuple[int, str]] = []
+    total = 0.0
+    cur = store._fetchall(
+        "SELECT seq, id, length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"
+        " + coalesce(length(embedding), 0) FROM memories"
+        f" WHERE {EPISODE_WHERE} ORDER BY created_at, seq",
+    )
+    for seq, mid, size in cur:
+        if seq in skip:
+            continue
+        if total >= excess:
+            break
+        out.append((seq, mid))
+        total += size * bytes_per_row_factor
+    return out
+
+
+def delete_memories(
+    store: MemoryStore,
+    run_id: str,
+    phase: str,
+    action: str,
+    doomed: Sequence[tuple[int, str]],
+    backup: str,
+) -> int:
+    """Delete memories for good (their backup, an importable export, is already written:
+    ``backup`` names it in each change row, and `undo_run` imports it back)."""
+    done = 0
+    for start in range(0, len(doomed), 5000):
+        batch = doomed[start : start + 5000]
+        seqs = [seq for seq, _ in batch]
+        with store._lock, transaction(store._conn):
+            cur = store._conn.execute(
+                f"DELETE FROM memories WHERE seq IN ({','.join('?' * len(seqs))})", seqs
+            )
+            store.vectors.remove(seqs)
+            store._conn.executemany(
+                "INSERT INTO dream_changes(run_id, phase, action, memory_id, target, old, new)"
+                " VALUES (?, ?, ?, ?, ?, NULL, NULL)",
+                [(run_id, phase, action, mid, backup) for _, mid in batch],
+            )
+            done += cur.rowcount
+    return done
+
+
+# -- undo -------------------------------------------------------------------------------------
+def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
+    """Put back what run ``run_id`` changed, newest change first, in one transaction:
+    old column values, retired memories made valid again (with their vectors),
+    relations and consolidated memories removed, inbox rows and deleted episodes (from
+    the run's backups) restored, clocks reset. Returns counts by action."""
+    from . import archive
+
+    row = store._fetchone("SELECT undone_at FROM dream_runs WHERE run_id = ?", (run_id,))
+    if row is None:
+        raise NotFoundError(f"no dream run {run_id!r} (see `llmem-hooks dream --runs`)")
+    if row[0] is not None:
+        raise ValidationError(f"dream run {run_id} was already undone at {row[0]}")
+    changes = store._fetchall(
+        "SELECT * FROM dream_changes WHERE run_id = ? ORDER BY id DESC", (run_id,)
+    )
+    counts: dict[str, int] = {}
+    backups: list[str] = []
+    with store._lock, transaction(store._conn):
+        for ch in changes:
+            action = ch["action"]
+            old = json.loads(ch["old"]) if ch["old"] is not None else None
+            if action == "delete":
+                if ch["target"] not in backups:
+                    backups.append(ch["target"])
+            elif action == "relation":
+                store._conn.execute(
+                    "DELETE FROM relations WHERE source_id = ? AND target_id = ?"
+                    " AND relation_type = ?",
+                    (ch["memory_id"], ch["target"], json.loads(ch["new"])),
+                )
+            elif action == "insert":
+                seq = _seq(store, ch["memory_id"])
+                if seq is not None:
+                    store._conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+                    store.vectors.remove([seq])
+            elif action == "inbox":
+                cols = list(old)
+                store._conn.execute(
+                    f"INSERT OR IGNORE INTO inbox({', '.join(cols)})"
+                    f" VALUES ({', '.join('?' * len(cols))})",
+                    [old[c] for c in cols],
+                )
+            elif action == "state":
+                if old["value"] is None:
+                    store._conn.execute("DELETE FROM dream_state WHERE key = ?", (ch["target"],))
+                else:
+                    store._conn.execute(
+                        "UPDATE dream_state SET value = ? WHERE key = ?",
+                        (old["value"], ch["target"]),
+                    )
+            else:
+                _restore_columns(store, ch["memory_id"], old)
+            counts[action] = counts.get(action, 0) + 1
+        for path in reversed(backups):
+            from pathlib import Path
+
+            store.import_memories(archive.read_export(Path(path)))
+        store._conn.execute(
+            "UPDATE dream_runs SET undone_at = ? WHERE run_id = ?", (now_iso(), run_id)
+        )
+    return counts
+
+
+def _seq(store: MemoryStore, memory_id: str) -> int | None:
+    row = store._conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def _restore_columns(store: MemoryStore, memory_id: str, old: Mapping[str, Any]) -> None:
+    seq = _seq(store, memory_id)
+    if seq is None:
+        return
+    cols = [c for c in old if c in PLAIN_COLUMNS]
+    if cols:
+        store._conn.execute(
+            f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE seq = ?",
+            [*(old[c] for c in cols), seq],
+        )
+    if "tags" in old:
+        store._set_tags(seq, normalize_tags(old["tags"]))
+    if old.get("embedding"):
+        blob = base64.b64decode(old["embedding"])
+        store._conn.execute("UPDATE memories SET embedding = ? WHERE seq = ?", (blob, seq))
+        store.vectors.write([(seq, blob)])
+
+
+def _b64(blob: bytes | None) -> str | None:
+    return base64.b64encode(blob).decode("ascii") if blob is not None else None
+
+
+# -- sizes and pages --------------------------------------------------------------------------
+def db_usage(store: MemoryStore) -> dict[str, int]:
+    """Page size and counts: ``used_bytes`` is what the rows take (free pages aside)."""
+    q = store._fetchone
+    page_size = int(q("PRAGMA page_size")[0])
+    pages = int(q("PRAGMA page_count")[0])
+    free = int(q("PRAGMA freelist_count")[0])
+    return {
+        "page_size": page_size,
+        "page_count": pages,
+        "freelist_count": free,
+        "file_bytes": pages * page_size,
+        "used_bytes": (pages - free) * page_size,
+        "auto_vacuum": int(q("PRAGMA auto_vacuum")[0]),
+    }
+
+
+def incremental_vacuum(store: MemoryStore) -> int:
+    """Return the free pages to the file system (auto_vacuum INCREMENTAL); returns how
+    many pages were freed (0 on a store still in auto_vacuum NONE)."""
+    before = db_usage(store)
+    if before["auto_vacuum"] != 2 or not before["freelist_count"]:
+        return 0
+    with store._lock:
+        store._conn.execute("PRAGMA incremental_vacuum").fetchall()
+    return before["page_count"] - db_usage(store)["page_count"]
+
+
+def enable_incremental_vacuum(store: MemoryStore) -> bool:
+    """Switch a store made before auto_vacuum INCREMENTAL to it: one full VACUUM (it
+    rewrites the file, so it needs that much free disk and holds the write lock for its
+    duration). Returns True if it switched."""
+    if db_usage(store)["auto_vacuum"] == 2:
+        return False
+    with store._lock:
+        store._conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        store._conn.execute("VACUUM")
+    return db_usage(store)["auto_vacuum"] == 2
+
+
+def table_sizes(store: MemoryStore) -> tuple[str, dict[str, int]]:
+    """Bytes per table (its indexes and shadow tables folded in): exact from SQLite's
+    ``dbstat`` table when the library has it, else estimated from row counts and the
+    stored text. Returns ("dbstat" or "estimate", {table: bytes})."""
+    try:
+        rows = store._fetchall(
+            "SELECT s.name, coalesce(m.tbl_name, s.name), sum(s.pgsize) FROM dbstat s"
+            " LEFT JOIN sqlite_schema m ON m.name = s.name GROUP BY s.name"
+        )
+    except Exception:  # no dbstat in this SQLite build
+        return "estimate", _estimated_sizes(store)
+    out: dict[str, int] = {}
+    for _name, table, size in rows:
+        owner = _owner(str(table))
+        out[owner] = out.get(owner, 0) + int(size)
+    return "dbstat", dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _owner(table: str) -> str:
+    """FTS5 and vec0 shadow tables count for their virtual table."""
+    for base in ("memories_fts", "memories_vec_bit", "memories_vec"):
+        if table.startswith(base):
+            return base
+    return table
+
+
+def _estimated_sizes(store: MemoryStore) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (name,) in store._fetchall(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        " AND sql NOT LIKE 'CREATE VIRTUAL%'"
+    ):
+        count = store._fetchone(f'SELECT count(*) FROM "{name}"')[0]
+        out[_owner(name)] = out.get(_owner(name), 0) + int(count) * 64
+    text = store._fetchone(
+        "SELECT coalesce(sum(length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"
+        " + coalesce(length(embedding), 0)), 0) FROM memories"
+    )[0]
+    out["memories"] = out.get("memories", 0) + int(text)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def project_sizes(store: MemoryStore, limit: int = 50) -> list[dict[str, Any]]:
+    """Per project: memories, episodes among them, and the bytes of their rows (text,
+    metadata, vector; an estimate: the FTS index and table pages are not split by
+    project)."""
+    rows = store._fetchall(
+        "SELECT coalesce(project, '(global)') AS project, count(*) AS memories,"
+        f" sum(CASE WHEN {EPISODE_WHERE} THEN 1 ELSE 0 END) AS episodes,"
+        " sum(length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"
+        " + coalesce(length(embedding), 0)) AS row_bytes"
+        " FROM memories GROUP BY project ORDER BY row_bytes DESC LIMIT ?",
+        (limit,),
+    )
+    return [dict(r) for r in rows]
