@@ -51,7 +51,7 @@ LAST_RUN = "last_run_at"  # a full applied run (the sidecar's once-per-interval 
 LAST_DECAY = "last_decay_at"
 LAST_BOOST = "last_boost_at"
 MiB = 1024 * 1024
-SIZE_CAP_ROUNDS = 5  # prune-and-measure passes before the size cap gives up for this run
+SIZE_CAP_ROUNDS = 20  # prune-and-measure passes before the size cap gives up for this run
 
 
 @dataclass
@@ -299,9 +299,10 @@ class Dreamer:
         groups = [(m["project"], m["type"]) for m in live]
         for i, j, score in likeness.similar_pairs(sets, groups, low):
             pair = (live[i]["id"], live[j]["id"], round(score, 3), "words")
-            if score >= s.merge_overlap:
+            # a different number or a negation: related, never the same statement
+            if score >= s.merge_overlap and not likeness.differ_in_fact(sets[i], sets[j]):
                 merge.append(pair)
-            elif score >= s.auto_link_overlap:
+            else:
                 link.append(pair)
         low_cos = min(s.similarity_threshold, s.auto_link_threshold)
         seen = {(a, b) for a, b, _, _ in merge + link}
@@ -431,11 +432,12 @@ class Dreamer:
                 result.notes.append("switched the store to auto_vacuum INCREMENTAL (one VACUUM)")
                 usage = book.db_usage(self.store)
         skip = {seq for seq, _ in doomed} if not result.apply else set()
+        factor = 2.0  # bytes freed per byte of row text: learnt from each round
         for _ in range(SIZE_CAP_ROUNDS):
             excess = usage["used_bytes"] - cap
             if excess <= 0:
                 break
-            batch = book.oldest_episodes_for(self.store, excess, skip)
+            batch, expected = book.oldest_episodes_for(self.store, excess, skip, factor)
             if not batch:
                 result.notes.append(
                     f"the database uses {usage['used_bytes'] // MiB} MiB, over the"
@@ -446,7 +448,9 @@ class Dreamer:
             if not result.apply:
                 break
             self._delete_episodes(result, batch, "size")
-            usage = book.db_usage(self.store)
+            before, usage = usage, book.db_usage(self.store)
+            freed = before["used_bytes"] - usage["used_bytes"]
+            factor = min(8.0, max(0.1, factor * freed / expected)) if expected else factor
         if result.apply:
             result.vacuumed_pages = book.incremental_vacuum(self.store)
 

@@ -153,7 +153,7 @@ def similar_pairs(
     only: set[int] | None = None,
 ) -> list[tuple[int, int, float]]:
     """(i, j, jaccard) for every i < j of the same group with Jaccard >= ``threshold``
-    (> 0) that do not `differ_in_fact`. ``only``: pairs with at least one of these
+    (> 0); whether they `differ_in_fact` is the caller's question. ``only``: pairs with at least one of these
     indices (an incremental run compares what is new against everything)."""
     if not 0 < threshold <= 1:
         raise ValueError("threshold must be in (0, 1]")
@@ -183,7 +183,7 @@ def similar_pairs(
                 if len(other) < threshold * n:  # sets come smallest first
                     continue
                 score = jaccard(s, other)
-                if score >= threshold and not differ_in_fact(s, other):
+                if score >= threshold:
                     out.append((min(i, j), max(i, j), score))
             index.setdefault((group, w), []).append(i)
     return out

@@ -120,6 +120,9 @@ class _Clock:
 SLOW_EVENTS = frozenset({"idle", "ending"})
 BACKFILL = "backfill"  # the worker's idle-time job: vectors for memories stored without one
 BACKFILL_EVERY_S = 30.0
+DREAM = "dream"  # the worker's idle-time job: the dream cycle (docs/dream.md)
+DREAM_CHECK_S = 60.0  # how often the sidecar asks whether a dream is owed
+DREAM_RETRY_S = 3600.0  # after a submitted run, the next ask (the run moves the clock)
 WORKER_STOP_S = 5.0  # how long a stopping sidecar drains its queue (the rest stays pending)
 PENDING_RETRY_S = 10.0  # how often pending hooks that failed are tried again (a busy or slow
 # moment must not leave an ending owed for a minute)
@@ -217,13 +220,15 @@ class HookWorker:
         while (job := self.jobs.get()) is not None:
             event, sid, args, stamp, seq = job
             if self._deadline is not None:
-                if event == BACKFILL or time.monotonic() > self._deadline:
+                if event in (BACKFILL, DREAM) or time.monotonic() > self._deadline:
                     continue  # stopping: what is left stays in pending_hooks for the restart
                 faults.hit("mid-drain", sid)
             faults.hit("after-dequeue", sid)
             try:
                 if event == BACKFILL:
                     result: tuple[str, Any] = (BACKFILL, self._backfill())
+                elif event == DREAM:
+                    result = (DREAM, self._dream())
                 else:
                     result = run_hook(self.events, event, sid, *args)
             except Exception as exc:  # the hooks never raise; keep the worker alive regardless
@@ -238,6 +243,13 @@ class HookWorker:
         if done:
             log.info("backfill: %d memories got their embedding", done)
         return done
+
+    def _dream(self) -> dict[str, dict[str, int]]:
+        from .dream import Dreamer
+
+        run = Dreamer(self.coord.store, self.coord.settings).run(apply=True, trigger="sidecar")
+        log.info("dream run %s in %.1f s: %s", run.run_id, run.seconds, run.counts())
+        return run.counts()
 
     def close(self, timeout: float = WORKER_STOP_S) -> None:
         """Run the queued hooks for up to ``timeout`` seconds, then stop. What is left is
@@ -262,6 +274,7 @@ class Sidecar:
         self.coord = coordinator
         self.events = SessionEventManager(coordinator)
         sess = Config.coerce(config).session
+        self.dream_settings = Config.coerce(config).dream
         self.quiet_ms = int(sess.idle_quiet_seconds * 1000)
         self.end_after_ms = int(sess.end_after_minutes * 60_000)
         self.poll_s = sess.poll_seconds
@@ -279,6 +292,7 @@ class Sidecar:
         self._inflight: set[int] = set()  # pending_hooks rows whose hook is queued or running
         self._pending_at = 0.0  # monotonic time of the next replay of pending hooks
         self._backfill_at = 0.0  # monotonic time of the next backfill pass
+        self._dream_at = 0.0  # monotonic time of the next "is a dream owed?" check
         self._load_active()
 
     # -- state -----------------------------------------------------------------------------
@@ -388,6 +402,7 @@ class Sidecar:
         self._step("existence check", self._check_deleted)
         self._step("timers", self._timers, int(time.time() * 1000))
         self._step("backfill", self._maybe_backfill)
+        self._step("dream", self._maybe_dream)
 
     def _poll_adapter(self, agent: str, adapter: SessionAdapter, now_ms: int) -> None:
         key = adapter.cursor_key(agent)
@@ -447,6 +462,27 @@ class Sidecar:
             return
         self._backfill_at = now + BACKFILL_EVERY_S
         self.worker.submit(BACKFILL, "", (), 0)
+
+    def _maybe_dream(self) -> None:
+        """The dream cycle on the worker when the sidecar is idle (no session active for
+        ``dream.idle_minutes``, nothing queued) and the last full run (kept in the store,
+        so restarts count) is ``dream.interval_hours`` old."""
+        now = time.monotonic()
+        ds = self.dream_settings
+        if not ds.enabled or self.worker is None or now < self._dream_at:
+            return
+        self._dream_at = now + DREAM_CHECK_S
+        if not self.worker.jobs.empty():
+            return
+        quiet_since = int(time.time() * 1000) - int(ds.idle_minutes * 60_000)
+        if any(c.last_activity_ms > quiet_since for c in self._clocks.values()):
+            return
+        from .dream import Dreamer
+
+        if not Dreamer(self.coord.store, self.coord.settings).due():
+            return
+        self._dream_at = now + DREAM_RETRY_S
+        self.worker.submit(DREAM, "", (), 0)
 
     def _handle(self, ev: LifecycleEvent, now_ms: int, due: list[tuple[str, str, str]]) -> None:
         """Book one event on its session; the hooks it calls for go to ``due`` (they run

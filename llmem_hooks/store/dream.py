@@ -331,25 +331,26 @@ def episodes_to_prune(
 
 
 def oldest_episodes_for(
-    store: MemoryStore, excess: int, skip: set[int], bytes_per_row_factor: float = 2.0
-) -> list[tuple[int, str]]:
+    store: MemoryStore, excess: float, skip: set[int], factor: float = 2.0
+) -> tuple[list[tuple[int, str]], float]:
     """The oldest episodes whose rows add up to about ``excess`` bytes (text, metadata
-    and vector, times ``bytes_per_row_factor`` for the FTS index and the vec tables)."""
+    and vector, times ``factor`` for the FTS index, the vec tables and page overhead),
+    and the bytes that estimate expects them to free."""
     out: list[tuple[int, str]] = []
     total = 0.0
-    cur = store._fetchall(
+    rows = store._fetchall(
         "SELECT seq, id, length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"
         " + coalesce(length(embedding), 0) FROM memories"
         f" WHERE {EPISODE_WHERE} ORDER BY created_at, seq",
     )
-    for seq, mid, size in cur:
+    for seq, mid, size in rows:
         if seq in skip:
             continue
         if total >= excess:
             break
         out.append((seq, mid))
-        total += size * bytes_per_row_factor
-    return out
+        total += size * factor
+    return out, total
 
 
 def delete_memories(
