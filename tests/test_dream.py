@@ -300,3 +300,108 @@ def test_cli_dry_run_apply_runs_and_undo(llmem_home: Path, capsys: Any) -> None:
     sizes = json.loads(capsys.readouterr().out)["sizes"]
     assert sizes["method"] in ("dbstat", "estimate") and sizes["tables"]["memories"] > 0
     assert any(p["project"] == P for p in sizes["projects"])
+
+
+def test_sidecar_dreams_when_idle_at_most_once_per_interval(tmp_path: Path) -> None:
+    """The worker runs the cycle when no session is active and the last run (kept in the
+    store, so a restart counts) is an interval old; never twice within it."""
+    import time
+
+    from llmem_hooks import create_session_hook_coordinator
+    from llmem_hooks.sidecar import Sidecar
+    from llmem_hooks.store.dream import list_runs
+
+    cfg = config(idle_minutes=0)
+    cfg["memory"]["db_path"] = str(tmp_path / "memory.db")
+    cfg["ollama"]["enabled"] = False
+    cfg["episodes"]["enabled"] = False
+    with MemoryStore(tmp_path / "memory.db") as st:
+        seed(st)
+
+    def runs_after(passes: int) -> int:
+        main, slow = (create_session_hook_coordinator(cfg, adapters={}) for _ in range(2))
+        sidecar = Sidecar(main, cfg, worker=slow)
+        try:
+            for _ in range(passes):
+                sidecar._dream_at = 0.0  # no wait between checks in a test
+                sidecar.tick()
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and not (
+                    sidecar.worker is not None and sidecar.worker.jobs.empty()
+                ):
+                    time.sleep(0.02)
+                time.sleep(0.2)
+            return len(list_runs(main.store))
+        finally:
+            assert sidecar.worker is not None
+            sidecar.worker.close()
+            for c in (main, slow):
+                c.store.close()
+
+    assert runs_after(3) == 1  # first start: owed once, then not again
+    assert runs_after(2) == 1  # a restart within the interval: still one
+    with MemoryStore(tmp_path / "memory.db") as st:
+        st.conn.execute("UPDATE dream_state SET value = ? WHERE key = 'last_run_at'", (ago(2),))
+        assert st.get("dup-a")["valid_until"] is not None  # the sidecar's run applied
+    assert runs_after(2) == 2  # a day later: owed again
+
+
+def test_service_units_and_the_metacharacter_refusal(llmem_home: Path, tmp_path: Path) -> None:
+    from llmem_hooks.dream_schedule import (
+        install_service,
+        launchd_plist,
+        timer_unit,
+        uninstall_service,
+        validate_schedule,
+    )
+    from llmem_hooks.errors import ValidationError
+
+    cmd = ["/opt/llmem/bin/llmem-hooks", "dream", "--apply", "--trigger", "timer"]
+    lines: list[str] = []
+    files = install_service("*-*-* 04:30:00", platform="linux", command=cmd, report=lines.append)
+    service, timer = (f.read_text() for f in files)
+    assert files[0].parent == tmp_path / "xdg-config" / "systemd" / "user" or "systemd/user" in str(
+        files[0]
+    )
+    assert f"ExecStart={' '.join(cmd)}" in service and "Type=oneshot" in service
+    assert f"Environment=LLMEM_HOME={llmem_home}" in service
+    assert "OnCalendar=*-*-* 04:30:00" in timer and "Persistent=true" in timer
+    assert "WantedBy=timers.target" in timer
+    assert any("systemctl --user" in line for line in lines)  # printed, never run
+    for bad in ("$(evil)", "`id`", "daily; rm -rf ~", "daily\nExecStart=/bin/sh", "a|b", "'x'"):
+        assert not validate_schedule(bad)
+        with pytest.raises(ValidationError):
+            timer_unit(bad)
+        with pytest.raises(ValidationError):
+            install_service(bad, platform="linux", command=cmd)
+    assert validate_schedule("Mon..Fri *-*-* 03:00:00") and validate_schedule("daily")
+    with pytest.raises(ValidationError, match="unit file"):
+        install_service("daily", platform="linux", command=["/opt/x$HOME/llmem-hooks"])
+    plist = launchd_plist(cmd, "*-*-* 04:30:00", llmem_home)
+    assert "<integer>4</integer>" in plist and "<integer>30</integer>" in plist
+    assert "<string>--apply</string>" in plist
+    with pytest.raises(ValidationError, match="macOS"):
+        launchd_plist(cmd, "Mon *-*-* 03:00", llmem_home)
+    mac = install_service("03:15", platform="darwin", command=cmd)
+    assert mac[0].name == "com.llmem-hooks.dream.plist" and mac[0].exists()
+    foreign = files[1]
+    assert uninstall_service(platform="linux") == files
+    assert not any(f.exists() for f in files)
+    foreign.write_text("[Timer]\nOnCalendar=daily\n")  # not ours: left alone
+    assert uninstall_service(platform="linux") == [] and foreign.exists()
+    assert uninstall_service(platform="darwin") == mac
+
+
+def test_cli_install_service_and_a_bad_schedule(llmem_home: Path, capsys: Any) -> None:
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the CLI writes the unit files of this machine's platform")
+    assert main(["install", "--service"]) == 0
+    out = capsys.readouterr().out
+    assert "llmem-hooks-dream.timer" in out and "enable it with" in out
+    assert main(["uninstall", "--service"]) == 0
+    assert "removed" in capsys.readouterr().out
+    (llmem_home / "config.yaml").write_text("dream:\n  schedule: '$(reboot)'\n")
+    assert main(["install", "--service"]) == 2
+    assert "dream.schedule" in capsys.readouterr().err
