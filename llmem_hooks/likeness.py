@@ -153,8 +153,8 @@ def similar_pairs(
     only: set[int] | None = None,
 ) -> list[tuple[int, int, float]]:
     """(i, j, jaccard) for every i < j of the same group with Jaccard >= ``threshold``
-    (> 0); whether they `differ_in_fact` is the caller's question. ``only``: pairs with at least one of these
-    indices (an incremental run compares what is new against everything)."""
+    (> 0); whether they `differ_in_fact` is the caller's question. ``only``: pairs with
+    at least one of these indices (an incremental run compares new against all)."""
     if not 0 < threshold <= 1:
         raise ValueError("threshold must be in (0, 1]")
     freq: Counter[str] = Counter()

@@ -103,7 +103,7 @@ def test_dry_run_changes_nothing(store: MemoryStore, llmem_home: Path) -> None:
     assert not (llmem_home / "dream-diary.md").exists()
     assert not (llmem_home / "dream-report.html").exists()
     assert not (llmem_home / "backups").exists()
-    light, deep, rem = run.results
+    light, deep, _rem = run.results
     # ... while it says what it would do
     assert [m["id"] for m in light.merged] == ["dup-b"]
     assert [m["id"] for m in light.retired] == ["expired"]

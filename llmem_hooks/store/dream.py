@@ -402,7 +402,7 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
     with store._lock, transaction(store._conn):
         for ch in changes:
             action = ch["action"]
-            old = json.loads(ch["old"]) if ch["old"] is not None else None
+            old: Any = json.loads(ch["old"]) if ch["old"] is not None else {}
             if action == "delete":
                 if ch["target"] not in backups:
                     backups.append(ch["target"])
