@@ -322,12 +322,17 @@ class SessionHookCoordinator:
         return len(episodes)
 
     def prune_episodes(self) -> int:
-        """Apply ``episodes.retention_days`` and ``episodes.max_count``; returns how many
+        """Apply ``episodes.retention_days`` and ``episodes.max_count``, after a backup
+        export of what goes (``backups/episodes-<time>.json``); returns how many
         episodes were deleted."""
+        from .store import archive
         from .store.episodes import prune_episodes
 
+        def backup(ids: list[str]) -> None:
+            archive.write_backup("episodes", self.store.export_all(limit=None, ids=ids))
+
         ep = self.settings.episodes
-        return prune_episodes(self.store, ep.retention_days, ep.max_count)
+        return prune_episodes(self.store, ep.retention_days, ep.max_count, backup)
 
     def backfill_episodes(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Once per store (an extraction_log marker): the episodes of every session the

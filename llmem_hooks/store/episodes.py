@@ -8,6 +8,7 @@ bounded by ``episodes.retention_days`` and ``episodes.max_count``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -41,33 +42,39 @@ def episode_stats(store: MemoryStore) -> dict[str, Any]:
     }
 
 
-def prune_episodes(store: MemoryStore, retention_days: float, max_count: int) -> int:
+def prune_episodes(
+    store: MemoryStore,
+    retention_days: float,
+    max_count: int,
+    backup: Callable[[list[str]], object] | None = None,
+) -> int:
     """Delete episodes older than ``retention_days`` (0: none by age), then the oldest
-    beyond ``max_count`` (0: no cap). Returns how many were deleted."""
-    doomed: list[int] = []
+    beyond ``max_count`` (0: no cap). ``backup(ids)`` runs first (a failure there
+    deletes nothing). Returns how many were deleted."""
+    doomed: dict[int, str] = {}
     if retention_days > 0:
         cutoff = to_iso(datetime.now(UTC) - timedelta(days=retention_days))
-        doomed += [
-            r[0]
-            for r in store._fetchall(
-                f"SELECT seq FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
-            )
-        ]
+        for seq, mid in store._fetchall(
+            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
+        ):
+            doomed[seq] = mid
     if max_count > 0:
-        skip = set(doomed)
-        rows = store._fetchall(
-            f"SELECT seq FROM memories WHERE {EPISODE_WHERE} ORDER BY created_at DESC, seq DESC"
+        for seq, mid in store._fetchall(
+            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} ORDER BY created_at DESC, seq DESC"
             " LIMIT -1 OFFSET ?",
             (max_count,),
-        )
-        doomed += [r[0] for r in rows if r[0] not in skip]
-    for start in range(0, len(doomed), PRUNE_BATCH):
-        batch = doomed[start : start + PRUNE_BATCH]
+        ):
+            doomed.setdefault(seq, mid)
+    if doomed and backup is not None:
+        backup(list(doomed.values()))
+    seqs = list(doomed)
+    for start in range(0, len(seqs), PRUNE_BATCH):
+        batch = seqs[start : start + PRUNE_BATCH]
         marks = ",".join("?" * len(batch))
         with store._lock, transaction(store._conn):
             store._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", batch)
             store.vectors.remove(batch)
-    return len(doomed)
+    return len(seqs)
 
 
 def episode_message_ids(store: MemoryStore, session_id: str) -> set[str]:
