@@ -299,8 +299,7 @@ class Dreamer:
         groups = [(m["project"], m["type"]) for m in live]
         for i, j, score in likeness.similar_pairs(sets, groups, low):
             pair = (live[i]["id"], live[j]["id"], round(score, 3), "words")
-            # a different number or a negation: related, never the same statement
-            if score >= s.merge_overlap and not likeness.differ_in_fact(sets[i], sets[j]):
+            if score >= s.merge_overlap and likeness.same_statement(sets[i], sets[j]):
                 merge.append(pair)
             else:
                 link.append(pair)

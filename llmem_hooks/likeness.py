@@ -145,6 +145,14 @@ def differ_in_fact(a: frozenset[str], b: frozenset[str]) -> bool:
     return any(w in NEGATIONS or any(c.isdigit() for c in w) for w in a ^ b)
 
 
+def same_statement(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two word sets can be one statement worded twice: one holds all the other's
+    words (word order, case, stop words, endings and added words may differ) and the
+    words only one side has hold no number and no negation. Each side having a word the
+    other lacks ("tests for docstrings" / "tests for imports") makes two statements."""
+    return (a <= b or b <= a) and not differ_in_fact(a, b)
+
+
 def similar_pairs(
     sets: Sequence[frozenset[str]],
     groups: Sequence[Hashable],

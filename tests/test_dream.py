@@ -37,6 +37,8 @@ SEED = [
         confidence=0.7, source_message_ids=["m1"], session_id="s1"),
     mem("dup-b", "the api stores data in postgresql 16", 5, tags=["postgres"],
         confidence=0.9, source_message_ids=["m2"], session_id="s2"),
+    mem("dup-c", "Our API stores the data in PostgreSQL 16 for now.", 4, confidence=0.5),
+    mem("swapped", "The API stores its logs in PostgreSQL 16.", 4),
     mem("other-version", "The API stores its data in PostgreSQL 15.", 3),
     mem("negated", "The API does not store its data in PostgreSQL 16.", 3),
     mem("unused", "Deploys go through the staging cluster first.", 90, confidence=0.8),
@@ -122,9 +124,13 @@ def test_apply_on_a_seeded_store(store: MemoryStore, llmem_home: Path) -> None:
     assert keep["valid_until"] is None and keep["confidence"] == 0.9
     assert set(keep["tags"]) == {"db", "postgres"}
     assert set(keep["source_message_ids"]) == {"m1", "m2"}
-    assert keep["metadata"]["merged_from"] == ["dup-a"]
+    assert sorted(keep["metadata"]["merged_from"]) == ["dup-a", "dup-c"]
     assert gone["valid_until"] and gone["invalidation_reason"] == "merged into dup-b"
-    # a different number or a negation is not a duplicate
+    assert get("dup-c")["invalidation_reason"] == "merged into dup-b"
+    # a word each side lacks ("data" / "logs") is another statement: linked, not merged
+    assert get("swapped")["valid_until"] is None
+    assert any(r["relation_type"] == "related_to" for r in store.get_relations("swapped"))
+    # a different number or a negation is not a duplicate either
     assert get("other-version")["valid_until"] is None
     assert get("negated")["valid_until"] is None
     # unused decayed (x 0.9), used boosted (+0.05), expired retired
@@ -173,6 +179,7 @@ def test_undo_restores_every_old_value(store: MemoryStore) -> None:
     assert dump(store)["memories"] != before["memories"]
     counts = dreamer.undo(run.run_id)
     assert counts["decay"] >= 2 and counts["delete"] == 1 and counts["merge"] == 1
+    assert counts["merged"] == 2
     after = dump(store)
     for key in ("memories", "tags", "relations", "inbox", "fts"):
         assert after[key] == before[key], key
