@@ -305,7 +305,7 @@ class Dreamer:
                 link.append(pair)
         low_cos = min(s.similarity_threshold, s.auto_link_threshold)
         seen = {(a, b) for a, b, _, _ in merge + link}
-        for a, b, cos in self._semantic_pairs(live, low_cos):
+        for a, b, cos in sorted(set(self._semantic_pairs(live, low_cos))):
             if (a, b) in seen or (b, a) in seen:
                 continue
             seen.add((a, b))
@@ -317,8 +317,11 @@ class Dreamer:
     def _semantic_pairs(
         self, live: list[dict[str, Any]], threshold: float
     ) -> list[tuple[str, str, float]]:
-        """Nearest neighbours by stored vector (same project), at least ``threshold``."""
-        with_vec = [m for m in live if m["has_vec"]]
+        """Nearest neighbours by stored vector (same project), at least ``threshold``.
+        Incremental: only memories stored or changed since the last full run ask for
+        their neighbours (among all), so a daily run costs what the day added."""
+        since = book.get_state(self.store, LAST_RUN) or ""
+        with_vec = [m for m in live if m["has_vec"] and m["updated_at"] > since]
         if not with_vec:
             return []
         live_ids = {m["id"] for m in live}
@@ -334,8 +337,7 @@ class Dreamer:
                 other = hit["id"]
                 if other == m["id"] or other not in live_ids or cos < threshold:
                     continue
-                if m["id"] < other:
-                    out.append((m["id"], other, cos))
+                out.append((min(m["id"], other), max(m["id"], other), cos))
         return out
 
     def merge_duplicates(self, result: DreamResult) -> None:

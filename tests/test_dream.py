@@ -412,3 +412,21 @@ def test_cli_install_service_and_a_bad_schedule(llmem_home: Path, capsys: Any) -
     (llmem_home / "config.yaml").write_text("dream:\n  schedule: '$(reboot)'\n")
     assert main(["install", "--service"]) == 2
     assert "dream.schedule" in capsys.readouterr().err
+
+
+def test_with_vectors_merges_by_cosine_and_links_below_it(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "vec.db", vec_dimensions=4) as st:
+        a = st.add("fact", "Staging deploys need the VPN.", project=P, confidence=0.9,
+                   embedding=[1.0, 0.0, 0.0, 0.0], dedupe=False)  # fmt: skip
+        b = st.add("fact", "You must be on the company VPN to ship to staging.", project=P,
+                   embedding=[0.99, 0.05, 0.0, 0.0], dedupe=False)  # fmt: skip
+        c = st.add("fact", "The VPN client is WireGuard.", project=P,
+                   embedding=[0.85, 0.5, 0.1, 0.0], dedupe=False)  # fmt: skip
+        d = st.add("fact", "Lunch is at noon.", project=P,
+                   embedding=[0.0, 0.0, 1.0, 0.0], dedupe=False)  # fmt: skip
+        run = Dreamer(st, config()).run(["light", "rem"], apply=True)
+        light, rem = run.results
+        assert [(g["id"], [o["id"] for o in g["merged"]]) for g in light.merged] == [(a, [b])]
+        assert light.merged[0]["merged"][0]["by"] == "embedding"
+        assert st.get(b)["valid_until"] is not None and st.get(d)["valid_until"] is None
+        assert {(x["id"], x["target"]) for x in rem.linked} == {tuple(sorted((a, c)))}
