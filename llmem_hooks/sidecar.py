@@ -293,6 +293,7 @@ class Sidecar:
         self._pending_at = 0.0  # monotonic time of the next replay of pending hooks
         self._backfill_at = 0.0  # monotonic time of the next backfill pass
         self._dream_at = 0.0  # monotonic time of the next "is a dream owed?" check
+        self._started_ms = int(time.time() * 1000)
         self._load_active()
 
     # -- state -----------------------------------------------------------------------------
@@ -466,7 +467,8 @@ class Sidecar:
     def _maybe_dream(self) -> None:
         """The dream cycle on the worker when the sidecar is idle (no session active for
         ``dream.idle_minutes``, nothing queued) and the last full run (kept in the store,
-        so restarts count) is ``dream.interval_hours`` old."""
+        so restarts count) is ``dream.interval_hours`` old. Never in the first ``idle_minutes``
+        after a start."""
         now = time.monotonic()
         ds = self.dream_settings
         if not ds.enabled or self.worker is None or now < self._dream_at:
@@ -475,6 +477,8 @@ class Sidecar:
         if not self.worker.jobs.empty():
             return
         quiet_since = int(time.time() * 1000) - int(ds.idle_minutes * 60_000)
+        if self._started_ms > quiet_since:  # a start counts as activity: not at once
+            return
         if any(c.last_activity_ms > quiet_since for c in self._clocks.values()):
             return
         from .dream import Dreamer
