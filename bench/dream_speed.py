@@ -94,6 +94,10 @@ def measure(size: int, work: Path) -> dict[str, Any]:
         run = Dreamer(st, cfg, home=work).run(apply=True)
         out["apply_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        again = Dreamer(st, cfg, home=work).run(apply=False)
+        out["next_s"] = time.perf_counter() - t0
+        out["next_counts"] = again.counts()
+        t0 = time.perf_counter()
         Dreamer(st, cfg, home=work).undo(run.run_id)
         out["undo_s"] = time.perf_counter() - t0
     out["dry_counts"] = dry.counts()
@@ -110,17 +114,18 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     os.environ["LLMEM_HOME"] = str(work)  # backups, diary, report: never the user's home
     print("| memories (+dups, episodes) | floor s | dry run s | x floor | apply s | x floor"
-          " | undo s | apply by phase s |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+          " | next dry run s | undo s | apply by phase s |")  # fmt: skip
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for size in (int(s) for s in args.sizes.split(",")):
         m = measure(size, work)
         f = m["floor_s"]
         print(
             f"| {m['size']:,} ({m['stored']:,}) | {f:.2f} | {m['dry_s']:.2f} |"
             f" {m['dry_s'] / f:.1f}x | {m['apply_s']:.2f} | {m['apply_s'] / f:.1f}x |"
-            f" {m['undo_s']:.2f} | {m['phases_s']} |"
+            f" {m['next_s']:.2f} | {m['undo_s']:.2f} | {m['phases_s']} |"
         )
         print(f"  changes: {m['apply_counts']}")
+        print(f"  the next run would change: {m['next_counts']}")
     shutil.rmtree(work / "backups", ignore_errors=True)
 
 

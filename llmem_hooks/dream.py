@@ -48,6 +48,7 @@ PHASES = VALID_DREAM_PHASES
 DIARY_FILE = "dream-diary.md"
 REPORT_FILE = "dream-report.html"
 LAST_RUN = "last_run_at"  # a full applied run (the sidecar's once-per-interval clock)
+LAST_SEQ = "last_run_seq"  # the highest row number a full applied run saw: newer rows are new
 LAST_DECAY = "last_decay_at"
 LAST_BOOST = "last_boost_at"
 MiB = 1024 * 1024
@@ -162,6 +163,7 @@ class Dreamer:
         self._now = now
         self._pairs: dict[str, list[tuple[str, str, float, str]]] | None = None
         self._live: list[dict[str, Any]] | None = None
+        self._seen_seq = 0
 
     # -- the clock --------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -192,6 +194,7 @@ class Dreamer:
             f"{stamp}-{uuid.uuid4().hex[:6]}", apply, trigger, self.now_iso(), results=[]
         )
         self._pairs = self._live = None
+        self._seen_seq = self.store.size_hint()  # rows after this one are the next run's
         if apply:
             book.begin_run(self.store, run.run_id, trigger, chosen)
         hooks = get_registered_dream_hooks()
@@ -222,6 +225,7 @@ class Dreamer:
         if apply:
             if chosen == list(PHASES):
                 book.set_state(self.store, run.run_id, LAST_RUN, run.started_at)
+                book.set_state(self.store, run.run_id, LAST_SEQ, str(self._seen_seq))
             book.finish_run(self.store, run.run_id, {"counts": run.counts()})
             if write_files:
                 self._write_files(run)
@@ -265,6 +269,19 @@ class Dreamer:
     def _rem_steps(self) -> list[Any]:
         return [self.auto_link, self.flag_stale]
 
+    def _last_run(self) -> str | None:
+        return book.get_state(self.store, LAST_RUN)
+
+    def _is_new(self) -> Any:
+        """A test for "stored or changed since the last full applied run" (a row past the
+        row number it saw, or updated after it: an import keeps old dates, so the row
+        number is what tells); everything is new before the first run."""
+        since = self._last_run()
+        if since is None:
+            return lambda m: True
+        seq = int(book.get_state(self.store, LAST_SEQ) or 0)
+        return lambda m: m["seq"] > seq or m["updated_at"] > since
+
     def _live_memories(self) -> list[dict[str, Any]]:
         if self._live is None:
             self._live = book.live_memories(self.store, self.now_iso())
@@ -297,7 +314,11 @@ class Dreamer:
         low = min(s.merge_overlap, s.auto_link_overlap) or 0.01
         sets = [likeness.words(m["content"]) for m in live]
         groups = [(m["project"], m["type"]) for m in live]
-        for i, j, score in likeness.similar_pairs(sets, groups, low):
+        # Incremental: after a full run, only pairs with a memory stored or changed since
+        # (the others were compared then, with the same words)
+        new = self._is_new()
+        only = {i for i, m in enumerate(live) if new(m)} if self._last_run() else None
+        for i, j, score in likeness.similar_pairs(sets, groups, low, only=only):
             pair = (live[i]["id"], live[j]["id"], round(score, 3), "words")
             if score >= s.merge_overlap and likeness.same_statement(sets[i], sets[j]):
                 merge.append(pair)
@@ -320,8 +341,8 @@ class Dreamer:
         """Nearest neighbours by stored vector (same project), at least ``threshold``.
         Incremental: only memories stored or changed since the last full run ask for
         their neighbours (among all), so a daily run costs what the day added."""
-        since = book.get_state(self.store, LAST_RUN) or ""
-        with_vec = [m for m in live if m["has_vec"] and m["updated_at"] > since]
+        new = self._is_new()
+        with_vec = [m for m in live if m["has_vec"] and new(m)]
         if not with_vec:
             return []
         live_ids = {m["id"] for m in live}
@@ -491,23 +512,27 @@ class Dreamer:
         older memories of its project that still state the old thing: a ``supersedes``
         relation from the new one, the old one retired with the reason. Only statements
         stored since the last run are read again."""
-        since = book.get_state(self.store, LAST_RUN) or ""
+        new = self._is_new()
         retire: dict[str, str] = {}
         links: list[tuple[str, str]] = []
+        searched: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
         for m in self._live_memories():
-            if m["created_at"] <= since or m["type"] not in SUPERSEDABLE_TYPES:
+            if not new(m) or m["type"] not in SUPERSEDABLE_TYPES:
                 continue
             old = replaced_term(m["content"])
             if not old or not candidate_words(old):
                 continue
             new = replacement_term(m["content"])
             query = '"' + " ".join(candidate_words(old)) + '"'
-            try:
-                hits = self.store.search(
-                    query, limit=20, type=SUPERSEDABLE_TYPES, project=m["project"]
-                )
-            except LLMemError:
-                continue
+            key = (query, m["project"])
+            if key not in searched:
+                try:
+                    searched[key] = self.store.search(
+                        query, limit=20, type=SUPERSEDABLE_TYPES, project=m["project"]
+                    )
+                except LLMemError:
+                    searched[key] = []
+            hits = searched[key]
             for hit in hits:
                 text = str(hit.get("content") or "")
                 if (

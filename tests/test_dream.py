@@ -169,6 +169,14 @@ def test_apply_on_a_seeded_store(store: MemoryStore, llmem_home: Path) -> None:
     again = Dreamer(store, config()).run(apply=True)
     light, deep, _ = again.results
     assert not light.merged and not light.retired and not deep.decayed
+    # incremental: a duplicate imported later (with an old date) is still compared
+    store.import_memories([mem("late", "the team prefers TABS over spaces!", 100)])
+    third = Dreamer(store, config()).run(["light"], apply=True).results[0]
+    assert [(g["id"], [o["id"] for o in g["merged"]]) for g in third.merged] == [
+        ("late", ["fresh"])
+    ] or [(g["id"], [o["id"] for o in g["merged"]]) for g in third.merged] == [
+        ("fresh", ["late"])
+    ]
 
 
 def test_undo_restores_every_old_value(store: MemoryStore) -> None:
