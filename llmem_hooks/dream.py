@@ -316,8 +316,8 @@ class Dreamer:
         groups = [(m["project"], m["type"]) for m in live]
         # Incremental: after a full run, only pairs with a memory stored or changed since
         # (the others were compared then, with the same words)
-        new = self._is_new()
-        only = {i for i, m in enumerate(live) if new(m)} if self._last_run() else None
+        is_new = self._is_new()
+        only = {i for i, m in enumerate(live) if is_new(m)} if self._last_run() else None
         for i, j, score in likeness.similar_pairs(sets, groups, low, only=only):
             pair = (live[i]["id"], live[j]["id"], round(score, 3), "words")
             if score >= s.merge_overlap and likeness.same_statement(sets[i], sets[j]):
@@ -341,8 +341,8 @@ class Dreamer:
         """Nearest neighbours by stored vector (same project), at least ``threshold``.
         Incremental: only memories stored or changed since the last full run ask for
         their neighbours (among all), so a daily run costs what the day added."""
-        new = self._is_new()
-        with_vec = [m for m in live if m["has_vec"] and new(m)]
+        is_new = self._is_new()
+        with_vec = [m for m in live if m["has_vec"] and is_new(m)]
         if not with_vec:
             return []
         live_ids = {m["id"] for m in live}
@@ -512,12 +512,12 @@ class Dreamer:
         older memories of its project that still state the old thing: a ``supersedes``
         relation from the new one, the old one retired with the reason. Only statements
         stored since the last run are read again."""
-        new = self._is_new()
+        is_new = self._is_new()
         retire: dict[str, str] = {}
         links: list[tuple[str, str]] = []
         searched: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
         for m in self._live_memories():
-            if not new(m) or m["type"] not in SUPERSEDABLE_TYPES:
+            if not is_new(m) or m["type"] not in SUPERSEDABLE_TYPES:
                 continue
             old = replaced_term(m["content"])
             if not old or not candidate_words(old):

@@ -49,6 +49,7 @@ SEED = [
     mem("fresh", "The team prefers tabs over spaces.", 0),
     mem("jenkins", "CI runs on Jenkins.", 30, confidence=0.8),
     mem("moved", "We moved from Jenkins to GitHub Actions.", 1, type="decision"),
+    mem("moved-2", "We switched from Slack to Zulip last week.", 1, type="decision"),
     mem("old-episode", "user: how do I deploy?\nassistant: use make deploy", 400,
         type="conversation", source="episode", session_id="s0"),
     mem("new-episode", "user: what is the port?\nassistant: 8080", 2,
