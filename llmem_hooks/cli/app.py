@@ -730,6 +730,16 @@ def context(
     typer.echo(text, nl=False)
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def mcp(ctx: typer.Context) -> None:
+    """Serve the memory tools over MCP on stdio (memory_search, memory_remember,
+    memory_forget, memory_get, memory_timeline); `llmem-hooks mcp --help` for its options.
+    Configuration for MCP clients: docs/mcp.md."""
+    from ..mcp_server import main as mcp_main
+
+    raise typer.Exit(mcp_main(list(ctx.args)))
+
+
 @app.command()
 def install(
     opencode: Annotated[
