@@ -593,11 +593,17 @@ def test_install_copilot_is_idempotent(
 ) -> None:
     lines: list[str] = []
     target = copilot_home / "hooks" / "llmem.json"
+    mcp = copilot_home / "mcp-config.json"
     assert copilot_hooks_path() == target
-    assert install_copilot(report=lines.append) == [target]
-    assert install_copilot(report=lines.append) == [target]
-    assert lines == [f"installed {target}", f"already installed {target}"]
-    assert _mode(target) == 0o644
+    assert install_copilot(report=lines.append) == [target, mcp]
+    assert install_copilot(report=lines.append) == [target, mcp]
+    assert lines == [
+        f"installed {target}",
+        f"installed {mcp} (MCP server 'llmem')",
+        f"already installed {target}",
+        f"already installed {mcp} (MCP server 'llmem')",
+    ]
+    assert _mode(target) == 0o644 and _mode(mcp) == 0o600
     installed = json.loads(target.read_text())
     assert installed == copilot_hooks(hook_command())
     command = installed["hooks"]["sessionStart"][0]["bash"]
@@ -616,16 +622,18 @@ def test_install_copilot_is_idempotent(
     target.write_text('{"version": 1, "hooks": {}}')
     lines.clear()
     install_copilot(report=lines.append)
-    assert lines == [f"updated {target}"]
+    assert lines == [f"updated {target}", f"already installed {mcp} (MCP server 'llmem')"]
 
 
 def test_uninstall_copilot_removes_only_our_file(copilot_home: Path) -> None:
     target = install_copilot()[0]
     other = target.parent / "mine.json"
     other.write_text('{"version": 1, "hooks": {"sessionStart": []}}')
+    mcp = copilot_home / "mcp-config.json"
     lines: list[str] = []
-    assert uninstall_copilot(report=lines.append) == [target]
-    assert lines == [f"removed {target}"] and other.exists() and not target.exists()
+    assert uninstall_copilot(report=lines.append) == [target, mcp]
+    assert lines == [f"removed {target}", f"removed the MCP server 'llmem' from {mcp}"]
+    assert other.exists() and not target.exists()
     lines.clear()
     assert uninstall_copilot(report=lines.append) == []
     assert lines == ["nothing to remove: the Copilot CLI hooks are not installed"]
@@ -639,16 +647,25 @@ def test_cli_install_and_uninstall_copilot(
     copilot_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     target = copilot_home / "hooks" / "llmem.json"
+    mcp = copilot_home / "mcp-config.json"
     assert cli_main(["install", "--copilot"]) == 0
     assert cli_main(["install", "--copilot"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"installed {target}", f"already installed {target}"]
+    assert out == [
+        f"installed {target}",
+        f"installed {mcp} (MCP server 'llmem')",
+        f"already installed {target}",
+        f"already installed {mcp} (MCP server 'llmem')",
+    ]
     assert cli_main(["uninstall", "--copilot"]) == 0
-    assert capsys.readouterr().out.splitlines() == [f"removed {target}"]
+    assert capsys.readouterr().out.splitlines() == [
+        f"removed {target}",
+        f"removed the MCP server 'llmem' from {mcp}",
+    ]
     # No flag: every agent found; here only Copilot (its home exists, no OpenCode anywhere).
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     assert cli_main(["install"]) == 0
-    assert capsys.readouterr().out.splitlines() == [f"installed {target}"]
+    assert capsys.readouterr().out.splitlines()[0] == f"installed {target}"
     assert cli_main(["uninstall"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert f"removed {target}" in out and not target.exists()
