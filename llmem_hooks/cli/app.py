@@ -28,7 +28,7 @@ import typer
 try:  # typer >= 0.2x vendors its own copy of click
     from typer._click.exceptions import UsageError  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - older typer with click as a dependency
-    from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef]
+    from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
 from ..backoff import BACKOFF_SECONDS, ModelFailure
 from ..config import Config, load_config
