@@ -152,7 +152,10 @@ def render_forget(result: Mapping[str, Any], mid: str) -> str:
 
 def render_get(result: Mapping[str, Any]) -> str:
     items = list(result.get("memories") or result.get("results") or [])
-    missing = list(result.get("missing") or result.get("not_found") or [])
+    missing = [
+        f"{m.get('id')} ({m.get('reason')})" if isinstance(m, Mapping) else str(m)
+        for m in result.get("missing") or ()
+    ]
     blocks: list[str] = []
     for m in items:
         prov = [
@@ -163,12 +166,12 @@ def render_get(result: Mapping[str, Any]) -> str:
         body = str(m.get("content") or m.get("text") or "")
         blocks.append(f"[{m.get('id', '?')}] " + "; ".join(prov) + "\n" + body.strip())
     if missing:
-        blocks.append("Not found: " + ", ".join(str(x) for x in missing))
+        blocks.append("Not found: " + "; ".join(missing))
     return "\n\n".join(blocks) if blocks else "Nothing found."
 
 
 def render_timeline(result: Mapping[str, Any], mid: str) -> str:
-    entries = list(result.get("entries") or result.get("results") or [])
+    entries = list(result.get("items") or result.get("entries") or [])
     if not entries:
         return f"No timeline around [{mid}]."
     head = f"Session {result['session_id']}" if result.get("session_id") else "Timeline"
@@ -176,19 +179,21 @@ def render_timeline(result: Mapping[str, Any], mid: str) -> str:
 
 
 # -- the server ------------------------------------------------------------------------------
-def service_call(project: str | None) -> Call:
+def service_call(directory: str | None) -> Call:
     """The default seam: `service_client.query` (sidecar socket, else in-process), with the
-    project directory and the Copilot session id added where the service takes them."""
+    project directory, and for Copilot CLI the session id and agent, added where the
+    service takes them."""
     from .service_client import query
 
     session_id = os.environ.get(COPILOT_SESSION_ENV) or None
 
     def call(method: str, params: dict[str, Any]) -> Mapping[str, Any]:
         params = dict(params)
-        if method in ("search", "remember") and project is not None:
-            params.setdefault("project", project)
+        if method in ("search", "remember") and directory is not None:
+            params.setdefault("directory", directory)
         if method == "remember" and session_id:
             params.setdefault("session_id", session_id)
+            params.setdefault("agent", "copilot")
         result = query(method, params, fallback=True)
         return result if isinstance(result, Mapping) else {"result": result}
 
