@@ -31,9 +31,41 @@ pytestmark = [pytest.mark.e2e, pytest.mark.copilot]
 
 FACT = "The staging database is called pg-orchid-7 (MARKER-OLD-FACT)"
 REMEMBERED = "Release trains leave every Tuesday at 10:00 UTC (MARKER-CP-REMEMBERED)"
-COMPONENTS = "router parser scheduler cache uploader billing search auth mailer ui".split()
-LIBRARIES = "zod pydantic tokio celery redis vite jest ruff mypy esbuild".split()
-TASKS = "validation retries logging caching bundling linting typing tracing paging".split()
+COMPONENTS = [
+    "router",
+    "parser",
+    "scheduler",
+    "cache",
+    "uploader",
+    "billing",
+    "search",
+    "auth",
+    "mailer",
+    "ui",
+]
+LIBRARIES = [
+    "zod",
+    "pydantic",
+    "tokio",
+    "celery",
+    "redis",
+    "vite",
+    "jest",
+    "ruff",
+    "mypy",
+    "esbuild",
+]
+TASKS = [
+    "validation",
+    "retries",
+    "logging",
+    "caching",
+    "bundling",
+    "linting",
+    "typing",
+    "tracing",
+    "paging",
+]
 
 
 @pytest.fixture(scope="module")
