@@ -62,8 +62,15 @@ def public_hit(hit: SearchHit) -> dict[str, Any]:
     """A search hit as ``search --json`` shows it: the memory, then ``score`` (the final
     reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic). ``time`` is when
     it was said or stored (an episode's ``created_at`` is the time of its exchange); an
-    episode's search-only context words (``metadata.fts_context``) are left out."""
+    episode's search-only context words (``metadata.fts_context``) are left out. A long
+    content cut to the lines that answer the query (``hit.passage``) is shown as
+    ``content`` with ``excerpt: true`` and the whole text's length in ``content_chars``
+    (``show ID`` or ``search --full`` gives it whole)."""
     out = public(hit.memory)
+    if hit.passage is not None:
+        out["content_chars"] = len(out["content"])
+        out["content"] = hit.passage
+        out["excerpt"] = True
     meta = out.get("metadata")
     if isinstance(meta, Mapping) and "fts_context" in meta:
         out["metadata"] = {k: v for k, v in meta.items() if k != "fts_context"}
@@ -92,7 +99,11 @@ def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str) -> None:
     if fmt is Format.json:
         typer.echo(_dumps([public_hit(h) for h in hits], indent=1))
         return
-    _print_lines([h.memory for h in hits], fmt, empty)
+    _print_lines(
+        [h.memory if h.passage is None else {**h.memory, "content": h.passage} for h in hits],
+        fmt,
+        empty,
+    )
 
 
 def _print_lines(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:
@@ -233,11 +244,17 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
 
 
 def print_status(
-    pid: int | None, stores: Mapping[str, list[str]], rows: Sequence[Mapping[str, Any]], fmt: Format
+    pid: int | None,
+    stores: Mapping[str, list[str]],
+    rows: Sequence[Mapping[str, Any]],
+    fmt: Format,
+    service: Mapping[str, Any] | None = None,
 ) -> None:
-    """``status``: whether the sidecar runs, what it watches, the sessions it has seen."""
+    """``status``: whether the sidecar runs, whether its query service answers (``service``:
+    its status reply), what it watches, the sessions it has seen."""
     out = {
         "sidecar": {"running": pid is not None, "pid": pid},
+        "query_service": {"answers": service is not None, **(service or {})},
         "stores": stores,
         "sessions": list(rows),
     }
@@ -245,6 +262,10 @@ def print_status(
         typer.echo(json.dumps(out, indent=1))
         return
     typer.echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
+    typer.echo(
+        "query service: "
+        + ("answers" if service is not None else "not answering (clients query in-process)")
+    )
     for name, paths in stores.items():
         typer.echo(f"watching {name}: {', '.join(paths) or '-'}")
     typer.echo(f"sessions seen: {len(rows)}")
