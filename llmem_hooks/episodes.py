@@ -24,6 +24,9 @@ from .extraction.transcript import transcript_lines
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
 TOOL_LINE_CHARS = 160
+# The context blocks we inject as markdown (a header, to the end of the message). The
+# per-prompt recall block (<llmem-recall> ... </llmem-recall>) is cut out earlier, by
+# `transcript_lines`, for episodes and extraction alike.
 INJECTED_HEADERS = (
     "# Memory from earlier sessions (llmem-hooks)",
     "# Resume pack",
