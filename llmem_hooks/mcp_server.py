@@ -94,17 +94,27 @@ def copilot_session_dir(session_id: str) -> str | None:
 
 def project_dir(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """The directory whose project the tools work in (see the module docstring)."""
-    env = os.environ if environ is None else environ
-    if explicit:
-        return str(Path(explicit).expanduser().absolute())
-    if env.get(PROJECT_ENV):
-        return str(Path(env[PROJECT_ENV]).expanduser().absolute())
-    sid = env.get(COPILOT_SESSION_ENV)
-    if sid:
-        found = copilot_session_dir(sid)
-        if found:
-            return found
-    return os.getcwd()
+    return ProjectDir(explicit, environ)()
+
+
+class ProjectDir:
+    """`project_dir`, asked at each tool call: the server starts with Copilot CLI, before
+    the session's ``events.jsonl`` exists, so a session not found yet is looked for
+    again next time (and kept once found)."""
+
+    def __init__(self, explicit: str | None = None, environ: Mapping[str, str] | None = None):
+        env = os.environ if environ is None else environ
+        self.fixed: str | None = None
+        if explicit:
+            self.fixed = str(Path(explicit).expanduser().absolute())
+        elif env.get(PROJECT_ENV):
+            self.fixed = str(Path(env[PROJECT_ENV]).expanduser().absolute())
+        self.session_id = env.get(COPILOT_SESSION_ENV) or None
+
+    def __call__(self) -> str:
+        if self.fixed is None and self.session_id:
+            self.fixed = copilot_session_dir(self.session_id)
+        return self.fixed or os.getcwd()
 
 
 # -- rendering -------------------------------------------------------------------------------
@@ -179,7 +189,7 @@ def render_timeline(result: Mapping[str, Any], mid: str) -> str:
 
 
 # -- the server ------------------------------------------------------------------------------
-def service_call(directory: str | None) -> Call:
+def service_call(directory: Callable[[], str]) -> Call:
     """The default seam: `service_client.query` (sidecar socket, else in-process), with the
     project directory, and for Copilot CLI the session id and agent, added where the
     service takes them."""
@@ -189,8 +199,8 @@ def service_call(directory: str | None) -> Call:
 
     def call(method: str, params: dict[str, Any]) -> Mapping[str, Any]:
         params = dict(params)
-        if method in ("search", "remember") and directory is not None:
-            params.setdefault("directory", directory)
+        if method in ("search", "remember"):
+            params.setdefault("directory", directory())
         if method == "remember" and session_id:
             params.setdefault("session_id", session_id)
             params.setdefault("agent", "copilot")
@@ -269,6 +279,6 @@ def main(argv: Sequence[str]) -> int:
     if args.project_dir and not Path(args.project_dir).expanduser().is_dir():
         print(f"error: --project-dir {args.project_dir!r} is not a folder", file=sys.stderr)
         return 2
-    server = build_server(service_call(project_dir(args.project_dir)))
+    server = build_server(service_call(ProjectDir(args.project_dir)))
     server.run("stdio")
     return 0

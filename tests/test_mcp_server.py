@@ -159,6 +159,10 @@ def test_project_from_the_copilot_session(
     copilot_home = tmp_path / "copilot-home"
     sid = "4f2ad85e-fa2c-402f-a6ce-9aedfb155865"
     folder = copilot_home / "session-state" / sid
+    monkeypatch.setenv("COPILOT_HOME", str(copilot_home))
+    # Copilot starts its MCP servers before it writes the session's first line.
+    early = mcp_server.ProjectDir(environ={"COPILOT_AGENT_SESSION_ID": sid})
+    assert early() == os.getcwd()
     folder.mkdir(parents=True)
     start = {
         "type": "session.start",
@@ -184,8 +188,8 @@ def test_project_from_the_copilot_session(
     with MemoryStore(llmem_home / "memory.db") as st:
         (mem,) = st.list_all(limit=10)
     assert mem["project"] == project_key(repo) and mem["session_id"] == sid
-    # The same rule, in-process.
-    monkeypatch.setenv("COPILOT_HOME", str(copilot_home))
+    # The same rule, in-process; the early resolver finds the session now, and keeps it.
+    assert early() == str(repo) and early.fixed == str(repo)
     assert mcp_server.project_dir(environ={"COPILOT_AGENT_SESSION_ID": sid}) == str(repo)
     assert mcp_server.project_dir(environ={"COPILOT_AGENT_SESSION_ID": "../x"}) == os.getcwd()
     assert mcp_server.project_dir(str(repo / "sub"), environ={}) == str(repo / "sub")
