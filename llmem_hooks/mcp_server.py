@@ -2,8 +2,8 @@
 
 Five tools, the same in every agent: ``memory_search``, ``memory_remember``,
 ``memory_forget``, ``memory_get``, ``memory_timeline``. Each one is a single call of the
-query service (`service_client.query`: the sidecar's socket, else an in-process
-`QueryService`), behind one seam, `Call`, so the server holds no memory logic of its own:
+query service (the sidecar's socket, else a `QueryService` kept in this process:
+`ServiceCall`), behind one seam, `Call`, so the server holds no memory logic of its own:
 redaction, dedupe and project scoping happen where they happen for everything else.
 
 Results are compact text (one line per memory, with the short id `memory_get` takes),
@@ -189,25 +189,59 @@ def render_timeline(result: Mapping[str, Any], mid: str) -> str:
 
 
 # -- the server ------------------------------------------------------------------------------
-def service_call(directory: Callable[[], str]) -> Call:
-    """The default seam: `service_client.query` (sidecar socket, else in-process), with the
-    project directory, and for Copilot CLI the session id and agent, added where the
-    service takes them."""
-    from .service_client import query
+class ServiceCall:
+    """The default seam: the sidecar's socket (`service_client.call`), else a
+    `QueryService` of this process, opened on first need and kept (the server lives as
+    long as the agent's session: re-opening the store per call would cost ~40 ms). The
+    socket is tried first at every call, so a sidecar started later takes over. Adds the
+    project directory, and for Copilot CLI the session id and agent, where the service
+    takes them."""
 
-    session_id = os.environ.get(COPILOT_SESSION_ENV) or None
+    def __init__(self, directory: Callable[[], str]) -> None:
+        self.directory = directory
+        self.session_id = os.environ.get(COPILOT_SESSION_ENV) or None
+        self.local: Any = None  # a QueryService once the sidecar did not answer
 
-    def call(method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+    def __call__(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        from .service_client import (
+            FALLBACK_CODES,
+            ServiceCallError,
+            ServiceUnavailable,
+            call,
+        )
+
         params = dict(params)
         if method in ("search", "remember"):
-            params.setdefault("directory", directory())
-        if method == "remember" and session_id:
-            params.setdefault("session_id", session_id)
+            params.setdefault("directory", self.directory())
+        if method == "remember" and self.session_id:
+            params.setdefault("session_id", self.session_id)
             params.setdefault("agent", "copilot")
-        result = query(method, params, fallback=True)
-        return result if isinstance(result, Mapping) else {"result": result}
+        try:
+            return call(method, params)
+        except ServiceUnavailable:
+            pass
+        except ServiceCallError as exc:
+            if exc.code not in FALLBACK_CODES:
+                raise
+        return self.in_process(method, params)
 
-    return call
+    def in_process(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        from .config import load_settings
+        from .service import QueryService, ServiceError
+        from .service_client import ServiceCallError
+
+        if self.local is None:
+            self.local = QueryService.open(load_settings(), served_by="in-process")
+        try:
+            result: Mapping[str, Any] = self.local.call(method, params)
+        except ServiceError as exc:
+            raise ServiceCallError(exc.code, str(exc)) from None
+        return result
+
+    def close(self) -> None:
+        if self.local is not None:
+            self.local.close()
+            self.local = None
 
 
 def build_server(call: Call) -> FastMCP:
@@ -279,6 +313,9 @@ def main(argv: Sequence[str]) -> int:
     if args.project_dir and not Path(args.project_dir).expanduser().is_dir():
         print(f"error: --project-dir {args.project_dir!r} is not a folder", file=sys.stderr)
         return 2
-    server = build_server(service_call(ProjectDir(args.project_dir)))
-    server.run("stdio")
+    seam = ServiceCall(ProjectDir(args.project_dir))
+    try:
+        build_server(seam).run("stdio")
+    finally:
+        seam.close()
     return 0
