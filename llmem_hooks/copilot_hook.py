@@ -461,6 +461,9 @@ class RecallLock:
         from .paths import ensure_private_dir
 
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        if self.path.parent.is_symlink():  # never create files through a link (context.py)
+            log_line(f"{self.path.parent} is a symlink: no recall lock, no recall")
+            return False
         try:
             ensure_private_dir(self.path.parent)
             self.fd = os.open(self.path, flags, 0o600)
