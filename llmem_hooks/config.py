@@ -280,6 +280,9 @@ class RecallSettings(Section):
     min_content_words: int = _setting(2, _int(1, 20))
     # ... "rare": found in at most this share of the memories
     rare_word_share: float = _setting(0.01, _number(0.0, 1.0))
+    # words in more than this share of the memories are not searched on (still counted
+    # by the coverage floor)
+    common_word_share: float = _setting(0.1, _number(0.0, 1.0))
     # a hit must hold at least this share of the prompt's content words
     min_coverage: float = _setting(0.5, _number(0.0, 1.0))
     # a semantic-only hit (no shared word) counts within this cosine distance

@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -65,13 +66,17 @@ MAX_GET_IDS = 20
 MAX_LIMIT = 50
 MAX_AROUND = 20
 GIVEN_RETENTION_DAYS = 30
+DF_CACHE_S = 300.0  # how long a word's memory count is reused
+DF_CACHE_MAX = 20_000
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
-# Small talk: words that carry no topic of their own ("thanks, continue").
+# Small talk: words that carry no topic of their own ("thanks, continue", "great work";
+# bench/recall_floor.py's small-talk prompts).
 FILLER_WORDS = frozenset(
     """
     continue thanks thank thx ty ok okay yes yeah yep yup no nope sure great good fine
     nice cool awesome perfect lgtm proceed go ahead carry hello hi hey please pls done
     right alright agreed correct exactly now then next again retry more keep going
+    work job
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 TYPE_LABELS = {"conversation": "episode"}
@@ -181,6 +186,7 @@ class QueryService:
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._context_lines: dict[str, tuple[int, frozenset[str]]] = {}
+        self._df: dict[str, tuple[int, float]] = {}
 
     @classmethod
     def open(
@@ -195,6 +201,7 @@ class QueryService:
         the shared back-off: a prompt is waiting). Close it with `close`."""
         settings = Config.coerce(config)
         store = MemoryStore.from_config(settings)
+        store.set_busy_timeout(WRITE_BUSY_MS)  # reads never wait (WAL); a write briefly
         embedder = None
         if embeddings:
             from .embed import embedder_from_config
@@ -320,19 +327,22 @@ class QueryService:
         if not cfg.enabled or budget == 0:
             return _nothing("disabled")
         terms = prompt_words(prompt)
-        if not self._passes_floor(terms):
+        df = self._doc_freq(terms)
+        if not self._passes_floor(terms, df):
             return _nothing("below_floor")
         scope = self.scope(project, directory, session_id)
         exclude = given.given_ids(self.store, session_id)
         flt = MemoryFilter(project=scope, exclude_ids=tuple(exclude))
-        hits = self._find(" ".join(terms), flt, limit=max(cfg.max_results * 2, 10))
+        query = " ".join(self._search_words(terms, df))
+        hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
         if not hits:
             return _nothing("no_match")
-        covered = coverage_counter(parse_query(" ".join(terms)))
+        parsed = parse_query(" ".join(terms))
+        covered = coverage_counter(parsed)
         in_context = self._context_texts(session_id)
         kept: list[SearchHit] = []
         for hit in hits:
-            share = covered(hit.memory) / len(terms)
+            share = _coverage(parsed, covered, hit) / len(terms)
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
             if share < cfg.min_coverage and not semantic:
                 continue
@@ -352,7 +362,28 @@ class QueryService:
             "reason": "recalled",
         }
 
-    def _passes_floor(self, terms: Sequence[str]) -> bool:
+    def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many memories hold each word (stems count), from a cache the warm sidecar
+        keeps for `DF_CACHE_S`: counting a common word costs milliseconds every time."""
+        now = time.monotonic()
+        out: dict[str, int] = {}
+        for term in terms:
+            with self._lock:
+                hit = self._df.get(term)
+            if hit is not None and now - hit[1] < DF_CACHE_S:
+                out[term] = hit[0]
+                continue
+            out[term] = self.store.count_matching(quote(term))
+            with self._lock:
+                if len(self._df) > DF_CACHE_MAX:
+                    self._df.clear()
+                self._df[term] = (out[term], now)
+        return out
+
+    def _cap(self, share: float) -> float:
+        return max(RARE_MIN_COUNT, share * self.store.size_hint())
+
+    def _passes_floor(self, terms: Sequence[str], df: Mapping[str, int]) -> bool:
         """Enough topic to search on: `min_content_words` content words, or a rare one
         (in at most ``rare_word_share`` of the memories, and never fewer than
         `RARE_MIN_COUNT`, so a small store is not all "common")."""
@@ -360,8 +391,18 @@ class QueryService:
             return False
         if len(terms) >= self.recall_settings.min_content_words:
             return True
-        cap = max(RARE_MIN_COUNT, self.recall_settings.rare_word_share * self.store.size_hint())
-        return any(0 < self.store.count_matching(quote(t)) <= cap for t in terms)
+        cap = self._cap(self.recall_settings.rare_word_share)
+        return any(0 < df[t] <= cap for t in terms)
+
+    def _search_words(self, terms: Sequence[str], df: Mapping[str, int]) -> list[str]:
+        """The words recall searches on: the prompt's words minus those in more than
+        ``common_word_share`` of the memories (they say little, and ranking every memory
+        that holds them costs tens of milliseconds on a large store); the rarest word
+        when all are common. Unknown words stay (they may be typos the search corrects).
+        The coverage floor still counts every word of the prompt."""
+        cap = self._cap(self.recall_settings.common_word_share)
+        kept = [t for t in terms if df[t] <= cap]
+        return kept or [min(terms, key=lambda t: df[t])]
 
     def _context_texts(self, session_id: str) -> frozenset[str]:
         """The entries of the session's start-of-session context file (what it was given
@@ -582,6 +623,18 @@ class QueryService:
             },
             "uptime_s": round(time.monotonic() - self.started, 1),
         }
+
+
+def _coverage(parsed: Any, covered: Callable[[Any], int], hit: SearchHit) -> float:
+    """How many of the prompt's words ``hit`` holds. A word matched only through a
+    spelling the search guessed ("dokcer" -> docker, but also "convert" -> connect)
+    counts half: a guess is weaker evidence than the word itself."""
+    exact = covered(hit.memory)
+    if not hit.corrections:
+        return exact
+    alts = {t: [*parsed.alternatives.get(t, ()), *hit.corrections.get(t, ())] for t in parsed.terms}
+    guessed = coverage_counter(replace(parsed, alternatives=alts))(hit.memory) - exact
+    return exact + 0.5 * guessed
 
 
 def _flat(text: str) -> str:

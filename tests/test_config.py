@@ -92,6 +92,7 @@ EXPECTED_DEFAULTS = {
         "max_results": 5,
         "min_content_words": 2,
         "rare_word_share": 0.01,
+        "common_word_share": 0.1,
         "min_coverage": 0.5,
         "semantic_max_distance": 0.35,
         "entry_chars": 320,
