@@ -10,15 +10,19 @@ never reaches the fact; then:
 (b) a ``memory_search`` tool call through the plugin's MCP server (``llmem-memory_search``)
     returns it in the tool result;
 (c) ``memory_remember`` from a tool call is stored (in the session's project, though the
-    plugin's server runs in the plugin folder) and found by the next session.
+    plugin's server runs in the plugin folder) and found by the next session;
+and `install --copilot` writes a user MCP config that `copilot mcp list` reads.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +34,7 @@ from llmem_hooks.store import MemoryStore
 pytestmark = [pytest.mark.e2e, pytest.mark.copilot]
 
 FACT = "The staging database is called pg-orchid-7 (MARKER-OLD-FACT)"
+EXE = Path(sys.executable).with_name("llmem-hooks")
 REMEMBERED = "Release trains leave every Tuesday at 10:00 UTC (MARKER-CP-REMEMBERED)"
 COMPONENTS = [
     "router",
@@ -153,3 +158,34 @@ def test_c_memory_remember_is_stored_and_found_by_the_next_session(world: Copilo
     nxt = world.prompt("When do the release trains leave?")
     assert "MARKER-CP-REMEMBERED" in json.dumps(nxt.first["body"])
     assert "MARKER-CP-REMEMBERED" in last_user_text(nxt.first) + session_context(nxt.first)
+
+
+def test_install_copilot_registers_the_server_copilot_reads(
+    world: CopilotEnv, tmp_path: Path
+) -> None:
+    """`install --copilot` next to a server Copilot itself added: `copilot mcp list` shows
+    both, ours with this installation's absolute command; uninstall leaves theirs."""
+    env = {**world.env, "COPILOT_HOME": str(tmp_path / "copilot-home")}
+
+    def copilot(*args: str) -> str:
+        proc = subprocess.run(
+            [str(world.copilot_bin), *args], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    def llmem(*args: str) -> None:
+        proc = subprocess.run(
+            [str(EXE), *args], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+
+    copilot("mcp", "add", "other", "--", "/bin/echo", "hi")
+    llmem("install", "--copilot")
+    servers = json.loads(copilot("mcp", "list", "--json"))["mcpServers"]
+    assert set(servers) == {"other", "llmem"}
+    ours = servers["llmem"]
+    assert [ours["command"], *ours["args"]] == [str(EXE), "mcp"]
+    assert ours["source"] == "user" and ours["enabled"] is True
+    llmem("uninstall", "--copilot")
+    assert set(json.loads(copilot("mcp", "list", "--json"))["mcpServers"]) == {"other"}
