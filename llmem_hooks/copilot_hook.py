@@ -427,13 +427,20 @@ def recall_block(
     cwd = _field(payload, "cwd")
     if isinstance(cwd, str):
         params["directory"] = cwd
-    result = query("recall", params, fallback=True, timeout=left)
+    # Half the time for the sidecar, the rest for the in-process fallback if it is stuck.
+    result = query(
+        "recall", params, fallback=True, timeout=min(left / 2, 0.5), config=settings.config
+    )
     block = result.get("block") if isinstance(result, Mapping) else None
     return block if isinstance(block, str) else ""
 
 
 def join_blocks(*parts: str) -> str:
-    return "\n\n".join(p.strip("\n") for p in parts if p and p.strip())
+    """The non-empty parts, a blank line apart (a single part exactly as it is)."""
+    kept = [p for p in parts if p and p.strip()]
+    if len(kept) <= 1:
+        return kept[0] if kept else ""
+    return "\n\n".join(p.strip("\n") for p in kept) + "\n"
 
 
 class RecallLock:
@@ -454,6 +461,9 @@ class RecallLock:
         from .paths import ensure_private_dir
 
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        if self.path.parent.is_symlink():  # never create files through a link (context.py)
+            log_line(f"{self.path.parent} is a symlink: no recall lock, no recall")
+            return False
         try:
             ensure_private_dir(self.path.parent)
             self.fd = os.open(self.path, flags, 0o600)

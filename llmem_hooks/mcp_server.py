@@ -2,8 +2,8 @@
 
 Five tools, the same in every agent: ``memory_search``, ``memory_remember``,
 ``memory_forget``, ``memory_get``, ``memory_timeline``. Each one is a single call of the
-query service (`service_client.query`: the sidecar's socket, else an in-process
-`QueryService`), behind one seam, `Call`, so the server holds no memory logic of its own:
+query service (the sidecar's socket, else a `QueryService` kept in this process:
+`ServiceCall`), behind one seam, `Call`, so the server holds no memory logic of its own:
 redaction, dedupe and project scoping happen where they happen for everything else.
 
 Results are compact text (one line per memory, with the short id `memory_get` takes),
@@ -94,17 +94,27 @@ def copilot_session_dir(session_id: str) -> str | None:
 
 def project_dir(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """The directory whose project the tools work in (see the module docstring)."""
-    env = os.environ if environ is None else environ
-    if explicit:
-        return str(Path(explicit).expanduser().absolute())
-    if env.get(PROJECT_ENV):
-        return str(Path(env[PROJECT_ENV]).expanduser().absolute())
-    sid = env.get(COPILOT_SESSION_ENV)
-    if sid:
-        found = copilot_session_dir(sid)
-        if found:
-            return found
-    return os.getcwd()
+    return ProjectDir(explicit, environ)()
+
+
+class ProjectDir:
+    """`project_dir`, asked at each tool call: the server starts with Copilot CLI, before
+    the session's ``events.jsonl`` exists, so a session not found yet is looked for
+    again next time (and kept once found)."""
+
+    def __init__(self, explicit: str | None = None, environ: Mapping[str, str] | None = None):
+        env = os.environ if environ is None else environ
+        self.fixed: str | None = None
+        if explicit:
+            self.fixed = str(Path(explicit).expanduser().absolute())
+        elif env.get(PROJECT_ENV):
+            self.fixed = str(Path(env[PROJECT_ENV]).expanduser().absolute())
+        self.session_id = env.get(COPILOT_SESSION_ENV) or None
+
+    def __call__(self) -> str:
+        if self.fixed is None and self.session_id:
+            self.fixed = copilot_session_dir(self.session_id)
+        return self.fixed or os.getcwd()
 
 
 # -- rendering -------------------------------------------------------------------------------
@@ -179,25 +189,59 @@ def render_timeline(result: Mapping[str, Any], mid: str) -> str:
 
 
 # -- the server ------------------------------------------------------------------------------
-def service_call(directory: str | None) -> Call:
-    """The default seam: `service_client.query` (sidecar socket, else in-process), with the
-    project directory, and for Copilot CLI the session id and agent, added where the
-    service takes them."""
-    from .service_client import query
+class ServiceCall:
+    """The default seam: the sidecar's socket (`service_client.call`), else a
+    `QueryService` of this process, opened on first need and kept (the server lives as
+    long as the agent's session: re-opening the store per call would cost ~40 ms). The
+    socket is tried first at every call, so a sidecar started later takes over. Adds the
+    project directory, and for Copilot CLI the session id and agent, where the service
+    takes them."""
 
-    session_id = os.environ.get(COPILOT_SESSION_ENV) or None
+    def __init__(self, directory: Callable[[], str]) -> None:
+        self.directory = directory
+        self.session_id = os.environ.get(COPILOT_SESSION_ENV) or None
+        self.local: Any = None  # a QueryService once the sidecar did not answer
 
-    def call(method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+    def __call__(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        from .service_client import (
+            FALLBACK_CODES,
+            ServiceCallError,
+            ServiceUnavailable,
+            call,
+        )
+
         params = dict(params)
-        if method in ("search", "remember") and directory is not None:
-            params.setdefault("directory", directory)
-        if method == "remember" and session_id:
-            params.setdefault("session_id", session_id)
+        if method in ("search", "remember"):
+            params.setdefault("directory", self.directory())
+        if method == "remember" and self.session_id:
+            params.setdefault("session_id", self.session_id)
             params.setdefault("agent", "copilot")
-        result = query(method, params, fallback=True)
-        return result if isinstance(result, Mapping) else {"result": result}
+        try:
+            return call(method, params)
+        except ServiceUnavailable:
+            pass
+        except ServiceCallError as exc:
+            if exc.code not in FALLBACK_CODES:
+                raise
+        return self.in_process(method, params)
 
-    return call
+    def in_process(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        from .config import load_settings
+        from .service import QueryService, ServiceError
+        from .service_client import ServiceCallError
+
+        if self.local is None:
+            self.local = QueryService.open(load_settings(), served_by="in-process")
+        try:
+            result: Mapping[str, Any] = self.local.call(method, params)
+        except ServiceError as exc:
+            raise ServiceCallError(exc.code, str(exc)) from None
+        return result
+
+    def close(self) -> None:
+        if self.local is not None:
+            self.local.close()
+            self.local = None
 
 
 def build_server(call: Call) -> FastMCP:
@@ -269,6 +313,9 @@ def main(argv: Sequence[str]) -> int:
     if args.project_dir and not Path(args.project_dir).expanduser().is_dir():
         print(f"error: --project-dir {args.project_dir!r} is not a folder", file=sys.stderr)
         return 2
-    server = build_server(service_call(project_dir(args.project_dir)))
-    server.run("stdio")
+    seam = ServiceCall(ProjectDir(args.project_dir))
+    try:
+        build_server(seam).run("stdio")
+    finally:
+        seam.close()
     return 0

@@ -235,7 +235,9 @@ def test_session_start_prints_the_sidecars_file_without_opening_the_db(
     ctx = llmem_home / "context"
     ctx.mkdir(mode=0o700)
     (ctx / f"{SID}.md").write_text("# Written by the sidecar\n\n- ünïcode fact\n")
-    out = hook("sessionStart", payload("sessionStart.camel.stdin.json", repo))
+    data = payload("sessionStart.camel.stdin.json", repo)
+    del data["initialPrompt"]  # an interactive start without a prompt: nothing to recall
+    out = hook("sessionStart", data)
     assert context_of(out) == "# Written by the sidecar\n\n- ünïcode fact\n"
     assert not (llmem_home / "memory.db").exists()
 
@@ -465,7 +467,9 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         "print(json.dumps({'code': code, 'out': out.getvalue(),\n"
         "                  'loaded': [m for m in heavy if m in sys.modules]}))\n"
     )
-    data = json.dumps(payload("sessionStart.camel.stdin.json", repo, sessionId="fresh"))
+    start = payload("sessionStart.camel.stdin.json", repo, sessionId="fresh")
+    del start["initialPrompt"]  # with one, recall runs (below)
+    data = json.dumps(start)
     loaded = []
     for _ in range(2):  # built by the coordinator, then read from the file
         proc = subprocess.run(
@@ -478,6 +482,16 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
     assert not {"typer", "click", "llmem_hooks.cli.app", "httpx"} & set(loaded[0]), loaded
     assert not {"llmem_hooks.retrieve", "llmem_hooks.extraction"} & set(loaded[0]), loaded
     assert loaded[1] == [], loaded
+    # With a prompt and no sidecar, recall runs in-process (the store and the retriever),
+    # still without the CLI.
+    start["initialPrompt"] = "which port do the integration tests need?"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(start)], capture_output=True, text=True, timeout=30
+    )
+    result = json.loads(proc.stdout)
+    assert memory in context_of(result["out"]) and "<llmem-recall>" not in result["out"]
+    assert "llmem_hooks.retrieve" in result["loaded"]
+    assert not {"typer", "llmem_hooks.cli.app"} & set(result["loaded"]), result
 
 
 def test_settings_are_cached_until_config_yaml_changes(

@@ -93,7 +93,7 @@ def test_remember_search_get_timeline_forget(repo: Path, llmem_home: Path) -> No
     _, out = run_calls(
         [
             ("memory_remember", {"content": fact, "type": "procedure", "tags": ["tests"]}),
-            ("memory_remember", {"content": fact + ".", "type": "procedure"}),
+            ("memory_remember", {"content": "  " + fact.upper(), "type": "procedure"}),
             ("memory_search", {"query": "postgres port for integration tests"}),
         ],
         repo,
@@ -106,7 +106,7 @@ def test_remember_search_get_timeline_forget(repo: Path, llmem_home: Path) -> No
     assert f"- [{mid}] (procedure, " in found and "5433" in found
     assert len(found.splitlines()) == 2  # the header and one line: compact
     with MemoryStore(llmem_home / "memory.db") as st:
-        mems = st.list_memories(limit=10)
+        mems = st.list_all(limit=10)
     assert len(mems) == 1 and mems[0]["project"] == project_key(repo)
 
     _, out = run_calls(
@@ -147,7 +147,7 @@ def test_remember_redacts_and_scopes_to_the_project(
     assert stored.startswith("Stored as [")
     assert SECRET not in found and "OTHER-PROJECT" not in found
     with MemoryStore(llmem_home / "memory.db") as st:
-        mine = [m for m in st.list_memories(limit=10) if m["project"] == project_key(repo)]
+        mine = [m for m in st.list_all(limit=10) if m["project"] == project_key(repo)]
     assert len(mine) == 1 and SECRET not in mine[0]["content"]
 
 
@@ -159,6 +159,10 @@ def test_project_from_the_copilot_session(
     copilot_home = tmp_path / "copilot-home"
     sid = "4f2ad85e-fa2c-402f-a6ce-9aedfb155865"
     folder = copilot_home / "session-state" / sid
+    monkeypatch.setenv("COPILOT_HOME", str(copilot_home))
+    # Copilot starts its MCP servers before it writes the session's first line.
+    early = mcp_server.ProjectDir(environ={"COPILOT_AGENT_SESSION_ID": sid})
+    assert early() == os.getcwd()
     folder.mkdir(parents=True)
     start = {
         "type": "session.start",
@@ -182,10 +186,10 @@ def test_project_from_the_copilot_session(
     )
     assert out[0][1].startswith("Stored as [")
     with MemoryStore(llmem_home / "memory.db") as st:
-        (mem,) = st.list_memories(limit=10)
+        (mem,) = st.list_all(limit=10)
     assert mem["project"] == project_key(repo) and mem["session_id"] == sid
-    # The same rule, in-process.
-    monkeypatch.setenv("COPILOT_HOME", str(copilot_home))
+    # The same rule, in-process; the early resolver finds the session now, and keeps it.
+    assert early() == str(repo) and early.fixed == str(repo)
     assert mcp_server.project_dir(environ={"COPILOT_AGENT_SESSION_ID": sid}) == str(repo)
     assert mcp_server.project_dir(environ={"COPILOT_AGENT_SESSION_ID": "../x"}) == os.getcwd()
     assert mcp_server.project_dir(str(repo / "sub"), environ={}) == str(repo / "sub")
