@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -216,6 +215,7 @@ def evaluate(
         turns = {t["id"]: t for s in conv["sessions"] for t in s["turns"]}
         for q in conv["questions"]:
             results = ask(q["question"])
+            top = [" ".join(c.split())[:110] for c in results]
             ranks = {}
             for ev in q["evidence"]:
                 ranks[ev] = next(
@@ -228,6 +228,7 @@ def evaluate(
                     "kind": q["kind"],
                     "question": q["question"],
                     "ranks": ranks,
+                    "top": top,
                 }
             )
     return summarize(rows), rows
@@ -259,7 +260,9 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for split in (row["split"], "all"):
             by[split]["all"].append(row)
             by[split][row["kind"]].append(row)
-    return {split: {kind: _measures(rs) for kind, rs in kinds.items()} for split, kinds in by.items()}
+    return {
+        split: {kind: _measures(rs) for kind, rs in kinds.items()} for split, kinds in by.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="conversation ids, comma-separated")
     ap.add_argument("--real", action="store_true", help="opencode.db + llmem-hooks run + CLI")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument("--show-misses", action="count", default=0, help="twice: with their top 10")
     args = ap.parse_args(argv)
     convs = load(args.split, [c for c in args.only.split(",") if c])
     if not convs:
@@ -300,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             missed = [e for e, r in row["ranks"].items() if not r or r > 10]
             if missed:
                 print(f"MISS {row['id']} [{row['kind']}] {row['question']} {row['ranks']}")
+                if args.show_misses > 1:
+                    print("".join(f"    {i}. {t}\n" for i, t in enumerate(row["top"], 1)))
     return 0
 
 

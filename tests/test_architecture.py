@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # foundations: no knowledge of stores, agents or models
     ("errors", "timestamps", "paths", "faults", "redact", "url_validate", "registry", "config"),
     # the memory database and what lives beside it
-    ("store", "query", "fuzzy", "project", "taxonomy", "backoff", "events"),
+    ("store", "query", "lexicon", "fuzzy", "project", "taxonomy", "backoff", "events"),
     # models, search, rendering
     (
         "ollama",
