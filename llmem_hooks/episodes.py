@@ -38,10 +38,10 @@ _TOOL = re.compile(
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _RELATIVE = re.compile(
     r"\b(?:(?P<simple>yesterday|today|tomorrow|tonight|this morning|this afternoon)"
-    r"|(?P<lastnext>last|next|this) (?P<unit>week|month|year|"
+    r"|(?P<lastnext>last|next|this) (?P<unit>weekend|week|month|year|"
     + "|".join(_WEEKDAYS)
     + r")|(?P<n>\d{1,3}|a|an|one|two|three|four|five|six|seven) (?P<nunit>days?|weeks?|months?)"
-    r" ago)\b",
+    r" ago|(?:on|since) (?P<bare>" + "|".join(_WEEKDAYS) + r"))\b",
     re.IGNORECASE,
 )
 _SMALL = {
@@ -94,7 +94,12 @@ def resolved_times(text: str, ms: int) -> list[str]:
         elif m.group("lastnext"):
             sign = {"last": -1, "next": 1, "this": 0}[m.group("lastnext").lower()]
             unit = m.group("unit").lower()
-            if unit == "week":
+            if unit == "weekend":  # its Saturday (the Sunday follows below)
+                delta = (5 - now.weekday()) % 7
+                delta = {-1: delta - 7 if delta > 0 else -7, 1: delta or 7, 0: delta}[sign]
+                when = now + timedelta(days=delta)
+                out.append(time_words(int((when + timedelta(days=1)).timestamp() * 1000)))
+            elif unit == "week":
                 when, span = now + timedelta(weeks=sign), "week"
             elif unit == "month":
                 month = now.month - 1 + sign
@@ -111,6 +116,11 @@ def resolved_times(text: str, ms: int) -> list[str]:
                 elif sign > 0 and delta == 0:
                     delta = 7
                 when = now + timedelta(days=delta)
+        elif m.group("bare"):
+            # "on Tuesday" in a conversation is most often the one just past; said on a
+            # Tuesday it means a week ago (today would be "today")
+            delta = (_WEEKDAYS.index(m.group("bare").lower()) - now.weekday()) % 7
+            when = now + timedelta(days=delta - 7 if delta > 0 else -7)
         else:
             raw = m.group("n").lower()
             n = int(raw) if raw.isdigit() else _SMALL.get(raw, 1)

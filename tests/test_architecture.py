@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "service_protocol",
     ),
     # the memory database and what lives beside it
-    ("store", "query", "fuzzy", "project", "taxonomy", "backoff", "events"),
+    ("store", "query", "lexicon", "fuzzy", "project", "taxonomy", "backoff", "events"),
     # models, search, rendering
     (
         "ollama",

@@ -67,6 +67,11 @@ def test_time_words_and_relative_expressions() -> None:
     assert got[1].startswith("2026-11-17")
     assert got[2].startswith("2026-11-21")
     assert resolved_times("last month", TUE) == ["October 2026 2026-10"]
+    # a bare weekday is the one just past (said on a Tuesday: a week ago)
+    assert resolved_times("I saw it on Friday", TUE) == ["2026-11-20 Friday 20 November 2026"]
+    assert resolved_times("on Tuesday", TUE)[0].startswith("2026-11-17")
+    weekend = resolved_times("we hiked last weekend", TUE)
+    assert sorted(w[:10] for w in weekend) == ["2026-11-21", "2026-11-22"]
 
 
 def test_exchanges_group_a_user_message_with_the_replies() -> None:
