@@ -23,7 +23,7 @@ from .extraction.transcript import transcript_lines
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
-NEXT_CHARS = 300  # ... and the next one's (a follow-up names what the answer did)
+NEXT_CHARS = 300  # ... and the next one's opening (a follow-up names what the answer did)
 TOOL_LINE_CHARS = 160
 # The context blocks we inject as markdown (a header, to the end of the message). The
 # per-prompt recall block (<llmem-recall> ... </llmem-recall>) is cut out earlier, by
@@ -66,9 +66,13 @@ class Episode:
     time_ms: int
     context: str = ""
     files: list[str] = field(default_factory=list)
+    after: str = ""  # the opening of the exchange after it (a lower-weight FTS column)
 
     def metadata(self) -> dict[str, object]:
-        return {"episode": True, "fts_context": self.context}
+        meta: dict[str, object] = {"episode": True, "fts_context": self.context}
+        if self.after:
+            meta["fts_after"] = self.after
+        return meta
 
 
 def time_words(ms: int) -> str:
@@ -205,14 +209,13 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         )
         files = [f for m in group for f in m.files]
         if episodes:
-            episodes[-1].context = next_context(episodes[-1].context, content)
+            episodes[-1].after = after_words(content)
         episodes.append(Episode(content, [m.id for m in group], time_ms, context, files))
         prev = content
     return episodes
 
 
-def next_context(context: str, next_content: str) -> str:
-    """An episode's context words with the opening of the exchange after it added (its
-    follow-up: "that fixed it", "and the staging one?"), once."""
-    addition = _clip(next_content, NEXT_CHARS)
-    return f"{context} {addition}".strip() if addition not in context else context
+def after_words(next_content: str) -> str:
+    """What an episode is also found by from the exchange after it: that exchange's
+    opening (its follow-up, "that fixed it", "and the staging one?")."""
+    return _clip(next_content, NEXT_CHARS)
