@@ -57,6 +57,7 @@ const MAX_REPLY_BYTES = 1 << 20 // a reply larger than this is cut off and count
 const RESTART_EVERY_MS = 60_000 // an unreachable service restarts the sidecar at most this often
 const REPLAYS_KEPT = 256 // message id -> recall block, for a message that is handled again
 const RECALL_PROMPT_CHARS = 4000 // the prompt text sent to `recall`, at most
+const SUN_PATH_MAX = 107 // bytes an AF_UNIX path may hold (108 with the NUL on Linux)
 const SESSION_ID = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_PARENT_DEPTH = 8
 
@@ -78,7 +79,7 @@ const loadSettings = (home: string, options: unknown): { settings: Settings; pro
     autostart: true,
     command: ["llmem-hooks", "run"],
     log: path.join(home, "logs", "plugin.log"),
-    socket: path.join(home, "service.sock"),
+    socket: path.join(home, "query.sock"),
     recall: true,
     recall_timeout_ms: 250,
     tools: true,
@@ -130,15 +131,38 @@ const callService = (socketPath: string, method: string, params: Record<string, 
       if (done) return
       done = true
       clearTimeout(timer)
+      closeDir()
       sock.destroy()
       resolve(reply)
+    }
+    // A deep LLMEM_HOME makes a path longer than AF_UNIX allows: reach the same file
+    // through a descriptor of its folder (as the server binds it; docs/query-service.md).
+    let dirFd: number | null = null
+    const closeDir = (): void => {
+      if (dirFd === null) return
+      try {
+        fs.closeSync(dirFd)
+      } catch {
+        // already closed
+      }
+      dirFd = null
+    }
+    let target = socketPath
+    if (Buffer.byteLength(socketPath) >= SUN_PATH_MAX) {
+      try {
+        dirFd = fs.openSync(path.dirname(socketPath), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
+        target = `/proc/self/fd/${dirFd}/${path.basename(socketPath)}`
+      } catch {
+        closeDir() // connect below fails with a clear error
+      }
     }
     const timer = setTimeout(
       () => finish({ ok: false, error: `no answer within ${timeoutMs} ms`, unreachable: false }),
       timeoutMs,
     )
-    const sock = net.createConnection({ path: socketPath })
+    const sock = net.createConnection({ path: target })
     sock.on("connect", () => {
+      closeDir()
       sock.write(JSON.stringify({ v: PROTOCOL, id, method, params }) + "\n")
     })
     sock.on("data", (chunk: Buffer) => {
@@ -227,7 +251,7 @@ const TOOL_SPECS: Record<string, { description: string; method: string; args: Re
       "transient task state. Secrets are redacted; near-duplicates are merged.",
     args: {
       content: { kind: "string", description: "the memory, self-contained" },
-      type: { kind: "string", description: `one of ${TYPES} (default: guessed)`, optional: true },
+      type: { kind: "string", description: `one of ${TYPES} (default fact)`, optional: true },
       tags: { kind: "string[]", description: "a few short tags", optional: true },
     },
   },
@@ -308,6 +332,7 @@ const entryLine = (e: Json): string => {
   return `${mark}[${String(e.id ?? "?")}]${meta ? ` (${meta})` : ""} ${oneLine(text)}`
 }
 
+const WITH_DIRECTORY = new Set(["search", "remember"]) // scoped to the caller's project
 const LIST_KEYS = ["results", "items", "memories", "entries", "timeline"]
 
 // Compact text for the agent: lists as one line per entry, full records (get) as a header
@@ -319,12 +344,13 @@ const renderResult = (method: string, result: Json): string => {
     const blocks = (items as Json[]).map((item) => {
       if (!isObject(item)) return oneLine(item)
       const head = Object.entries(item)
-        .filter(([k, v]) => !["content", "text", "id"].includes(k) && v !== null && typeof v !== "object")
+        .filter(([k, v]) => !["content", "text", "id", "full_id"].includes(k) && v !== null && typeof v !== "object")
         .map(([k, v]) => `${k}: ${String(v)}`)
         .join(", ")
       return `[${String(item.id ?? "?")}] ${head}\n${String(item.content ?? item.text ?? "")}`
     })
-    const missing = Array.isArray(result.missing) && result.missing.length ? `\nnot found: ${result.missing.join(", ")}` : ""
+    const gone = Array.isArray(result.missing) ? result.missing.map((m) => (isObject(m) ? `${String(m.id)} (${String(m.reason ?? "?")})` : String(m))) : []
+    const missing = gone.length ? `\nnot found: ${gone.join(", ")}` : ""
     return (blocks.join("\n\n") || "nothing found for those ids") + missing
   }
   for (const key of LIST_KEYS) {
@@ -332,7 +358,7 @@ const renderResult = (method: string, result: Json): string => {
     if (Array.isArray(list)) return list.length ? list.map(entryLine).join("\n") : "no matching memories"
   }
   return Object.entries(result)
-    .filter(([, v]) => v !== null && v !== "")
+    .filter(([, v]) => v !== null && v !== "" && !(Array.isArray(v) && v.length === 0))
     .map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
     .join("\n")
 }
@@ -548,8 +574,11 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
         execute: async (args: Record<string, unknown>, ctx: ToolContext): Promise<string> => {
           try {
             const params = toolParams(name, args)
-            if (name === "memory_remember" && ctx?.sessionID) params.session_id = ctx.sessionID
-            if (name !== "memory_get" && name !== "memory_forget") params.directory = ctx?.directory ?? pluginInput?.directory ?? null
+            if (name === "memory_remember") {
+              params.agent = "opencode"
+              if (ctx?.sessionID) params.session_id = ctx.sessionID
+            }
+            if (WITH_DIRECTORY.has(spec.method)) params.directory = ctx?.directory ?? pluginInput?.directory ?? null
             const reply = await ask(spec.method, params, settings.tool_timeout_ms)
             if (reply.ok) return renderResult(spec.method, reply.result)
             log(`${name}: ${reply.error}`)
