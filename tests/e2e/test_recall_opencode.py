@@ -81,9 +81,7 @@ def _status(sock: Path) -> dict[str, Any] | None:
 def service(world: OpenCodeEnv, oc_sidecar: SidecarProcess) -> SidecarProcess:
     """The sidecar, once its query service answers on the socket the plugin was given."""
     sock = Path(json.loads(world.plugin_settings_path.read_text())["socket"])
-    status = wait_until(
-        lambda: _status(sock), 20, 0.1, f"the query service\n{oc_sidecar.log()}"
-    )
+    status = wait_until(lambda: _status(sock), 20, 0.1, f"the query service\n{oc_sidecar.log()}")
     assert status["memories"] == 401
     return oc_sidecar
 
