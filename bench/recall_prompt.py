@@ -150,10 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         from llmem_hooks.service_protocol import socket_path
 
         sidecar = start_sidecar(home)
+        script = HERE / "plugin_recall.mjs"
+        argv = [str(script), str(plugin), str(scratch), str(socket_path(home)), str(prompts)]
         try:
             proc = subprocess.run(
-                ["node", str(HERE / "plugin_recall.mjs"), str(plugin), str(scratch)]
-                + [str(socket_path(home)), str(prompts), str(args.per_session)],
+                ["node", *argv, str(args.per_session)],
                 capture_output=True,
                 text=True,
                 timeout=1200,

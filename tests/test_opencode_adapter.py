@@ -643,7 +643,8 @@ def test_plugin_recall_part_is_never_read_back(tmp_path: Path) -> None:
         "<llmem-recall>\n- [1a2b3c4d] (fact, 2026-01-02) MARKER-RECALLED we deploy with make\n"
         "</llmem-recall>"
     )
-    recall_part = {"type": "text", "text": block, "synthetic": True, "metadata": {"llmem": "recall"}}
+    recall_part = {"type": "text", "text": block, "synthetic": True}
+    recall_part["metadata"] = {"llmem": "recall"}
     user = db.user(sid, "how do we deploy staging?", recall_part)
     db.assistant(sid, user, text("With make deploy-staging."))
     db.conn.commit()
