@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data")
     ap.add_argument("--no-episodes", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--dump", help="write each question's top 5 results here (JSON lines)")
+    ap.add_argument("--full", action="store_true", help="results whole (search --full)")
+    ap.add_argument("--keep-db", help="copy the memory database here at the end")
     args = ap.parse_args(argv)
     data = find_data(args.data)
     if data is None:
@@ -244,7 +247,15 @@ def main(argv: list[str] | None = None) -> int:
         per_type: dict[str, list[float]] = {}
         for q in questions:
             out = subprocess.run(
-                [*CLI, "search", q["question"], "--json", "--limit", "10"],
+                [
+                    *CLI,
+                    "search",
+                    q["question"],
+                    "--json",
+                    "--limit",
+                    "10",
+                    *(["--full"] if args.full else []),
+                ],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -265,7 +276,22 @@ def main(argv: list[str] | None = None) -> int:
                 cov_num += hit
                 cov_den += len(target)
                 per_type.setdefault(q["questionType"], []).append(hit / len(target))
+                if args.dump:
+                    with open(args.dump, "a") as fh:
+                        top = [
+                            {k: h.get(k) for k in ("type", "content", "excerpt")} for h in hits[:5]
+                        ]
+                        row = {"q": q["question"], "missing": sorted(target - words(top5))}
+                        fh.write(
+                            json.dumps({**row, "coverage": hit / len(target), "top": top}) + "\n"
+                        )
         db_bytes = (home / "llmem" / "memory.db").stat().st_size
+        if args.keep_db:
+            src = sqlite3.connect(home / "llmem" / "memory.db")
+            dst = sqlite3.connect(args.keep_db)
+            src.backup(dst)
+            src.close()
+            dst.close()
         out = subprocess.run([*CLI, "stats", "--json"], env=env, capture_output=True, text=True)
         ep = json.loads(out.stdout).get("episodes", {}) if out.returncode == 0 else {}
         result = {

@@ -168,15 +168,20 @@ class RetrievalSettings(Section):
     """``retrieval:`` hybrid search weights and the default result count."""
 
     section: ClassVar[str] = "retrieval"
-    # chosen by bench/quality.py: hybrid never below FTS (docs/retrieval.md)
-    alpha: float = _setting(0.08, _number(0.0, 1.0))
+    # the semantic list's weight in hybrid search: with a real small embedding model,
+    # alpha 0.3 with a sharp semantic RRF k (10) measured best and never below keyword-only
+    # (bench/minilm_sweep.py, docs/retrieval.md); hybrid only runs when a model answers
+    alpha: float = _setting(0.3, _number(0.0, 1.0))
     blend: float = _setting(0.3, _number(0.0, 1.0))
     fuzzy_threshold: float = _setting(0.7, _number(0.0, 1.0))
     limit: int = _setting(10, _int(1, 1000))
-    # RRF k of the semantic list fused with keyword hits (keyword hits use k = 10): 60
-    # flattens the embedder's order. With a real small model, 10 with alpha 0.3 measured
-    # best (bench/minilm_sweep.py, docs/retrieval.md); the default suits any embedder.
-    rrf_k_semantic: int = _setting(60, _int(1, 1000))
+    # RRF k of the semantic list fused with keyword hits (keyword hits use k = 10); 60
+    # would flatten the model's order until it hardly matters (docs/retrieval.md)
+    rrf_k_semantic: int = _setting(10, _int(1, 1000))
+    # characters of text shown for a whole result list (search, agent tools): a long memory
+    # (an episode) shows the lines that answer the query; 0 shows every content whole.
+    # 1,950 keeps five results under 2,000 (bench/devmem.py, docs/retrieval.md).
+    passage_chars: int = _setting(1950, _int(0, 1_000_000))
 
 
 @dataclass(frozen=True)

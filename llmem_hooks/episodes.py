@@ -23,6 +23,7 @@ from .extraction.transcript import transcript_lines
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
+NEXT_CHARS = 300  # ... and the next one's (a follow-up names what the answer did)
 TOOL_LINE_CHARS = 160
 INJECTED_HEADERS = (
     "# Memory from earlier sessions (llmem-hooks)",
@@ -190,6 +191,15 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
             if x
         )
         files = [f for m in group for f in m.files]
+        if episodes:
+            episodes[-1].context = next_context(episodes[-1].context, content)
         episodes.append(Episode(content, [m.id for m in group], time_ms, context, files))
         prev = content
     return episodes
+
+
+def next_context(context: str, next_content: str) -> str:
+    """An episode's context words with the opening of the exchange after it added (its
+    follow-up: "that fixed it", "and the staging one?"), once."""
+    addition = _clip(next_content, NEXT_CHARS)
+    return f"{context} {addition}".strip() if addition not in context else context

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from . import fuzzy
 from .config import RetrievalSettings
 from .errors import SearchError, ValidationError
+from .passages import fit
 from .query import ParsedQuery, parse_query, quote, words
 from .store import Memory, MemoryFilter, MemoryStore, pack_embedding
 
@@ -42,15 +43,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Chosen by measurement (bench/quality.py --mode fts,hybrid --alpha ..., docs/retrieval.md):
-# the largest alpha at which hybrid never scores below FTS-only on recall@5, recall@10 and
-# MRR, at 10k and 100k memories, 384 and 768 dimensions, over three question samples.
+# Chosen by measurement with a real small embedding model (bench/minilm_sweep.py,
+# docs/retrieval.md): alpha 0.3 with the semantic list's RRF k = 10 lifts MRR on both dev
+# sets and never scores below FTS-only on recall@5, recall@10 or MRR.
 DEFAULT_ALPHA: float = RetrievalSettings.alpha  # the setting's default (config.py)
 DEFAULT_BLEND: float = RetrievalSettings.blend
 DEFAULT_LIMIT: int = RetrievalSettings.limit
 DEFAULT_RRF_K = 10
-# The semantic list's RRF k when it is fused with FTS hits: the customary 60, flat, so
-# the embedder's order among its hits weighs less than keyword ranks (k = 10).
+# The semantic list's RRF k when it is fused with FTS hits (the same 10 as keyword ranks;
+# the customary 60 flattens the model's order until it hardly matters).
 DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
 FUZZY_MIN_RESULTS = 5
 MAX_WORD_COMBINATIONS = 4
@@ -84,6 +85,8 @@ FILTER_KEYWORDS = {
 }
 
 Match = Literal["fts", "fuzzy", "semantic"]
+PASSAGE_HITS = 5  # the results that share the passage budget (what a reader takes in)
+PASSAGE_TAIL_CHARS = 200  # what each later result shows at most
 
 
 @dataclass(slots=True)
@@ -94,7 +97,8 @@ class SearchHit:
     scoring keys. ``score`` is the final reranked score (higher is better), ``rrf`` the
     fused rank score before reranking, ``bm25`` FTS5's rank (lower is better; None for a
     semantic-only hit), ``distance`` the cosine distance (None for a keyword-only hit),
-    ``corrections`` the fuzzy spellings that found it (word -> alternatives).
+    ``corrections`` the fuzzy spellings that found it (word -> alternatives), ``passage``
+    the query-focused excerpt shown in place of a long content (None: shown whole).
     """
 
     memory: Memory
@@ -104,6 +108,7 @@ class SearchHit:
     bm25: float | None = None
     distance: float | None = None
     corrections: dict[str, list[str]] | None = None
+    passage: str | None = None  # what to show when the content is cut (`attach_passages`)
 
     @property
     def id(self) -> str:
@@ -126,6 +131,22 @@ class SearchHit:
             if value is not None:
                 out[key] = value
         return out
+
+
+def attach_passages(hits: Sequence[SearchHit], query: str, budget: int) -> None:
+    """Give each hit whose content is too long to show whole the lines that answer
+    ``query`` (`passages.fit`); ranking is untouched. The first `PASSAGE_HITS` hits share
+    ``budget`` characters; each later one shows at most `PASSAGE_TAIL_CHARS`. ``budget``
+    <= 0 shows every content whole."""
+    if budget <= 0 or not hits:
+        return
+    parsed = parse_query(query)
+    terms = [*parsed.terms, *(a for t in parsed.terms for a in parsed.alternatives.get(t, ()))]
+    contents = [h.memory["content"] for h in hits]
+    shown = fit(contents[:PASSAGE_HITS], terms, budget)
+    shown += [fit([c], terms, PASSAGE_TAIL_CHARS)[0] for c in contents[PASSAGE_HITS:]]
+    for hit, text in zip(hits, shown, strict=True):
+        hit.passage = None if text == hit.memory["content"] else text
 
 
 def _hit(row: dict[str, Any], match: Match) -> SearchHit:

@@ -257,10 +257,14 @@ class SessionHookCoordinator:
             return RESULT_ERROR, 0
 
     # -- episodes ------------------------------------------------------------------------
-    def store_episodes(self, rec: session_state.SessionRecord, session_id: str) -> int:
+    def store_episodes(
+        self, rec: session_state.SessionRecord, session_id: str, embed: bool = True
+    ) -> int:
         """Store the session's exchanges since the last episode as ``conversation``
         memories (docs/episodes.md); the episode cursor commits with them. Returns how
-        many were stored (0 when episodes are off or there is nothing new)."""
+        many were stored (0 when episodes are off or there is nothing new). With an
+        embedder and ``embed``, each gets its vector now (the backfill passes False: the
+        sidecar's background embedding pass gives those theirs later)."""
         if not self.settings.episodes.enabled or rec.agent not in self.adapters:
             return 0
         from .episodes import build_episodes
@@ -273,15 +277,25 @@ class SessionHookCoordinator:
         if not msgs:
             return 0
         previous = ""
+        last: list[dict[str, Any]] = []
         if cursor is not None:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
-        from .store.episodes import episode_message_ids
+        from .episodes import next_context
+        from .store.episodes import episode_message_ids, set_episode_context
 
         known = episode_message_ids(self.store, session_id)
         episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
+        # Outside the write transaction: the embedder may take a while to answer.
+        vectors = self._embed([e.content for e in episodes]) if embed else []
         with self.store.atomic():
-            for ep in episodes:
+            if last and episodes:  # the stored episode before these learns its follow-up
+                meta = last[0].get("metadata") or {}
+                old = str(meta.get("fts_context") or "") if isinstance(meta, dict) else ""
+                new = next_context(old, episodes[0].content)
+                if new != old:
+                    set_episode_context(self.store, last[0]["id"], new)
+            for i, ep in enumerate(episodes):
                 when = (
                     to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None
                 )
@@ -295,6 +309,7 @@ class SessionHookCoordinator:
                     session_id=session_id,
                     source_message_ids=ep.message_ids,
                     created_at=when,
+                    embedding=vectors[i] if vectors else None,
                     dedupe=False,
                 )
             self.store.log_extraction(
@@ -342,7 +357,7 @@ class SessionHookCoordinator:
         stored = 0
         for i, rec in enumerate(recs, 1):
             try:
-                stored += self.store_episodes(rec, rec.session_id)
+                stored += self.store_episodes(rec, rec.session_id, embed=False)
             except Exception as exc:  # one session's trouble never stops the others
                 log.warning("episode backfill failed for %r: %s", rec.session_id, exc)
             if progress is not None:

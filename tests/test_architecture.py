@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "embed",
         "metrics",
         "budget",
+        "passages",
         "retrieve",
         "extraction",
         "context",

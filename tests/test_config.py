@@ -49,11 +49,12 @@ EXPECTED_DEFAULTS = {
         "duplicate_cosine": 0.92,
     },
     "retrieval": {
-        "alpha": 0.08,
+        "alpha": 0.3,
         "blend": 0.3,
         "fuzzy_threshold": 0.7,
         "limit": 10,
-        "rrf_k_semantic": 60,
+        "rrf_k_semantic": 10,
+        "passage_chars": 1950,
     },
     "context": {"dir": None, "budget_tokens": 1500},
     "session": {
@@ -209,7 +210,7 @@ def test_unknown_keys_warn_and_are_ignored(
         with caplog.at_level(logging.WARNING, logger="llmem_hooks.config"):
             config = load_config()
     assert config["retrieval"]["limit"] == 4
-    assert config["retrieval"]["alpha"] == 0.08
+    assert config["retrieval"]["alpha"] == 0.3
     assert "limitt" not in config["retrieval"] and "retreival" not in config
     messages = [r.getMessage() for r in caplog.records if r.name == "llmem_hooks.config"]
     assert all(r.levelno == logging.WARNING for r in caplog.records)

@@ -115,8 +115,34 @@ def test_idle_stores_episodes_with_provenance(store: MemoryStore, tmp_path: Path
     u3 = db.user(sid, "and the TTL?")
     db.assistant(sid, u3, text("Thirty minutes."))
     coord.on_idle(sid, force=True)
-    third = episodes_of(store)[2]
-    assert "Applied the new configuration" in third["metadata"]["fts_context"]
+    eps = episodes_of(store)
+    assert "Applied the new configuration" in eps[2]["metadata"]["fts_context"]
+    db.close()
+
+
+def test_an_episode_is_found_by_its_follow_up_too(store: MemoryStore, tmp_path: Path) -> None:
+    """The exchange after an episode (stored in the same idle, or in a later one) adds its
+    opening to the episode's context words: "that fixed the flaky upload" finds the answer
+    that did it, ranked below the follow-up that says it."""
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    eps = episodes_of(store)
+    assert "ok, do it" in eps[0]["metadata"]["fts_context"]  # same batch
+    assert "TTL" not in eps[1]["metadata"]["fts_context"]
+    u3 = db.user(sid, "and the TTL for the session cache?")
+    db.assistant(sid, u3, text("Thirty minutes."))
+    coord.on_idle(sid, force=True)
+    eps = episodes_of(store)
+    assert len(eps) == 3
+    assert "and the TTL for the session cache?" in eps[1]["metadata"]["fts_context"]  # later
+    assert eps[1]["content"].startswith("User: ok, do it")  # its own text is untouched
+    hits = Retriever(store).search("TTL", type="conversation")
+    assert [h["id"] for h in hits] == [eps[2]["id"], eps[1]["id"]]
+    coord.on_idle(sid, force=True)  # nothing new: the context is not appended twice
+    ctx = episodes_of(store)[1]["metadata"]["fts_context"]
+    assert ctx.count("and the TTL") == 1
     db.close()
 
 
@@ -272,4 +298,45 @@ def test_a_lost_cursor_never_duplicates_an_episode(store: MemoryStore, tmp_path:
     store.conn.execute("DELETE FROM extraction_log WHERE source_id = ?", (sid,))
     coord.on_idle(sid, force=True)
     assert len(episodes_of(store)) == 2
+    db.close()
+
+
+class HashEmbedder:
+    """A stand-in for the embedding model (bag-of-words hash vectors)."""
+
+    def embed(self, text: str) -> list[float]:
+        from support.fake_ollama import embed_text
+
+        return embed_text(text, 64)
+
+    def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed(t) for t in texts]
+
+    def backoff_remaining(self) -> float:
+        return 0.0
+
+
+def test_with_a_model_episodes_get_vectors_when_stored_but_not_in_the_backfill(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    adapter = OpenCodeAdapter(db.path)
+    coord = SessionHookCoordinator(
+        store, {"opencode": adapter}, config(), tmp_path / "ctx", embedder=HashEmbedder()
+    )
+    sid = _session(db)
+    coord.on_idle(sid, force=True)
+    eps = episodes_of(store)
+    assert len(eps) == 2
+    assert store.missing_embeddings(100) == []  # stored with their vectors
+    hits = Retriever(store, embedder=HashEmbedder()).find(
+        "eviction policy", search_mode="semantic", track_access=False
+    )
+    assert {e["id"] for e in eps} <= {h.id for h in hits}  # semantic search sees them
+    other = _session(db)  # a past session indexed by the one-time backfill: no model calls
+    store.conn.execute("DELETE FROM extraction_log WHERE source_type LIKE '%episodes%'")
+    coord.backfill_episodes()
+    missing = {mid for mid, _ in store.missing_embeddings(100)}
+    assert missing == {e["id"] for e in episodes_of(store) if e["session_id"] == other}
+    assert coord.backfill_embeddings() == 2 and store.missing_embeddings(100) == []
     db.close()

@@ -36,7 +36,7 @@ from ..errors import ConfigError, LLMemError, NotFoundError, SearchError, Valida
 from ..paths import check_user_path, get_db_path
 from ..redact import find_secrets
 from ..registry import DEFAULT_MEMORY_TYPES
-from ..retrieve import SEARCH_MODES, Retriever
+from ..retrieve import SEARCH_MODES, Retriever, attach_passages
 from ..store import MemoryFilter, MemoryStore, SchemaBehind, archive
 from ..timestamps import parse_iso
 from .render import (
@@ -379,6 +379,13 @@ def search(
             " embedding model answers, else fts.",
         ),
     ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Show every result whole (default: a long one shows the lines that answer).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
@@ -418,6 +425,8 @@ def search(
 
                 if isinstance(retriever.embedder, EmbeddingEngine):
                     retriever.embedder.close()
+    if not full:
+        attach_passages(hits, query, _config()["retrieval"]["passage_chars"])
     print_hits(hits, fmt, "No memories found.")
 
 

@@ -62,8 +62,15 @@ def public_hit(hit: SearchHit) -> dict[str, Any]:
     """A search hit as ``search --json`` shows it: the memory, then ``score`` (the final
     reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic). ``time`` is when
     it was said or stored (an episode's ``created_at`` is the time of its exchange); an
-    episode's search-only context words (``metadata.fts_context``) are left out."""
+    episode's search-only context words (``metadata.fts_context``) are left out. A long
+    content cut to the lines that answer the query (``hit.passage``) is shown as
+    ``content`` with ``excerpt: true`` and the whole text's length in ``content_chars``
+    (``show ID`` or ``search --full`` gives it whole)."""
     out = public(hit.memory)
+    if hit.passage is not None:
+        out["content_chars"] = len(out["content"])
+        out["content"] = hit.passage
+        out["excerpt"] = True
     meta = out.get("metadata")
     if isinstance(meta, Mapping) and "fts_context" in meta:
         out["metadata"] = {k: v for k, v in meta.items() if k != "fts_context"}
@@ -92,7 +99,11 @@ def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str) -> None:
     if fmt is Format.json:
         typer.echo(_dumps([public_hit(h) for h in hits], indent=1))
         return
-    _print_lines([h.memory for h in hits], fmt, empty)
+    _print_lines(
+        [h.memory if h.passage is None else {**h.memory, "content": h.passage} for h in hits],
+        fmt,
+        empty,
+    )
 
 
 def _print_lines(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:

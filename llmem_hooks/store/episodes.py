@@ -80,3 +80,14 @@ def episode_message_ids(store: MemoryStore, session_id: str) -> set[str]:
     ):
         out.update(json.loads(ids or "[]"))
     return out
+
+
+def set_episode_context(store: MemoryStore, memory_id: str, context: str) -> None:
+    """Replace an episode's search-only context words (``metadata.fts_context``; the FTS
+    column follows through the update trigger). Nothing else of the memory changes."""
+    with transaction(store.conn):
+        store.conn.execute(
+            "UPDATE memories SET metadata = json_set(coalesce(metadata, '{}'), '$.fts_context', ?)"
+            f" WHERE id = ? AND {EPISODE_WHERE}",
+            (context, memory_id),
+        )

@@ -1,0 +1,168 @@
+"""Query-focused passages: the parts of a result list that answer the question.
+
+An episode (a whole exchange) runs to thousands of characters, while what answers a
+question is usually a few lines of the reply, next to the words the question shares with
+it. Showing whole episodes fills an agent's context with what it did not ask for; cutting
+episodes into passages *before* ranking loses the words that made the right episode rank
+first (measured on DevMemBench: -8 points of answer coverage). So ranking sees whole
+memories, and only what is *shown* is cut, across the whole list at once:
+
+1. every text is split into units (lines; long lines into sentences);
+2. a unit scores the question words it holds (stems, so inflections count), a word found
+   in most units of the list counting less than a rare one (IDF within the list);
+3. each result first gets its best unit (a result never shows nothing), then units are
+   taken best first with the line after each (an answer follows its cue; a cue ending in
+   ``:`` brings up to three), skipping a unit whose words were all shown already;
+4. what budget is left widens the chosen units, result by result (the line after before
+   the line before), so a second or fifth result that holds the answer is not starved.
+
+Output keeps document order, with ``…`` where text was left out; a short text (<= 120
+characters) is always shown whole. The full text stays one ``get`` away. Measured with
+`bench/devmem.py` (docs/benchmarks.md): a fixed share per rank gave coverage 0.822 at
+1,819 characters for five results, this list-wide selection 0.865 at 1,862.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ELLIPSIS = "…"
+WHOLE_CHARS = 120  # texts this short are shown whole
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9`\"'(\[*-])")
+_WORD = re.compile(r"\w[\w.+#-]*\w|\w")
+_LONG_LINE = 220  # lines longer than this are split into sentences
+_SHORT_UNIT = 12  # units shorter than this ("```", "User:") are never chosen for a match
+_NOVELTY = 0.9  # a unit whose words were shown already at this share adds nothing
+_FOLLOW = 2  # lines taken after a matching unit
+_FOLLOW_CUE = 3  # ... after one that ends in ":" (a list or code block follows)
+
+
+@dataclass(slots=True)
+class _Unit:
+    text: str
+    line: int  # the line it came from: units of one line are joined by a space
+
+
+def _stem(word: str) -> str:
+    """The first 4-6 letters: inflections match (deploy ~ deploying), as the retriever's."""
+    return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
+
+
+def _units(content: str) -> list[_Unit]:
+    out: list[_Unit] = []
+    for n, line in enumerate(content.splitlines()):
+        text = line.strip()
+        if not text:
+            continue
+        parts = _SENTENCE.split(text) if len(text) > _LONG_LINE else [text]
+        out.extend(_Unit(p.strip(), n) for p in parts if p.strip())
+    return out
+
+
+def _patterns(terms: Sequence[str]) -> list[re.Pattern[str]]:
+    stems = dict.fromkeys(_stem(t.lower()) for t in terms if t and len(t) > 1)
+    return [re.compile(r"(?<!\w)" + re.escape(s), re.IGNORECASE) for s in stems]
+
+
+class _Picker:
+    """The units chosen so far, per text, within one budget."""
+
+    def __init__(self, docs: list[list[_Unit]], budget: int) -> None:
+        self.docs = docs
+        self.left = budget
+        self.chosen: list[set[int]] = [set() for _ in docs]
+        self.seen: set[str] = set()
+
+    def take(self, i: int, j: int, force: bool = False) -> bool:
+        doc = self.docs[i]
+        if not 0 <= j < len(doc) or j in self.chosen[i]:
+            return False
+        text = doc[j].text
+        words = {w.lower() for w in _WORD.findall(text)}
+        if not force:
+            if words and len(words & self.seen) >= _NOVELTY * len(words):
+                return False
+            if len(text) + 2 > self.left:
+                return False
+        self.chosen[i].add(j)
+        self.left -= len(text) + 2
+        self.seen |= words
+        return True
+
+
+def fit(contents: Sequence[str], terms: Sequence[str], budget: int) -> list[str]:
+    """What to show of each text of a ranked list, within about ``budget`` characters in
+    all (see the module docstring). ``budget`` <= 0 keeps every text whole."""
+    if budget <= 0 or sum(len(c) for c in contents) <= budget:
+        return list(contents)
+    docs = [_units(c) for c in contents]
+    patterns = _patterns(terms)
+    units = [u for d in docs for u in d]
+    matched = {id(u): [bool(p.search(u.text)) for p in patterns] for u in units}
+    df = [sum(matched[id(u)][k] for u in units) for k in range(len(patterns))]
+    weight = [1.0 / (1.0 + d / max(len(units), 1)) if d else 0.0 for d in df]
+    scored: list[tuple[float, int, int]] = []
+    for i, doc in enumerate(docs):
+        for j, u in enumerate(doc):
+            if len(u.text) >= _SHORT_UNIT:
+                s = sum(w for w, m in zip(weight, matched[id(u)], strict=True) if m)
+                if s > 0:
+                    scored.append((s, i, j))
+    scored.sort(key=lambda c: (-c[0], c[1], c[2]))
+    pick = _Picker(docs, budget)
+    for i, content in enumerate(contents):  # short texts whole
+        if len(content) <= WHOLE_CHARS:
+            for j in range(len(docs[i])):
+                pick.take(i, j, force=True)
+    for _, i, j in scored:  # every result its best unit
+        if not pick.chosen[i]:
+            pick.take(i, j, force=True)
+    for _, i, j in scored:  # the best units, each with what follows it
+        if pick.take(i, j):
+            follow = _FOLLOW_CUE if docs[i][j].text.endswith(":") else _FOLLOW
+            for k in range(j + 1, j + 1 + follow):
+                if not pick.take(i, k):
+                    break
+    grew = True
+    while grew and pick.left > 0:  # widen around each chosen unit, result by result
+        grew = False
+        for i in range(len(docs)):
+            for j in sorted(pick.chosen[i]):
+                if pick.take(i, j + 1) or pick.take(i, j - 1):
+                    grew = True
+    for i, doc in enumerate(docs):  # a result nothing matched: its opening
+        if doc and not pick.chosen[i]:
+            pick.take(i, 0, force=True)
+    out: list[str] = []
+    for i, content in enumerate(contents):
+        whole = len(content) <= WHOLE_CHARS or len(pick.chosen[i]) == len(docs[i])
+        out.append(content if whole else _join(docs[i], sorted(pick.chosen[i])))
+    return out
+
+
+def excerpt(content: str, terms: Sequence[str], budget: int = 400) -> str:
+    """One text's passage for ``terms`` within ``budget`` characters (`fit` of a list of one)."""
+    return fit([content], terms, budget)[0]
+
+
+def _join(units: list[_Unit], picked: list[int]) -> str:
+    out: list[str] = []
+    prev: int | None = None
+    for i in picked:
+        u = units[i]
+        if prev is None:
+            if i > 0:
+                out.append(ELLIPSIS + " ")
+        elif i != prev + 1:
+            out.append(f" {ELLIPSIS}\n")
+        elif units[prev].line == u.line:
+            out.append(" ")
+        else:
+            out.append("\n")
+        out.append(u.text)
+        prev = i
+    if picked and picked[-1] < len(units) - 1:
+        out.append(" " + ELLIPSIS)
+    return "".join(out)

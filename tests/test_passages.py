@@ -1,0 +1,147 @@
+"""Query-focused passages: a long result shows the lines that answer, within a budget;
+ranking and the stored text are untouched, and the whole text is one command away."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmem_hooks import MemoryStore
+from llmem_hooks.cli import main
+from llmem_hooks.passages import ELLIPSIS, WHOLE_CHARS, excerpt, fit
+
+FILLER = [
+    f"Line {i}: we looked at the logging output and nothing stood out there." for i in range(30)
+]
+
+
+def episode(answer_at: int, answer: str, cue: str = "") -> str:
+    lines = list(FILLER)
+    if cue:
+        lines.insert(answer_at - 1, cue)
+    lines.insert(answer_at, answer)
+    return "User: why is the cache slow?\nAssistant: " + "\n".join(lines)
+
+
+def test_short_text_is_shown_whole() -> None:
+    text = "Use uv, not pip, in this repo."
+    assert len(text) <= WHOLE_CHARS
+    assert fit([text], ["pip"], 10) == [text]
+    assert excerpt(text, ["nothing"], 5) == text
+
+
+def test_budget_zero_keeps_everything_whole() -> None:
+    long = episode(20, "The Redis pool was exhausted; max_connections=50 fixed it.")
+    assert fit([long, long], ["redis"], 0) == [long, long]
+
+
+def test_the_matching_line_and_the_one_after_it_are_shown() -> None:
+    text = episode(
+        20,
+        "The Redis connection pool was exhausted under load.",
+        cue="",
+    ).replace(
+        "The Redis connection pool was exhausted under load.",
+        "The Redis connection pool was exhausted under load.\n"
+        "Set max_connections=50 and socket_timeout=5 on the pool.",
+    )
+    shown = excerpt(text, ["redis", "pool", "exhausted"], 300)
+    assert "Redis connection pool was exhausted" in shown
+    assert "max_connections=50" in shown  # the line after the cue: where answers are
+    assert len(shown) <= 300 + 10
+    assert shown.startswith(ELLIPSIS) and shown.endswith(ELLIPSIS)  # cut at both ends
+
+
+def test_a_cue_ending_in_a_colon_brings_the_list_after_it() -> None:
+    text = episode(15, "- `ProductCreate`: name, price", cue="Pydantic schemas:").replace(
+        "- `ProductCreate`: name, price",
+        "- `ProductCreate`: name, price\n- `ProductUpdate`: all optional\n"
+        "- `ProductResponse`: with id",
+    )
+    shown = excerpt(text, ["pydantic", "schemas"], 400)
+    for name in ("ProductCreate", "ProductUpdate", "ProductResponse"):
+        assert name in shown
+
+
+def test_inflections_count_as_matches() -> None:
+    text = episode(10, "We deployed it with a rolling restart behind nginx.")
+    assert "rolling restart" in excerpt(text, ["deploy"], 200)
+
+
+def test_document_order_is_kept_and_gaps_are_marked() -> None:
+    text = "\n".join(
+        ["alpha first line about nothing much at all"] * 5
+        + ["the zebra crossing was repainted"]
+        + ["beta middle line about nothing much at all"] * 10
+        + ["the zebra migration finished"]
+        + ["gamma last line about nothing much at all"] * 5
+    )
+    shown = excerpt(text, ["zebra"], 200)
+    assert shown.index("repainted") < shown.index("migration")
+    assert f" {ELLIPSIS}\n" in shown  # the lines between were left out
+
+
+def test_nothing_matched_shows_the_opening() -> None:
+    text = episode(20, "irrelevant")
+    shown = excerpt(text, ["kubernetes"], 150)
+    assert shown.startswith("User: why is the cache slow?")
+
+
+def test_the_budget_is_shared_by_the_list_and_every_result_shows_something() -> None:
+    texts = [
+        episode(5 + 3 * i, f"Answer {i}: the flaky test was the clock skew {i}.") for i in range(5)
+    ]
+    shown = fit(texts, ["flaky", "clock", "skew"], 1000)
+    assert all(f"Answer {i}" in s for i, s in enumerate(shown))
+    assert sum(len(s) for s in shown) <= 1000 + 5 * 80  # forced best lines may overshoot a little
+    assert sum(len(s) for s in shown) < sum(len(t) for t in texts) / 3
+
+
+def test_each_result_shows_its_best_line_and_with_room_every_text_is_whole() -> None:
+    same = "Decision: the billing service moves to Postgres 16 in March."
+    a = episode(10, same)
+    b = episode(12, same)
+    shown = fit([a, b], ["billing", "postgres"], 600)
+    assert same in shown[0] and same in shown[1]  # each result shows its best line...
+    widened = fit([a, b], ["billing", "postgres"], 5000)
+    assert widened[0] == a  # ... and with room, texts are shown whole
+
+
+@pytest.fixture
+def long_episode(llmem_home: Path) -> str:
+    with MemoryStore(llmem_home / "memory.db") as st:
+        mem_id = st.add(
+            "conversation",
+            episode(
+                25,
+                "The Stripe webhook failed because the body was decoded before "
+                "construct_event read the raw bytes.",
+            ),
+            dedupe=False,
+        )
+    return mem_id
+
+
+def test_search_shows_the_passage_and_full_shows_the_whole(
+    long_episode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["search", "why did the stripe webhook fail?", "--json"]) == 0
+    hit = json.loads(capsys.readouterr().out)[0]
+    assert hit["excerpt"] is True
+    assert "construct_event" in hit["content"]
+    assert len(hit["content"]) < hit["content_chars"]
+    assert main(["search", "why did the stripe webhook fail?", "--json", "--full"]) == 0
+    whole = json.loads(capsys.readouterr().out)[0]
+    assert "excerpt" not in whole and len(whole["content"]) == hit["content_chars"]
+    assert main(["show", hit["id"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["content"] == whole["content"]
+
+
+def test_passage_chars_zero_in_config_shows_results_whole(
+    long_episode: str, llmem_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (llmem_home / "config.yaml").write_text("retrieval:\n  passage_chars: 0\n")
+    assert main(["search", "stripe webhook", "--json"]) == 0
+    assert "excerpt" not in json.loads(capsys.readouterr().out)[0]
