@@ -209,3 +209,34 @@ def test_memory_remember_is_found_by_the_next_session(
     server.prompt(later, 'USE-TOOL memory_search {"query": "pelican-ship deploy"}')
     (found,) = _tool_results(world.fake.chat_requests(later)[-1])
     assert "pelican-ship" in found, found
+
+
+def test_tools_work_without_the_plugin_package(world: OpenCodeEnv, service: SidecarProcess) -> None:
+    """Loaded from a folder where ``@opencode-ai/plugin`` cannot be imported (listed in
+    opencode.json by path), the plugin declares its tools in plain JSON Schema, and
+    OpenCode 1.18.33 offers and runs them all the same."""
+    config_dir = Path(world.env["XDG_CONFIG_HOME"]) / "opencode"
+    installed = config_dir / "plugin" / "llmem.ts"
+    config_file = config_dir / "opencode.json"
+    original = config_file.read_text()
+    bare = world.root / "bare-plugin" / "llmem.ts"
+    bare.parent.mkdir(exist_ok=True)
+    bare.write_bytes(installed.read_bytes())
+    installed.unlink()
+    config_file.write_text(json.dumps({**json.loads(original), "plugin": [bare.as_uri()]}))
+    srv = world.serve()
+    try:
+        sid = _new_session(world, srv, "bare plugin")
+        srv.prompt(sid, 'USE-TOOL memory_search {"query": "nightly backup ledger service"}')
+        reqs = world.fake.chat_requests(sid)
+        offered = {t["function"]["name"]: t["function"] for t in reqs[0]["body"]["tools"]}
+        params = offered["memory_search"]["parameters"]
+        assert "$schema" not in params  # not zod's JSON Schema: ours, as written
+        assert params["properties"]["limit"]["type"] == ["integer", "null"]
+        assert reqs[0]["reply"] == "tool:memory_search"
+        (result,) = _tool_results(reqs[-1])
+        assert "quokka-sync" in result, result
+    finally:
+        srv.stop()
+        config_file.write_text(original)
+        world.install_plugin()
