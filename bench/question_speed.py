@@ -34,9 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 
 from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks.episodes import next_context, time_words
 from llmem_hooks.query import parse_query
 from llmem_hooks.store import MemoryFilter
 
+CORPUS_VERSION = 2  # 2: episodes carry their context words (fts_context)
 SPEAKERS = ["user", "assistant", "reviewer", "alice", "bob"]
 
 
@@ -85,7 +87,11 @@ def build(memories: int, episodes: int, work: Path, seed: int = 5) -> list[corpu
     mems = corpus.generate(memories)
     path = db_path(memories, episodes, work)
     stamp = path.with_suffix(".ok")
-    if path.exists() and stamp.exists() and stamp.read_text() == f"{memories}:{episodes}:{seed}":
+    if (
+        path.exists()
+        and stamp.exists()
+        and stamp.read_text() == (f"{memories}:{episodes}:{seed}:{CORPUS_VERSION}")
+    ):
         return mems
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -103,14 +109,29 @@ def build(memories: int, episodes: int, work: Path, seed: int = 5) -> list[corpu
                 project = rng.choice(projects)
                 when = start + timedelta(minutes=rng.randrange(0, 60 * 24 * 300))
             when += timedelta(minutes=rng.randrange(1, 9))
-            batch.append(episode(rng, project, session, when))
-            if len(batch) == 10_000:
+            ep = episode(rng, project, session, when)
+            # the context words the sidecar writes (llmem_hooks.episodes): the exchange
+            # before, the time as words, and (added later) the exchange after
+            prev = batch[-1] if batch and batch[-1]["session_id"] == session else None
+            ep["metadata"]["fts_context"] = " ".join(
+                x for x in (prev["content"][:600] if prev else "", time_words(when_ms(when))) if x
+            )
+            if prev:
+                prev["metadata"]["fts_context"] = next_context(
+                    prev["metadata"]["fts_context"], ep["content"]
+                )
+            batch.append(ep)
+            if len(batch) >= 10_000 and i % 8 == 7:
                 store.import_memories(batch)
                 batch = []
         if batch:
             store.import_memories(batch)
-    stamp.write_text(f"{memories}:{episodes}:{seed}")
+    stamp.write_text(f"{memories}:{episodes}:{seed}:{CORPUS_VERSION}")
     return mems
+
+
+def when_ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)
 
 
 def db_path(memories: int, episodes: int, work: Path) -> Path:

@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "OllamaClient": "ollama",
     "OllamaError": "ollama",
     "OllamaExtractor": "extraction.llm",
+    "QueryService": "service",
     "Retriever": "retrieve",
     "SELF_ASSESSMENT_FIELDS": "extraction.taxonomy",
     "SearchError": "errors",
@@ -117,6 +118,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as 
     from .retrieve import DEFAULT_RRF_K as DEFAULT_RRF_K
     from .retrieve import Retriever as Retriever
     from .retrieve import SearchHit as SearchHit
+    from .service import QueryService as QueryService
     from .session_hooks import SessionEventManager as SessionEventManager
     from .session_hooks import SessionHookCoordinator as SessionHookCoordinator
     from .session_hooks import create_session_hook_coordinator as create_session_hook_coordinator

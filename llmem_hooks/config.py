@@ -278,6 +278,31 @@ class EpisodeSettings(Section):
     backfill: bool = _setting(True, _bool)
 
 
+@dataclass(frozen=True)
+class RecallSettings(Section):
+    """``recall:`` per-prompt recall by the query service (docs/query-service.md): the
+    memories and episodes relevant to a prompt that the session was not given yet."""
+
+    section: ClassVar[str] = "recall"
+    enabled: bool = _setting(True, _bool)
+    budget_tokens: int = _setting(400, _int(0, 100_000))  # the block's size (~4 chars/token)
+    max_results: int = _setting(5, _int(1, 50))
+    # the floor (measured: bench/recall_floor.py, docs/query-service.md): a prompt needs
+    # this many content words, or one rare one ...
+    min_content_words: int = _setting(2, _int(1, 20))
+    # ... "rare": found in at most this share of the memories
+    rare_word_share: float = _setting(0.01, _number(0.0, 1.0))
+    # words in more than this share of the memories are not searched on (still counted
+    # by the coverage floor)
+    common_word_share: float = _setting(0.1, _number(0.0, 1.0))
+    # a hit must hold at least this share of the prompt's content words
+    min_coverage: float = _setting(0.5, _number(0.0, 1.0))
+    # a semantic-only hit (no shared word) counts within this cosine distance
+    semantic_max_distance: float = _setting(0.35, _number(0.0, 2.0))
+    # longest text of one entry, in characters (episodes are clipped)
+    entry_chars: int = _setting(320, _int(40, 10_000))
+
+
 # Section name -> its settings class, in config.yaml's order.
 SECTIONS: dict[str, type[Section]] = {
     kind.section: kind
@@ -291,6 +316,7 @@ SECTIONS: dict[str, type[Section]] = {
         OllamaSettings,
         BudgetSettings,
         EpisodeSettings,
+        RecallSettings,
     )
 }
 
@@ -308,6 +334,7 @@ class Config:
     ollama: OllamaSettings = field(default_factory=OllamaSettings)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
+    recall: RecallSettings = field(default_factory=RecallSettings)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:

@@ -25,6 +25,9 @@ CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
 NEXT_CHARS = 300  # ... and the next one's (a follow-up names what the answer did)
 TOOL_LINE_CHARS = 160
+# The context blocks we inject as markdown (a header, to the end of the message). The
+# per-prompt recall block (<llmem-recall> ... </llmem-recall>) is cut out earlier, by
+# `transcript_lines`, for episodes and extraction alike.
 INJECTED_HEADERS = (
     "# Memory from earlier sessions (llmem-hooks)",
     "# Resume pack",

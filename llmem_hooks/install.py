@@ -36,6 +36,7 @@ from .paths import (
     write_atomic,
     write_private_file,
 )
+from .service_protocol import socket_path
 
 PLUGIN_FILE = "llmem.ts"
 PLUGIN_MARKER = "llmem-hooks plugin for OpenCode"  # first line of plugin/llmem.ts
@@ -85,9 +86,9 @@ def sidecar_command() -> list[str]:
 
 
 def service_socket_path() -> Path:
-    """Where the sidecar's query service listens (docs/query-service.md): the plugin's
-    recall and memory tools connect there."""
-    return get_llmem_home() / "query.sock"
+    """Where the sidecar's query service listens (`service_protocol.socket_path`, one rule
+    for every client): the plugin's recall and memory tools connect there."""
+    return socket_path(get_llmem_home())
 
 
 def plugin_settings(command: Sequence[str] | None = None) -> dict[str, Any]:

@@ -690,7 +690,8 @@ def _split(tags: Sequence[str] | str | None) -> list[str]:
 
 
 def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:
-    return replace(flt, exclude_ids=tuple(ids))
+    """``flt`` also excluding ``ids`` (the ids it excluded already stay excluded)."""
+    return replace(flt, exclude_ids=tuple(dict.fromkeys([*flt.exclude_ids, *ids])))
 
 
 def format_memories(memories: Sequence[Mapping[str, Any]], budget_chars: int = 4000) -> str:

@@ -690,9 +690,17 @@ def run_foreground(config: Config | Mapping[str, Any], home: Path | None = None)
             sidecar.stop.set()
         watched = {name: a.watch_paths() for name, a in coord.adapters.items()}
         log.info("sidecar started (pid %d); watching %s", os.getpid(), watched)
+        # The query service (docs/query-service.md): its own store and threads; a failure
+        # to start it is logged and the sidecar runs on (clients then query in-process).
+        from .service_socket import serve
+
+        server = None if stopping else serve(config, home)
         try:
             sidecar.run()
         finally:
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    server.stop()
             for c in (coord, slow):
                 for adapter in c.adapters.values():
                     with contextlib.suppress(Exception):

@@ -17,7 +17,17 @@ MAX_LINES = 900
 # (Module names are relative to llmem_hooks; adapters/ is llmem_hooks.adapters.)
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundations: no knowledge of stores, agents or models
-    ("errors", "timestamps", "paths", "faults", "redact", "url_validate", "registry", "config"),
+    (
+        "errors",
+        "timestamps",
+        "paths",
+        "faults",
+        "redact",
+        "url_validate",
+        "registry",
+        "config",
+        "service_protocol",
+    ),
     # the memory database and what lives beside it
     ("store", "query", "fuzzy", "project", "taxonomy", "backoff", "events"),
     # models, search, rendering
@@ -32,9 +42,19 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "context",
         "resume",
         "episodes",
+        "service",
     ),
     # agents, the coordinator and its drivers
-    ("adapters", "session_hooks", "doctor", "install", "sidecar_lock", "sidecar"),
+    (
+        "adapters",
+        "session_hooks",
+        "doctor",
+        "install",
+        "sidecar_lock",
+        "service_socket",
+        "service_client",
+        "sidecar",
+    ),
     # entry points
     ("copilot_hook", "cli", "__init__", "__main__", "plugin"),
 )

@@ -91,6 +91,17 @@ EXPECTED_DEFAULTS = {
         "day_seconds": 3600.0,
     },
     "episodes": {"enabled": True, "retention_days": 365, "max_count": 200_000, "backfill": True},
+    "recall": {
+        "enabled": True,
+        "budget_tokens": 400,
+        "max_results": 5,
+        "min_content_words": 2,
+        "rare_word_share": 0.01,
+        "common_word_share": 0.1,
+        "min_coverage": 0.5,
+        "semantic_max_distance": 0.35,
+        "entry_chars": 320,
+    },
 }
 
 

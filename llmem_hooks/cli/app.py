@@ -692,6 +692,7 @@ def run() -> None:
 def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
     and the last event of each."""
+    from ..service_client import answers
     from ..session_hooks import default_adapters
     from ..sidecar_lock import running_pid
     from ..store import sessions as session_state
@@ -699,6 +700,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     fmt = _fmt(as_json, as_markdown)
     cfg = _config()
     pid = running_pid()
+    service = answers(timeout=0.5) if pid is not None else None
     stores = {name: [str(p) for p in a.watch_paths()] for name, a in default_adapters(cfg).items()}
     with open_store(read_only=True) as st:
         sessions = session_state.all_sessions(st, limit=50)
@@ -716,7 +718,38 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
                     "last_extraction": last,
                 }
             )
-    print_status(pid, stores, rows, fmt)
+    print_status(pid, stores, rows, fmt, service)
+
+
+@app.command()
+def recall(
+    prompt: Annotated[str, typer.Argument(help="The user's prompt.")],
+    session: Annotated[str, typer.Option("--session", help="The agent's session id.")],
+    budget: Annotated[
+        int | None, typer.Option("--budget", min=0, max=100_000, help="Tokens (config: 400).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print what per-prompt recall would put in front of PROMPT in SESSION (the
+    sidecar's query service, else in-process; docs/query-service.md). Marks what it
+    prints as given to the session. Prints nothing below the relevance floor."""
+    from ..service_client import ServiceCallError, call_in_process, query
+
+    params: dict[str, Any] = {"session_id": session, "prompt": prompt, "directory": os.getcwd()}
+    if budget is not None:
+        params["budget_tokens"] = budget
+    try:
+        if state.db is not None:  # another database than the sidecar's: in-process only
+            cfg = {**_config(), "memory": {**_config()["memory"], "db_path": str(_db_path())}}
+            out = call_in_process("recall", params, config=cfg)
+        else:
+            out = query("recall", params, config=_config())
+    except ServiceCallError as exc:
+        raise ValidationError(str(exc)) from None
+    if as_json or state.fmt is Format.json:
+        typer.echo(json.dumps(out, indent=1))
+    elif out["block"]:
+        typer.echo(out["block"])
 
 
 @app.command()

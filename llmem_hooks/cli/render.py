@@ -244,11 +244,17 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
 
 
 def print_status(
-    pid: int | None, stores: Mapping[str, list[str]], rows: Sequence[Mapping[str, Any]], fmt: Format
+    pid: int | None,
+    stores: Mapping[str, list[str]],
+    rows: Sequence[Mapping[str, Any]],
+    fmt: Format,
+    service: Mapping[str, Any] | None = None,
 ) -> None:
-    """``status``: whether the sidecar runs, what it watches, the sessions it has seen."""
+    """``status``: whether the sidecar runs, whether its query service answers (``service``:
+    its status reply), what it watches, the sessions it has seen."""
     out = {
         "sidecar": {"running": pid is not None, "pid": pid},
+        "query_service": {"answers": service is not None, **(service or {})},
         "stores": stores,
         "sessions": list(rows),
     }
@@ -256,6 +262,10 @@ def print_status(
         typer.echo(json.dumps(out, indent=1))
         return
     typer.echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
+    typer.echo(
+        "query service: "
+        + ("answers" if service is not None else "not answering (clients query in-process)")
+    )
     for name, paths in stores.items():
         typer.echo(f"watching {name}: {', '.join(paths) or '-'}")
     typer.echo(f"sessions seen: {len(rows)}")

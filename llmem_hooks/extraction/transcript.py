@@ -3,6 +3,11 @@
 Transcript text comes as ``User: ...`` / ``Assistant: ...`` lines with ``Reasoning:``,
 ``Tool: <name>`` and ``Patch`` blocks (see `llmem_hooks.events.Message`); only spoken
 lines are mined for memories, never tool output, reasoning, patches or code fences.
+
+Our own recall blocks (``<llmem-recall>`` ... ``</llmem-recall>``, put into prompts by
+the query service) are cut out here, with private spans, before anything reads a line:
+extraction, episodes and the resume pack all go through `transcript_lines`, so what we
+injected is never learned back (a feedback loop that would grow every turn).
 """
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ from typing import Literal
 
 from ..events import Message
 from ..redact import strip_private
+
+RECALL_OPEN = "<llmem-recall>"
+RECALL_CLOSE = "</llmem-recall>"
+_RECALL_TAG = re.compile(r"</?llmem-recall>", re.I)
 
 LineKind = Literal["speech", "code", "tool", "reasoning", "patch", "error"]
 
@@ -34,6 +43,29 @@ _MARKERS: tuple[tuple[LineKind, re.Pattern[str]], ...] = (
 )
 
 
+def strip_injected(text: str) -> str:
+    """``text`` without our recall blocks. An unclosed block drops the rest of the text and
+    a stray closing tag everything before it (a clipped block must not leak back in)."""
+    if "llmem-recall" not in text.lower():
+        return text
+    kept: list[str] = []
+    pos = 0
+    inside = False
+    for tag in _RECALL_TAG.finditer(text):
+        closing = tag.group(0).startswith("</")
+        if not closing and not inside:
+            kept.append(text[pos : tag.start()])
+            inside = True
+        elif closing and inside:
+            inside = False
+            pos = tag.end()
+        elif closing:
+            kept, pos = [], tag.end()
+    if not inside:
+        kept.append(text[pos:])
+    return "".join(kept)
+
+
 def _marker(text: str, *, after_speaker: bool) -> LineKind | None:
     for kind, pattern in _MARKERS:
         if pattern.match(text) and (after_speaker or kind != "error"):
@@ -42,8 +74,8 @@ def _marker(text: str, *, after_speaker: bool) -> LineKind | None:
 
 
 def transcript_lines(message: Message) -> list[TranscriptLine]:
-    """The message's lines (private spans removed, speaker prefixes dropped), each tagged
-    speech / code / tool / reasoning / patch / error.
+    """The message's lines (private spans and our recall blocks removed, speaker prefixes
+    dropped), each tagged speech / code / tool / reasoning / patch / error.
 
     A block marker may follow the speaker (OpenCode: ``Assistant: Tool: bash: make lint
     [error]``) or start a line of its own; unprefixed lines continue the block above them,
@@ -51,7 +83,7 @@ def transcript_lines(message: Message) -> list[TranscriptLine]:
     """
     out: list[TranscriptLine] = []
     kind: LineKind = "speech"
-    for raw in strip_private(message.text).splitlines():
+    for raw in strip_injected(strip_private(message.text)).splitlines():
         speaker = _SPEAKER.match(raw)
         if speaker:
             raw = speaker.group(1)

@@ -374,6 +374,24 @@ def m010_fts_context(conn: Any) -> None:
     )
 
 
+def m011_recall_given(conn: Any) -> None:
+    """Which memories each session was already given by per-prompt recall (the query
+    service, docs/query-service.md): kept in the store so the sidecar and the in-process
+    fallback (a new process per prompt) never give a session the same memory twice."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE recall_given (
+            session_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            given_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, memory_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_recall_given_at ON recall_given(given_at);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -385,6 +403,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (8, "pending_hooks", m008_pending_hooks),
     (9, "timestamps", m009_timestamps),
     (10, "fts_context", m010_fts_context),
+    (11, "recall_given", m011_recall_given),
 ]
 
 

@@ -1,0 +1,663 @@
+"""QueryService: the operations agents and hooks ask of the memory, in one place.
+
+``recall`` (a prompt -> a ready-to-inject block of what this session was not given yet),
+``search``, ``remember``, ``forget``, ``get``, ``timeline`` and ``status``, each a method
+returning a small JSON-able dict (the shapes: docs/query-service.md, the contract the
+OpenCode plugin, the Copilot hook and the MCP server code against).
+
+Two homes, one behaviour: the sidecar serves one warm instance on its Unix socket
+(`service_socket`), which keeps the embedding cache, the project keys and SQLite's
+statement cache between prompts; a client that finds no sidecar builds one in-process
+(`service_client.query`). What recall already gave a session is kept in the store
+(``recall_given``), so both homes agree.
+
+Per-prompt recall, step by step (`recall`):
+1. the floor on the prompt: its content words (no stop words, no "thanks" / "continue"
+   small talk); fewer than ``recall.min_content_words`` and no rare one -> nothing;
+2. `Retriever.find` on those words (keyword; plus semantic when an embedder answers),
+   within the caller's project plus global memories, minus what the session was given
+   (by recall, or in its start-of-session context file);
+3. the floor on each hit: it holds at least ``recall.min_coverage`` of the prompt's
+   content words (or is a semantic neighbour within ``recall.semantic_max_distance``);
+4. one line per hit, ``- [<short id>] (<type>, <date>) <text>``, best first, within
+   ``recall.budget_tokens`` (~4 characters a token), between ``<llmem-recall>`` lines
+   that `extraction.transcript` strips, so the block is never learned back.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from . import service_protocol as proto
+from .config import Config, RecallSettings
+from .context import context_path
+from .errors import LLMemError, NotFoundError, ValidationError
+from .extraction.transcript import RECALL_CLOSE, RECALL_OPEN
+from .passages import excerpt
+from .paths import get_context_dir, read_regular_file
+from .project import project_key
+from .query import STOP_WORDS, parse_query, quote, words
+from .redact import find_secrets
+from .retrieve import Retriever, SearchHit, coverage_counter
+from .store import MemoryFilter, MemoryStore
+from .store import recall as given
+from .store import sessions as session_state
+from .timestamps import to_iso
+
+if TYPE_CHECKING:
+    from .embed import EmbeddingEngine
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4
+LINE_CHARS = 160  # one result line of search / timeline
+MAX_PROMPT_CHARS = 20_000  # longer prompts are read up to here
+MAX_PROMPT_WORDS = 12  # the longest content words of a long prompt are searched
+RARE_MIN_COUNT = 3  # a word in at most this many memories is rare in any store
+MAX_GET_IDS = 20
+MAX_LIMIT = 50
+MAX_AROUND = 20
+GIVEN_RETENTION_DAYS = 30
+DF_CACHE_S = 300.0  # how long a word's memory count is reused
+DF_CACHE_MAX = 20_000
+WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
+# Small talk: words that carry no topic of their own ("thanks, continue", "great work";
+# bench/recall_floor.py's small-talk prompts).
+FILLER_WORDS = frozenset(
+    """
+    continue thanks thank thx ty ok okay yes yeah yep yup no nope sure great good fine
+    nice cool awesome perfect lgtm proceed go ahead carry hello hi hey please pls done
+    right alright agreed correct exactly now then next again retry more keep going
+    work job
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+TYPE_LABELS = {"conversation": "episode"}
+
+
+class ServiceError(LLMemError):
+    """An error the service reports to its caller with a protocol code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
+    """One entry's text on one line, at most ``limit`` characters. The one place where
+    long texts (episodes) are cut: to the lines that hold the prompt's words
+    (`passages.excerpt`), else to the opening."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    if prompt_words:
+        flat = " ".join(excerpt(text, prompt_words, limit).split())
+        if len(flat) <= limit:
+            return flat
+    cut = flat[: limit - 1].rsplit(" ", 1)[0] or flat[: limit - 1]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def prompt_words(prompt: str) -> list[str]:
+    """The prompt's content words for recall: no stop words, no small talk, no single
+    letters; for a long prompt the `MAX_PROMPT_WORDS` longest, in prompt order."""
+    seen = dict.fromkeys(
+        w
+        for w in words(prompt[:MAX_PROMPT_CHARS])
+        if w not in STOP_WORDS and w not in FILLER_WORDS and (len(w) > 1 or w.isdigit())
+    )
+    found = list(seen)
+    if len(found) > MAX_PROMPT_WORDS:
+        keep = set(sorted(found, key=len, reverse=True)[:MAX_PROMPT_WORDS])
+        found = [w for w in found if w in keep]
+    return found
+
+
+def _require(value: Any, name: str, kind: type | tuple[type, ...]) -> Any:
+    if value is None or isinstance(value, bool) or not isinstance(value, kind):
+        raise ServiceError(proto.BAD_PARAMS, f"{name} must be a {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(
+        {str: "string", int: "integer", list: "list"}.get(k, k.__name__) for k in kinds
+    )
+
+
+def _text(value: Any, name: str, limit: int = 10_000) -> str:
+    text = _require(value, name, str)
+    if not text.strip():
+        raise ServiceError(proto.BAD_PARAMS, f"{name} must not be empty")
+    if len(text) > limit:
+        raise ServiceError(proto.BAD_PARAMS, f"{name} is longer than {limit} characters")
+    return str(text)
+
+
+def _bounded(value: Any, name: str, lo: int, hi: int) -> int:
+    n = _require(value, name, int)
+    if not lo <= n <= hi:
+        raise ServiceError(proto.BAD_PARAMS, f"{name} must be between {lo} and {hi}")
+    return int(n)
+
+
+def _id_list(value: Any, name: str = "ids") -> list[str]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        raise ServiceError(proto.BAD_PARAMS, f"{name} must be an id or a list of ids")
+    if len(items) > MAX_GET_IDS:
+        raise ServiceError(proto.BAD_PARAMS, f"at most {MAX_GET_IDS} ids at once")
+    return list(dict.fromkeys(items))
+
+
+class QueryService:
+    """The operations of the module doc over one `MemoryStore`. Thread-safe (the store
+    serializes its connection; the few caches here take their own lock)."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        config: Config | Mapping[str, Any] | None = None,
+        *,
+        embedder: EmbeddingEngine | None = None,
+        served_by: str = "in-process",
+        owns_store: bool = False,
+    ) -> None:
+        self.store = store
+        self.settings = Config.coerce(config)
+        self.recall_settings: RecallSettings = self.settings.recall
+        self.embedder = embedder
+        self.served_by = served_by
+        self._owns_store = owns_store
+        r = self.settings.retrieval
+        self.retriever = Retriever(
+            store,
+            embedder=embedder,
+            alpha=r.alpha,
+            blend=r.blend,
+            fuzzy_threshold=r.fuzzy_threshold,
+            rrf_k_semantic=r.rrf_k_semantic,
+        )
+        self.context_dir = get_context_dir(self.settings.context.dir)
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._context_lines: dict[str, tuple[int, frozenset[str]]] = {}
+        self._df: dict[str, tuple[int, float]] = {}
+
+    @classmethod
+    def open(
+        cls,
+        config: Config | Mapping[str, Any] | None = None,
+        *,
+        served_by: str = "in-process",
+        embeddings: bool = True,
+    ) -> QueryService:
+        """A service with a store of its own (config's ``memory`` section), and the
+        embedding engine when ``embeddings`` and one is configured (short timeouts and
+        the shared back-off: a prompt is waiting). Close it with `close`."""
+        settings = Config.coerce(config)
+        store = MemoryStore.from_config(settings)
+        store.set_busy_timeout(WRITE_BUSY_MS)  # reads never wait (WAL); a write briefly
+        embedder = None
+        if embeddings:
+            from .embed import embedder_from_config
+
+            embedder = embedder_from_config(settings, interactive=True)
+        try:
+            cutoff = to_iso(datetime.now(UTC) - timedelta(days=GIVEN_RETENTION_DAYS))
+            given.prune_given(store, cutoff)
+        except Exception as exc:  # a busy database: next time
+            log.debug("recall_given retention skipped: %s", exc)
+        return cls(store, settings, embedder=embedder, served_by=served_by, owns_store=True)
+
+    def close(self) -> None:
+        if self.embedder is not None:
+            self.embedder.close()
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> QueryService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- dispatch -----------------------------------------------------------------------
+    def call(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run ``method`` with ``params`` (the socket's and the fallback's one door):
+        unknown methods and parameters, wrong types and bad values raise `ServiceError`
+        with a protocol code; nothing else escapes as anything but ``internal``."""
+        fn = self._methods().get(method) if isinstance(method, str) else None
+        if fn is None:
+            raise ServiceError(proto.UNKNOWN_METHOD, f"unknown method {str(method)[:60]!r}")
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            raise ServiceError(proto.BAD_PARAMS, "params must be an object")
+        allowed = METHOD_PARAMS[method]
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:
+            raise ServiceError(proto.BAD_PARAMS, f"unknown parameter(s): {', '.join(unknown)}")
+        try:
+            result: dict[str, Any] = fn(**params)
+        except TypeError as exc:  # a required parameter missing
+            raise ServiceError(proto.BAD_PARAMS, str(exc).split(") ", 1)[-1]) from None
+        except NotFoundError as exc:
+            raise ServiceError(proto.NOT_FOUND, str(exc)) from None
+        except ValidationError as exc:
+            raise ServiceError(proto.BAD_PARAMS, str(exc)) from None
+        return result
+
+    def _methods(self) -> dict[str, Callable[..., dict[str, Any]]]:
+        return {
+            "recall": self.recall,
+            "search": self.search,
+            "remember": self.remember,
+            "forget": self.forget,
+            "get": self.get,
+            "timeline": self.timeline,
+            "status": self.status,
+        }
+
+    # -- scoping ------------------------------------------------------------------------
+    def scope(
+        self, project: str | None, directory: str | None, session_id: str | None = None
+    ) -> str | None:
+        """The caller's project key: ``project`` as given, else the one of ``directory``
+        (`project.project_key`, cached per folder), else the session's recorded project;
+        None: no project known (every memory may match)."""
+        if project is not None:
+            return _text(project, "project", 500)
+        if directory is not None:
+            return project_key(_text(directory, "directory", 4096))
+        if session_id:
+            rec = session_state.find(self.store, session_id)
+            if rec is not None:
+                return rec.project
+        return None
+
+    def _mode(self, text: str) -> str:
+        """Hybrid ("hybrid") when the embedder answers for ``text`` (its vector is cached, so the
+        search does not ask again), else "fts"."""
+        if self.embedder is None:
+            return "fts"
+        try:
+            self.embedder.embed(text)
+        except Exception as exc:  # down, backed off, wrong size: keyword only this time
+            log.debug("recall without embeddings: %s", exc)
+            return "fts"
+        return "hybrid"
+
+    def _find(self, query: str, flt: MemoryFilter, limit: int) -> list[SearchHit]:
+        mode = self._mode(query)
+        try:
+            return self.retriever.find(
+                query, flt, limit=limit, search_mode=mode, track_access=False
+            )
+        except ValidationError:
+            raise
+        except Exception as exc:
+            if mode == "fts":
+                raise
+            log.debug("semantic search failed, keyword only: %s", exc)
+            return self.retriever.find(
+                query, flt, limit=limit, search_mode="fts", track_access=False
+            )
+
+    # -- recall -------------------------------------------------------------------------
+    def recall(
+        self,
+        session_id: str,
+        prompt: str,
+        project: str | None = None,
+        directory: str | None = None,
+        budget_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The block to put in front of ``prompt``: ``{"block": str ("" for nothing),
+        "ids": [short ids], "memory_ids": [full ids], "tokens": int, "reason": str}``."""
+        session_id = _text(session_id, "session_id", 500)
+        prompt = _require(prompt, "prompt", str)
+        cfg = self.recall_settings
+        budget = cfg.budget_tokens if budget_tokens is None else budget_tokens
+        budget = _bounded(budget, "budget_tokens", 0, 100_000)
+        if not cfg.enabled or budget == 0:
+            return _nothing("disabled")
+        terms = prompt_words(prompt)
+        df = self._doc_freq(terms)
+        if not self._passes_floor(terms, df):
+            return _nothing("below_floor")
+        scope = self.scope(project, directory, session_id)
+        exclude = given.given_ids(self.store, session_id)
+        flt = MemoryFilter(project=scope, exclude_ids=tuple(exclude))
+        query = " ".join(self._search_words(terms, df))
+        hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
+        if not hits:
+            return _nothing("no_match")
+        parsed = parse_query(" ".join(terms))
+        covered = coverage_counter(parsed)
+        in_context = self._context_texts(session_id)
+        kept: list[SearchHit] = []
+        for hit in hits:
+            share = _coverage(parsed, covered, hit) / len(terms)
+            semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
+            if share < cfg.min_coverage and not semantic:
+                continue
+            if _flat(hit.memory["content"])[:397] in in_context:
+                continue
+            kept.append(hit)
+        block, shown = self._render(kept, terms, budget)
+        if not shown:
+            return _nothing("below_floor" if not kept else "over_budget")
+        full = [h.id for h in shown]
+        self._mark(session_id, full)
+        return {
+            "block": block,
+            "ids": [self._short(mid) for mid in full],
+            "memory_ids": full,
+            "tokens": math.ceil(len(block) / CHARS_PER_TOKEN),
+            "reason": "recalled",
+        }
+
+    def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many memories hold each word (stems count), from a cache the warm sidecar
+        keeps for `DF_CACHE_S`: counting a common word costs milliseconds every time."""
+        now = time.monotonic()
+        out: dict[str, int] = {}
+        for term in terms:
+            with self._lock:
+                hit = self._df.get(term)
+            if hit is not None and now - hit[1] < DF_CACHE_S:
+                out[term] = hit[0]
+                continue
+            out[term] = self.store.count_matching(quote(term))
+            with self._lock:
+                if len(self._df) > DF_CACHE_MAX:
+                    self._df.clear()
+                self._df[term] = (out[term], now)
+        return out
+
+    def _cap(self, share: float) -> float:
+        return max(RARE_MIN_COUNT, share * self.store.size_hint())
+
+    def _passes_floor(self, terms: Sequence[str], df: Mapping[str, int]) -> bool:
+        """Enough topic to search on: `min_content_words` content words, or a rare one
+        (in at most ``rare_word_share`` of the memories, and never fewer than
+        `RARE_MIN_COUNT`, so a small store is not all "common")."""
+        if not terms:
+            return False
+        if len(terms) >= self.recall_settings.min_content_words:
+            return True
+        cap = self._cap(self.recall_settings.rare_word_share)
+        return any(0 < df[t] <= cap for t in terms)
+
+    def _search_words(self, terms: Sequence[str], df: Mapping[str, int]) -> list[str]:
+        """The words recall searches on: the prompt's words minus those in more than
+        ``common_word_share`` of the memories (they say little, and ranking every memory
+        that holds them costs tens of milliseconds on a large store); the rarest word
+        when all are common. Unknown words stay (they may be typos the search corrects).
+        The coverage floor still counts every word of the prompt."""
+        cap = self._cap(self.recall_settings.common_word_share)
+        kept = [t for t in terms if df[t] <= cap]
+        return kept or [min(terms, key=lambda t: df[t])]
+
+    def _context_texts(self, session_id: str) -> frozenset[str]:
+        """The entries of the session's start-of-session context file (what it was given
+        at its start), as flat texts cut where the file cuts them; cached by mtime."""
+        try:
+            path = context_path(session_id, self.context_dir)
+            mtime = os.stat(path).st_mtime_ns
+        except (OSError, ValidationError):
+            return frozenset()
+        with self._lock:
+            cached = self._context_lines.get(session_id)
+            if cached is not None and cached[0] == mtime:
+                return cached[1]
+        text = read_regular_file(path, 200_000) or ""
+        entries = frozenset(
+            line[2:].removesuffix("...")[:397]
+            for line in text.splitlines()
+            if line.startswith("- ")
+        )
+        with self._lock:
+            if len(self._context_lines) > 1000:
+                self._context_lines.clear()
+            self._context_lines[session_id] = (mtime, entries)
+        return entries
+
+    def _render(
+        self, hits: Sequence[SearchHit], terms: Sequence[str], budget_tokens: int
+    ) -> tuple[str, list[SearchHit]]:
+        head = (
+            f"{RECALL_OPEN}\nMemories from earlier sessions that may bear on this prompt "
+            "(llmem-hooks; full text: memory_get with the id):\n"
+        )
+        tail = RECALL_CLOSE
+        room = budget_tokens * CHARS_PER_TOKEN - len(head) - len(tail)
+        lines: list[str] = []
+        shown: list[SearchHit] = []
+        for hit in hits:
+            if len(shown) >= self.recall_settings.max_results:
+                break
+            mem = hit.memory
+            label = TYPE_LABELS.get(mem["type"], mem["type"])
+            prefix = f"- [{self._short(hit.id)}] ({label}, {str(mem['created_at'])[:10]}) "
+            limit = min(self.recall_settings.entry_chars, room - len(prefix) - 1)
+            if limit < 40:
+                continue
+            text = clip_text(str(mem["content"]), terms, limit)
+            if find_secrets(text):
+                continue  # the store redacts; never put something that still looks like one
+            line = prefix + text + "\n"
+            lines.append(line)
+            shown.append(hit)
+            room -= len(line)
+        return head + "".join(lines) + tail, shown
+
+    def _mark(self, session_id: str, ids: Sequence[str]) -> None:
+        """Record what the session was given; a busy database costs a possible repeat
+        later, never this answer."""
+        try:
+            given.mark_given(self.store, session_id, ids)
+        except Exception as exc:
+            log.warning("recall: could not record what session %s was given: %s", session_id, exc)
+
+    def _short(self, memory_id: str) -> str:
+        return given.short_id(self.store, memory_id)
+
+    # -- agent tools ----------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        type: str | None = None,
+        project: str | None = None,
+        directory: str | None = None,
+    ) -> dict[str, Any]:
+        """``{"results": [{"id", "type", "line", "session_id", "created_at"}]}``, best
+        first; the caller's project plus global memories."""
+        query = _text(query, "query", proto.MAX_LINE_BYTES)
+        limit = _bounded(limit, "limit", 1, MAX_LIMIT)
+        if type is not None:
+            type = _text(type, "type", 100)
+        flt = MemoryFilter(type=type, project=self.scope(project, directory))
+        hits = self._find(query, flt, limit)
+        terms = parse_query(query).terms
+        return {"results": [self._line(h.memory, terms) for h in hits]}
+
+    def _line(self, mem: Mapping[str, Any], terms: Sequence[str] = ()) -> dict[str, Any]:
+        return {
+            "id": self._short(mem["id"]),
+            "type": mem["type"],
+            "line": clip_text(str(mem["content"]), terms, LINE_CHARS),
+            "session_id": mem.get("session_id"),
+            "created_at": mem.get("created_at"),
+        }
+
+    def remember(
+        self,
+        content: str,
+        type: str | None = None,
+        tags: list[str] | str | None = None,
+        project: str | None = None,
+        directory: str | None = None,
+        session_id: str | None = None,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a memory through `MemoryStore.add` (redaction, dedupe): ``{"id", "status":
+        "stored" | "duplicate" | "rejected", "reason"?, "redacted": [kinds]}``. Scoped
+        to the caller's project (global when none is known)."""
+        content = _require(content, "content", str)
+        kind = "fact" if type is None else _text(type, "type", 100)
+        if tags is not None and not (
+            isinstance(tags, str)
+            or (isinstance(tags, list) and all(isinstance(t, str) for t in tags))
+        ):
+            raise ServiceError(proto.BAD_PARAMS, "tags must be a list of strings")
+        if session_id is not None:
+            session_id = _text(session_id, "session_id", 500)
+        who = "agent" if agent is None else _text(agent, "agent", 100)
+        scope = self.scope(project, directory, session_id)
+        secrets = find_secrets(content) if isinstance(content, str) else []
+        vector = None
+        if self.embedder is not None and not secrets:
+            try:
+                vector = self.embedder.embed(content)
+            except Exception as exc:
+                log.debug("remember without an embedding: %s", exc)
+        new_id = str(uuid.uuid4())
+        try:
+            stored = self.store.add(
+                kind,
+                content,
+                tags=tags,
+                project=scope,
+                session_id=session_id,
+                entered_by=who,
+                source="agent",
+                embedding=vector,
+                id=new_id,
+            )
+        except ValidationError as exc:
+            return {"id": None, "status": "rejected", "reason": str(exc), "redacted": secrets}
+        if session_id:  # what the session just said needs no recalling to it
+            self._mark(session_id, [stored])
+        status = "stored" if stored == new_id else "duplicate"
+        return {"id": self._short(stored), "status": status, "redacted": secrets}
+
+    def forget(self, id: str, reason: str) -> dict[str, Any]:
+        """Invalidate a memory: ``{"id", "status": "forgotten" | "already_forgotten"}``."""
+        reason = _text(reason, "reason", 1000)
+        full = self.store.resolve_id(_text(id, "id", 200))
+        done = self.store.invalidate(full, reason)
+        return {"id": self._short(full), "status": "forgotten" if done else "already_forgotten"}
+
+    def get(self, ids: list[str] | str) -> dict[str, Any]:
+        """Full text and provenance: ``{"memories": [...], "missing": [{"id", "reason"}]}``."""
+        out: list[dict[str, Any]] = []
+        missing: list[dict[str, str]] = []
+        for raw in _id_list(ids):
+            try:
+                mem = self.store.get(self.store.resolve_id(raw), track_access=True)
+            except (NotFoundError, ValidationError) as exc:
+                missing.append({"id": raw, "reason": str(exc)})
+                continue
+            if mem is None:
+                missing.append({"id": raw, "reason": "no such memory"})
+                continue
+            out.append(self._full(mem))
+        return {"memories": out, "missing": missing}
+
+    def _full(self, mem: Mapping[str, Any]) -> dict[str, Any]:
+        meta = mem.get("metadata") or {}
+        return {
+            "id": self._short(mem["id"]),
+            "full_id": mem["id"],
+            "type": mem["type"],
+            "content": mem["content"],
+            "tags": list(mem.get("tags") or ()),
+            "confidence": mem.get("confidence"),
+            "agent": mem.get("entered_by"),
+            "session_id": mem.get("session_id"),
+            "project": mem.get("project"),
+            "created_at": mem.get("created_at"),
+            "source": mem.get("source"),
+            "episode": bool(isinstance(meta, Mapping) and meta.get("episode")),
+            "source_message_ids": list(mem.get("source_message_ids") or ()),
+            "valid": mem.get("valid_until") is None,
+            "invalidation_reason": mem.get("invalidation_reason"),
+        }
+
+    def timeline(self, id: str, before: int = 3, after: int = 3) -> dict[str, Any]:
+        """What happened around a memory or episode in its session: ``{"id", "session_id",
+        "items": [{"id", "type", "line", "created_at", "anchor"}]}``, oldest first."""
+        full = self.store.resolve_id(_text(id, "id", 200))
+        before = _bounded(before, "before", 0, MAX_AROUND)
+        after = _bounded(after, "after", 0, MAX_AROUND)
+        mem = self.store.get(full)
+        if mem is None:
+            raise NotFoundError(f"no memory with id {id!r}")
+        items = [
+            {**self._line(m), "anchor": m["id"] == full}
+            for m in given.session_neighbours(self.store, dict(mem), before, after)
+        ]
+        return {"id": self._short(full), "session_id": mem.get("session_id"), "items": items}
+
+    def status(self) -> dict[str, Any]:
+        """``{"version", "protocol", "served_by", "pid", "memories", "embedder",
+        "recall": {"enabled", "budget_tokens"}, "uptime_s"}``."""
+        from . import __version__
+
+        return {
+            "version": __version__,
+            "protocol": proto.PROTOCOL_VERSION,
+            "served_by": self.served_by,
+            "pid": os.getpid(),
+            "memories": self.store.count(),
+            "embedder": self.embedder is not None,
+            "recall": {
+                "enabled": self.recall_settings.enabled,
+                "budget_tokens": self.recall_settings.budget_tokens,
+            },
+            "uptime_s": round(time.monotonic() - self.started, 1),
+        }
+
+
+def _coverage(parsed: Any, covered: Callable[[Any], int], hit: SearchHit) -> float:
+    """How many of the prompt's words ``hit`` holds. A word matched only through a
+    spelling the search guessed ("dokcer" -> docker, but also "convert" -> connect)
+    counts half: a guess is weaker evidence than the word itself."""
+    exact = covered(hit.memory)
+    if not hit.corrections:
+        return exact
+    alts = {t: [*parsed.alternatives.get(t, ()), *hit.corrections.get(t, ())] for t in parsed.terms}
+    guessed = coverage_counter(replace(parsed, alternatives=alts))(hit.memory) - exact
+    return exact + 0.5 * guessed
+
+
+def _flat(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _nothing(reason: str) -> dict[str, Any]:
+    return {"block": "", "ids": [], "memory_ids": [], "tokens": 0, "reason": reason}
+
+
+# The parameters each method takes (the socket refuses any other).
+METHOD_PARAMS: dict[str, tuple[str, ...]] = {
+    "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
+    "search": ("query", "limit", "type", "project", "directory"),
+    "remember": ("content", "type", "tags", "project", "directory", "session_id", "agent"),
+    "forget": ("id", "reason"),
+    "get": ("ids",),
+    "timeline": ("id", "before", "after"),
+    "status": (),
+}

@@ -1,0 +1,150 @@
+"""The query service's client: one call over the sidecar's socket, or in-process.
+
+`call` asks the sidecar (a short connect timeout, one request, one reply). `query` is what
+the Copilot hook, the MCP server and the CLI use: the sidecar when it answers, else the
+same `QueryService` built in this process for the one call (``fallback=True``), so the
+answer is the same either way, only slower (a cold store and caches). The OpenCode
+plugin speaks the protocol itself and, with no sidecar, recalls nothing (fails open).
+
+Light on purpose: the standard library and `service_protocol` only until a fallback is
+needed (the Copilot hook runs this on every prompt).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import service_protocol as proto
+from .errors import LLMemError
+
+CONNECT_TIMEOUT_S = 0.2
+DEFAULT_TIMEOUT_S = 2.0
+# Error codes after which the call is made in-process instead (the sidecar could not
+# take it; the same request may well work here).
+FALLBACK_CODES = frozenset({proto.BUSY})
+USAGE_CODES = frozenset({proto.BAD_PARAMS, proto.NOT_FOUND, proto.UNKNOWN_METHOD})
+
+
+class ServiceUnavailable(LLMemError):
+    """No query service answered on the socket (none runs, or it did not reply in time)."""
+
+
+class ServiceCallError(LLMemError):
+    """The query service answered with an error (``code``: a `service_protocol` code)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def call(
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    home: Path | None = None,
+) -> dict[str, Any]:
+    """``method`` on the sidecar's query service; its result. Raises `ServiceUnavailable`
+    when nothing answers within ``timeout`` (connect within `CONNECT_TIMEOUT_S`), and
+    `ServiceCallError` for an error reply."""
+    path = proto.socket_path(home)
+    deadline = time.monotonic() + timeout
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(min(CONNECT_TIMEOUT_S, timeout))
+        try:
+            with proto.address(path) as addr:
+                sock.connect(addr)
+        except OSError as exc:
+            raise ServiceUnavailable(f"no query service at {path}: {exc}") from None
+        try:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            sock.sendall(proto.encode(proto.request(method, dict(params or {}))))
+            line = _read_line(sock, deadline)
+        except OSError as exc:
+            raise ServiceUnavailable(f"the query service did not answer: {exc}") from None
+    finally:
+        sock.close()
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        raise ServiceUnavailable("the query service sent a malformed reply") from None
+    if not isinstance(reply, dict):
+        raise ServiceUnavailable("the query service sent a malformed reply")
+    error = reply.get("error")
+    if isinstance(error, dict):
+        raise ServiceCallError(str(error.get("code")), str(error.get("message")))
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        raise ServiceUnavailable("the query service sent a reply without a result")
+    return result
+
+
+def _read_line(sock: socket.socket, deadline: float) -> bytes:
+    buf = bytearray()
+    while True:
+        nl = buf.find(b"\n")
+        if nl >= 0:
+            return bytes(buf[:nl])
+        if len(buf) > proto.MAX_REPLY_BYTES:
+            raise OSError("reply too large")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        sock.settimeout(left)
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionResetError("the query service closed the link")
+        buf += chunk
+
+
+def query(
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    fallback: bool = True,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    home: Path | None = None,
+    config: Any = None,
+) -> dict[str, Any]:
+    """`call`, and when no sidecar answers (or it is busy) and ``fallback``, the same
+    method in-process on a `QueryService` of this process (``config``: the settings to
+    use, typed or a dict; default config.yaml). Errors of the request itself raise
+    `ServiceCallError` either way."""
+    try:
+        return call(method, params, timeout=timeout, home=home)
+    except ServiceUnavailable:
+        if not fallback:
+            raise
+    except ServiceCallError as exc:
+        if not fallback or exc.code not in FALLBACK_CODES:
+            raise
+    return call_in_process(method, params, config=config)
+
+
+def call_in_process(
+    method: str, params: Mapping[str, Any] | None = None, *, config: Any = None
+) -> dict[str, Any]:
+    """``method`` on a `QueryService` opened for this one call (then closed)."""
+    from .config import load_settings
+    from .service import QueryService, ServiceError
+
+    settings = load_settings() if config is None else config
+    with QueryService.open(settings, served_by="in-process") as service:
+        try:
+            return service.call(method, params)
+        except ServiceError as exc:
+            raise ServiceCallError(exc.code, str(exc)) from None
+
+
+def answers(home: Path | None = None, timeout: float = 0.5) -> dict[str, Any] | None:
+    """The sidecar's ``status`` when its query service answers, else None."""
+    try:
+        return call("status", timeout=timeout, home=home)
+    except (ServiceUnavailable, ServiceCallError):
+        return None
