@@ -56,7 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "sidecar",
     ),
     # entry points
-    ("copilot_hook", "cli", "__init__", "__main__", "plugin"),
+    ("copilot_hook", "mcp_server", "cli", "__init__", "__main__", "plugin"),
 )
 
 
