@@ -4,7 +4,8 @@ OpenCode: ``llmem.ts`` into OpenCode's global plugin folder and its settings int
 ``<LLMEM_HOME>/plugin.json``. OpenCode loads every ``*.ts``/``*.js`` file in
 ``$XDG_CONFIG_HOME/opencode/plugin/`` (default ``~/.config/opencode/plugin/``). The plugin
 reads ``plugin.json`` for where the context files are, how long to wait for a new
-session's file and how to start the sidecar.
+session's file, how to start the sidecar, where the query service listens and how long
+recall and the memory tools may take.
 
 GitHub Copilot CLI: a user-level hooks file ``$COPILOT_HOME/hooks/llmem.json`` (always
 loaded, no folder trust needed) running ``<absolute llmem-hooks> hook copilot <event>``,
@@ -38,6 +39,7 @@ from .paths import (
     write_atomic,
     write_private_file,
 )
+from .service_protocol import socket_path
 
 PLUGIN_FILE = "llmem.ts"
 PLUGIN_MARKER = "llmem-hooks plugin for OpenCode"  # first line of plugin/llmem.ts
@@ -86,6 +88,12 @@ def sidecar_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "llmem_hooks.cli", "run"]
 
 
+def service_socket_path() -> Path:
+    """Where the sidecar's query service listens (`service_protocol.socket_path`, one rule
+    for every client): the plugin's recall and memory tools connect there."""
+    return socket_path(get_llmem_home())
+
+
 def plugin_settings(command: Sequence[str] | None = None) -> dict[str, Any]:
     """The content of plugin.json (honours ``context.dir`` and the ``opencode`` section of
     config.yaml when it exists)."""
@@ -97,6 +105,11 @@ def plugin_settings(command: Sequence[str] | None = None) -> dict[str, Any]:
         "autostart": bool(cfg["opencode"]["autostart_sidecar"]),
         "command": list(command) if command else sidecar_command(),
         "log": str(home / "logs" / "plugin.log"),
+        "socket": str(service_socket_path()),
+        "recall": bool(cfg["opencode"]["plugin_recall"]),
+        "recall_timeout_ms": int(cfg["opencode"]["plugin_recall_timeout_ms"]),
+        "tools": bool(cfg["opencode"]["plugin_tools"]),
+        "tool_timeout_ms": int(cfg["opencode"]["plugin_tool_timeout_ms"]),
     }
 
 
