@@ -47,32 +47,35 @@ INSTRUCTIONS = (
     "later session should know."
 )
 
+# The same words as plugin/llmem.ts's TOOL_SPECS: the same tools in both agents
+# (tests/test_mcp_server.py compares them).
 SEARCH_DESC = (
-    "Search the project's long-term memory (earlier sessions, any agent). Use it BEFORE "
-    "answering questions about the project's past, its conventions, how something is done "
-    "here (build, test, deploy commands), earlier failures and their fixes, or what the user "
-    "said they prefer. Returns one line per memory with a short id; pass ids to memory_get "
-    "for the full text. `query`: keywords or a question; `type`: optional filter (fact, "
-    "decision, preference, procedure, project_state, event, conversation, ...)."
+    "Search this project's long-term memory: decisions, conventions, commands that worked, "
+    "the user's preferences, earlier errors and their fixes, and past conversations "
+    "(episodes) of earlier sessions. Use it BEFORE answering a question about the project's"
+    " past, its conventions or an earlier failure, and before re-deriving something that "
+    "may have been settled already. Returns one line per hit with a short id; read the full"
+    " text with memory_get."
 )
 REMEMBER_DESC = (
-    "Store one memory for later sessions in this project. Use it when a decision is taken, "
-    "a command or fix finally worked, a convention is established, or the user states a "
-    "preference ('always use pnpm', 'never push to main'). One self-contained sentence or "
-    "short paragraph; credentials are redacted and near-duplicates merged. `type`: fact, "
-    "decision, preference, procedure, ...; `tags`: optional keywords."
+    "Store one durable memory for later sessions. Use it when a decision is taken (say "
+    "why), a command finally worked, the user states a preference or convention, or an "
+    "error is understood and fixed. One self-contained sentence or short paragraph that "
+    "makes sense without this conversation; not for transient task state. Secrets are "
+    "redacted; near-duplicates are merged."
 )
 FORGET_DESC = (
-    "Forget a memory that is wrong or outdated (it stops being returned; the reason is "
-    "kept). `id`: the short id from memory_search; `reason`: why, in a few words."
+    "Mark a memory as no longer true (kept in history with the reason, never shown again). "
+    "Use it when the user says something changed or a memory proved wrong; remember the new"
+    " state separately."
 )
 GET_DESC = (
-    "The full text and provenance (type, session, agent, time, project) of memories, by the "
-    "short ids memory_search or an injected <llmem-recall> block shows."
+    "The full text and provenance (agent, session, time, project) of memories or episodes, "
+    "by the short ids shown in recalled memory blocks, memory_search or memory_timeline."
 )
 TIMELINE_DESC = (
-    "What happened around a memory or episode in its session: the entries just before and "
-    "after it, one line each. Use it to see the context of a decision or a failure."
+    "What happened around a memory or episode in its session: the exchanges just before and"
+    " after it, one line each with short ids (full text with memory_get)."
 )
 
 

@@ -79,7 +79,7 @@ def test_the_five_tools_and_their_descriptions(repo: Path, llmem_home: Path) -> 
     by_name = {t.name: t for t in tools}
     assert set(by_name) == TOOLS
     search = by_name["memory_search"].description or ""
-    assert "BEFORE" in search and "conventions" in search and "failures" in search
+    assert "BEFORE" in search and "conventions" in search and "failure" in search
     remember = by_name["memory_remember"].description or ""
     assert "decision" in remember and "preference" in remember and "worked" in remember
     assert set(by_name["memory_search"].inputSchema["properties"]) == {"query", "limit", "type"}
@@ -211,3 +211,30 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 2 and proc.stderr.startswith("error: --project-dir")
+
+
+def test_the_tools_read_the_same_in_both_agents() -> None:
+    """The OpenCode plugin's custom tools and this server's carry the same names and the
+    same descriptions (when to search, when to remember), word for word."""
+    import re
+
+    from llmem_hooks import mcp_server
+
+    ts = (Path(__file__).resolve().parents[1] / "plugin" / "llmem.ts").read_text()
+    block = ts[ts.index("const TOOL_SPECS") : ts.index("// Zod-like enough")]
+    plugin = {
+        m.group(1): "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2)))
+        for m in re.finditer(
+            r'(memory_\w+): \{\s*method: "\w+",\s*description:\s*'
+            r'((?:"(?:[^"\\]|\\.)*"\s*\+?\s*)+),',
+            block,
+        )
+    }
+    ours = {
+        "memory_search": mcp_server.SEARCH_DESC,
+        "memory_remember": mcp_server.REMEMBER_DESC,
+        "memory_forget": mcp_server.FORGET_DESC,
+        "memory_get": mcp_server.GET_DESC,
+        "memory_timeline": mcp_server.TIMELINE_DESC,
+    }
+    assert plugin == ours
