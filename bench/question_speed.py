@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.episodes import next_context, time_words
+from llmem_hooks.episodes import after_words, time_words
 from llmem_hooks.query import parse_query
 from llmem_hooks.store import MemoryFilter
 
-CORPUS_VERSION = 2  # 2: episodes carry their context words (fts_context)
+CORPUS_VERSION = 3  # 2: episodes carry their context words; 3: fts_after
 SPEAKERS = ["user", "assistant", "reviewer", "alice", "bob"]
 
 
@@ -117,9 +117,7 @@ def build(memories: int, episodes: int, work: Path, seed: int = 5) -> list[corpu
                 x for x in (prev["content"][:600] if prev else "", time_words(when_ms(when))) if x
             )
             if prev:
-                prev["metadata"]["fts_context"] = next_context(
-                    prev["metadata"]["fts_context"], ep["content"]
-                )
+                prev["metadata"]["fts_after"] = after_words(ep["content"])
             batch.append(ep)
             if len(batch) >= 10_000 and i % 8 == 7:
                 store.import_memories(batch)

@@ -219,6 +219,13 @@ class OpenCodeSettings(Section):
     autostart_sidecar: bool = _setting(True, _bool)
     # how long the plugin waits for a new session's context file
     plugin_wait_ms: int = _setting(300, _int(0, 60_000))
+    # per-prompt recall: the plugin asks the query service on every user message
+    plugin_recall: bool = _setting(True, _bool)
+    # ... and gives up after this long (no block then: the prompt never waits longer)
+    plugin_recall_timeout_ms: int = _setting(250, _int(1, 60_000))
+    # the memory_* agent tools, and how long one call may take
+    plugin_tools: bool = _setting(True, _bool)
+    plugin_tool_timeout_ms: int = _setting(3000, _int(1, 60_000))
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,23 @@ for the PascalCase aliases such as ``SessionStart``). It prints at most one JSON
   written it yet, the hook builds it through the same `SessionHookCoordinator.on_created`
   (dispatched by `SessionEventManager`, so a registered ``created`` hook runs too), so
   both always agree. Copilot places it first in the conversation.
-* ``userPromptSubmitted``: ``{"additionalContext": <resume pack>}`` once after each
-  compaction (Copilot's ``checkpoints/NNN-*.md`` count went up since the last injection,
-  remembered in ``<session_id>.compact.injected``).
+  With an ``initialPrompt`` (a new session's first prompt; in ``-p`` runs the prompt of
+  each resumed run too), the per-prompt recall for that prompt is appended: the start
+  context is ranked for what the session is about to ask.
+* ``userPromptSubmitted``: ``{"additionalContext": ...}`` with the per-prompt recall
+  block (the query service's ``recall``: the memories relevant to this prompt that this
+  session was not given yet, as ``<llmem-recall>`` lines; Copilot appends it to the
+  prompt as a ``<system_reminder>``), and once after each compaction the resume pack
+  (Copilot's ``checkpoints/NNN-*.md`` count went up since the last injection, remembered
+  in ``<session_id>.compact.injected``). Copilot keeps only the last hook's value, so
+  both go in one output.
 * every other event: nothing. The session store (``events.jsonl``) is the source of
   truth and the sidecar tails it; the hook only starts a sidecar when none runs (config
   ``copilot.autostart_sidecar``, default true).
+
+Both events recall under one per-session lock (``<session_id>.recall.lock``): Copilot
+starts them together for the same first prompt, and the lock makes the second one see
+what the first gave (the service never repeats a memory within a session).
 
 Fail open: on any error, bad input or a slow database the hook prints nothing and exits
 0 (errors go to ``<LLMEM_HOME>/logs/copilot-hook.log``), always within `DEADLINE_S`.
@@ -43,6 +54,9 @@ DB_MARGIN_S = 0.25  # SQLite gives up this long before the deadline
 LOG_NAME = "copilot-hook.log"
 LOG_MAX_BYTES = 1_000_000
 MARKER_SUFFIX = ".compact.injected"
+RECALL_LOCK_SUFFIX = ".recall.lock"
+RECALL_MARGIN_S = 0.15  # recall is skipped when less than this is left before the deadline
+MAX_PROMPT_CHARS = 20_000  # the service reads no more of a prompt than this
 SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
 ENTRY_POINTS_CACHE = ".copilot-hook-entry-points.json"  # the session hooks plugins declare
 
@@ -291,6 +305,22 @@ def _epoch_ms(value: Any) -> int:
 
 
 def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float) -> str:
+    """The session's context, then the recall block for its ``initialPrompt``; under the
+    session's recall lock, so the concurrent ``userPromptSubmitted`` hook for the same
+    prompt sees both (and repeats neither)."""
+    prompt = _field(payload, "initialPrompt", "initial_prompt")
+    block = ""
+    with RecallLock(settings, sid, deadline) as locked:
+        text = start_context(sid, payload, settings, deadline)
+        if locked and isinstance(prompt, str):
+            try:
+                block = recall_block(sid, prompt, payload, settings, deadline)
+            except Exception as exc:  # the context still goes out
+                log_line(f"recall session={sid} failed: {type(exc).__name__}: {exc}")
+    return join_blocks(text, block)
+
+
+def start_context(sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float) -> str:
     """The session's context: the sidecar's file, else built now by the coordinator."""
     from .paths import validate_session_id
 
@@ -374,6 +404,104 @@ def session_dir_for(sid: str, payload: Mapping[str, Any], settings: Settings) ->
     return settings.copilot_home / "session-state" / sid
 
 
+# -- per-prompt recall -----------------------------------------------------------------------
+def recall_enabled(settings: Settings) -> bool:
+    section = settings.config.get("recall")
+    return not isinstance(section, Mapping) or bool(section.get("enabled", True))
+
+
+def recall_block(
+    sid: str, prompt: str, payload: Mapping[str, Any], settings: Settings, deadline: float
+) -> str:
+    """The query service's recall block for ``prompt`` ('' for nothing): the sidecar's
+    socket, else an in-process `QueryService` (`service_client.query`)."""
+    if not recall_enabled(settings) or not prompt.strip():
+        return ""
+    left = deadline - time.monotonic() - RECALL_MARGIN_S
+    if left <= 0:
+        log_line(f"recall session={sid}: skipped, no time left")
+        return ""
+    from .service_client import query
+
+    params: dict[str, Any] = {"session_id": sid, "prompt": prompt[:MAX_PROMPT_CHARS]}
+    cwd = _field(payload, "cwd")
+    if isinstance(cwd, str):
+        params["directory"] = cwd
+    # Half the time for the sidecar, the rest for the in-process fallback if it is stuck.
+    result = query(
+        "recall", params, fallback=True, timeout=min(left / 2, 0.5), config=settings.config
+    )
+    block = result.get("block") if isinstance(result, Mapping) else None
+    return block if isinstance(block, str) else ""
+
+
+def join_blocks(*parts: str) -> str:
+    """The non-empty parts, a blank line apart (a single part exactly as it is)."""
+    kept = [p for p in parts if p and p.strip()]
+    if len(kept) <= 1:
+        return kept[0] if kept else ""
+    return "\n\n".join(p.strip("\n") for p in kept) + "\n"
+
+
+class RecallLock:
+    """An exclusive flock on ``<context_dir>/<session>.recall.lock`` (0600), waited for
+    until shortly before the deadline; ``with`` gives whether it was taken (if not, the
+    caller does not recall: better nothing than a repeat)."""
+
+    def __init__(self, settings: Settings, sid: str, deadline: float) -> None:
+        from .paths import validate_session_id
+
+        self.path = settings.context_dir / f"{validate_session_id(sid)}{RECALL_LOCK_SUFFIX}"
+        self.deadline = deadline - RECALL_MARGIN_S
+        self.fd: int | None = None
+
+    def __enter__(self) -> bool:
+        import fcntl
+
+        from .paths import ensure_private_dir
+
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        if self.path.parent.is_symlink():  # never create files through a link (context.py)
+            log_line(f"{self.path.parent} is a symlink: no recall lock, no recall")
+            return False
+        try:
+            ensure_private_dir(self.path.parent)
+            self.fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            log_line(f"{self.path}: cannot lock ({exc!r}), no recall")
+            return False
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= self.deadline:
+                    log_line(f"{self.path.name}: still locked at the deadline, no recall")
+                    return False
+                time.sleep(0.01)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock
+            self.fd = None
+
+
+def prompt_context(
+    sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float
+) -> str:
+    """userPromptSubmitted: the resume pack after a compaction, then the recall block."""
+    pack = prompt_submitted(sid, settings, session_dir_for(sid, payload, settings))
+    prompt = _field(payload, "prompt")
+    block = ""
+    if isinstance(prompt, str):
+        with RecallLock(settings, sid, deadline) as locked:
+            try:
+                block = recall_block(sid, prompt, payload, settings, deadline) if locked else ""
+            except Exception as exc:  # the resume pack still goes out
+                log_line(f"recall session={sid} failed: {type(exc).__name__}: {exc}")
+    return join_blocks(pack, block)
+
+
 class _NoExtractor:
     """on_created never extracts; this spares importing the extraction engine."""
 
@@ -438,7 +566,7 @@ def handle(agent: str, event_arg: str | None, stream: BinaryIO, deadline: float)
     if event == "sessionStart":
         text = session_start(sid, payload, settings, deadline)
     elif event == "userPromptSubmitted" and not subagent:
-        text = prompt_submitted(sid, settings, session_dir_for(sid, payload, settings))
+        text = prompt_context(sid, payload, settings, deadline)
     if event in AUTOSTART_EVENTS:
         try:
             maybe_start_sidecar(settings)

@@ -13,8 +13,10 @@ Additions for a sidecar that embeds memories on every idle event:
 - counters (hits, misses, requests, tokens, seconds) for benchmarks and ``doctor``.
 
 Errors propagate as `OllamaError` (server side) or `EmbeddingError` (our checks);
-callers decide to store memories without vectors or to search with FTS only. Texts must
-already be redacted by the caller; they are never logged.
+callers decide to store memories without vectors or to search with FTS only. Every text
+is redacted here, before the cache and the request (``<private>`` spans out, credentials
+``[REDACTED]``): one choke point for what reaches the model, whatever the caller (a
+memory, an episode, a search query, a prompt being recalled for). Texts are never logged.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from .ollama import (
     OllamaTimeout,
     OllamaUnavailable,
 )
+from .redact import redact_secrets, strip_private
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +118,15 @@ class EmbedStats:
 
 
 def _check_text(text: object, max_chars: int) -> str:
-    """A non-empty string, cut to ``max_chars`` (what the model will actually see)."""
+    """A non-empty string, redacted and cut to ``max_chars`` (what the model will see)."""
     if not isinstance(text, str):
         raise EmbeddingInputError(f"text to embed must be a string, not {type(text).__name__}")
     if not text.strip():
         raise EmbeddingInputError("text to embed is empty")
-    return text[:max_chars]
+    safe = redact_secrets(strip_private(text))
+    if safe is None or not safe.strip():
+        raise EmbeddingInputError("text to embed holds nothing that may be sent to a model")
+    return safe[:max_chars]
 
 
 class ModelBackedOff(OllamaUnavailable):

@@ -23,7 +23,7 @@ from .extraction.transcript import transcript_lines
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
-NEXT_CHARS = 300  # ... and the next one's (a follow-up names what the answer did)
+NEXT_CHARS = 300  # ... and the next one's opening (a follow-up names what the answer did)
 TOOL_LINE_CHARS = 160
 # The context blocks we inject as markdown (a header, to the end of the message). The
 # per-prompt recall block (<llmem-recall> ... </llmem-recall>) is cut out earlier, by
@@ -38,10 +38,10 @@ _TOOL = re.compile(
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _RELATIVE = re.compile(
     r"\b(?:(?P<simple>yesterday|today|tomorrow|tonight|this morning|this afternoon)"
-    r"|(?P<lastnext>last|next|this) (?P<unit>week|month|year|"
+    r"|(?P<lastnext>last|next|this) (?P<unit>weekend|week|month|year|"
     + "|".join(_WEEKDAYS)
     + r")|(?P<n>\d{1,3}|a|an|one|two|three|four|five|six|seven) (?P<nunit>days?|weeks?|months?)"
-    r" ago)\b",
+    r" ago|(?:on|since) (?P<bare>" + "|".join(_WEEKDAYS) + r"))\b",
     re.IGNORECASE,
 )
 _SMALL = {
@@ -66,9 +66,13 @@ class Episode:
     time_ms: int
     context: str = ""
     files: list[str] = field(default_factory=list)
+    after: str = ""  # the opening of the exchange after it (a lower-weight FTS column)
 
     def metadata(self) -> dict[str, object]:
-        return {"episode": True, "fts_context": self.context}
+        meta: dict[str, object] = {"episode": True, "fts_context": self.context}
+        if self.after:
+            meta["fts_after"] = self.after
+        return meta
 
 
 def time_words(ms: int) -> str:
@@ -94,7 +98,12 @@ def resolved_times(text: str, ms: int) -> list[str]:
         elif m.group("lastnext"):
             sign = {"last": -1, "next": 1, "this": 0}[m.group("lastnext").lower()]
             unit = m.group("unit").lower()
-            if unit == "week":
+            if unit == "weekend":  # its Saturday (the Sunday follows below)
+                delta = (5 - now.weekday()) % 7
+                delta = {-1: delta - 7 if delta > 0 else -7, 1: delta or 7, 0: delta}[sign]
+                when = now + timedelta(days=delta)
+                out.append(time_words(int((when + timedelta(days=1)).timestamp() * 1000)))
+            elif unit == "week":
                 when, span = now + timedelta(weeks=sign), "week"
             elif unit == "month":
                 month = now.month - 1 + sign
@@ -111,6 +120,11 @@ def resolved_times(text: str, ms: int) -> list[str]:
                 elif sign > 0 and delta == 0:
                     delta = 7
                 when = now + timedelta(days=delta)
+        elif m.group("bare"):
+            # "on Tuesday" in a conversation is most often the one just past; said on a
+            # Tuesday it means a week ago (today would be "today")
+            delta = (_WEEKDAYS.index(m.group("bare").lower()) - now.weekday()) % 7
+            when = now + timedelta(days=delta - 7 if delta > 0 else -7)
         else:
             raw = m.group("n").lower()
             n = int(raw) if raw.isdigit() else _SMALL.get(raw, 1)
@@ -195,14 +209,13 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         )
         files = [f for m in group for f in m.files]
         if episodes:
-            episodes[-1].context = next_context(episodes[-1].context, content)
+            episodes[-1].after = after_words(content)
         episodes.append(Episode(content, [m.id for m in group], time_ms, context, files))
         prev = content
     return episodes
 
 
-def next_context(context: str, next_content: str) -> str:
-    """An episode's context words with the opening of the exchange after it added (its
-    follow-up: "that fixed it", "and the staging one?"), once."""
-    addition = _clip(next_content, NEXT_CHARS)
-    return f"{context} {addition}".strip() if addition not in context else context
+def after_words(next_content: str) -> str:
+    """What an episode is also found by from the exchange after it: that exchange's
+    opening (its follow-up, "that fixed it", "and the staging one?")."""
+    return _clip(next_content, NEXT_CHARS)

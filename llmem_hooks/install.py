@@ -4,13 +4,16 @@ OpenCode: ``llmem.ts`` into OpenCode's global plugin folder and its settings int
 ``<LLMEM_HOME>/plugin.json``. OpenCode loads every ``*.ts``/``*.js`` file in
 ``$XDG_CONFIG_HOME/opencode/plugin/`` (default ``~/.config/opencode/plugin/``). The plugin
 reads ``plugin.json`` for where the context files are, how long to wait for a new
-session's file and how to start the sidecar.
+session's file, how to start the sidecar, where the query service listens and how long
+recall and the memory tools may take.
 
 GitHub Copilot CLI: a user-level hooks file ``$COPILOT_HOME/hooks/llmem.json`` (always
-loaded, no folder trust needed) running ``<absolute llmem-hooks> hook copilot <event>``.
-The repository's ``hooks.json`` + ``.github/plugin/plugin.json`` are the same hooks as a
-plugin (``copilot --plugin-dir <repo>``); use one or the other, not both (each would
-inject the context once).
+loaded, no folder trust needed) running ``<absolute llmem-hooks> hook copilot <event>``,
+and the MCP server (``llmem-hooks mcp``) as the ``llmem`` entry of the user's
+``$COPILOT_HOME/mcp-config.json`` (merged into the file: other servers are kept as they
+are). The repository's ``hooks.json`` + ``.github/plugin/plugin.json`` are the same hooks
+and server as a plugin (``copilot --plugin-dir <repo>``); use one or the other, not both
+(each would inject the context once, and the tools would be offered twice).
 
 Every step is idempotent; uninstalling removes only the files it wrote.
 """
@@ -28,6 +31,7 @@ from typing import Any
 
 from . import paths
 from .config import load_config
+from .errors import ConfigError
 from .paths import (
     ensure_private_dir,
     get_context_dir,
@@ -35,6 +39,7 @@ from .paths import (
     write_atomic,
     write_private_file,
 )
+from .service_protocol import socket_path
 
 PLUGIN_FILE = "llmem.ts"
 PLUGIN_MARKER = "llmem-hooks plugin for OpenCode"  # first line of plugin/llmem.ts
@@ -83,6 +88,12 @@ def sidecar_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "llmem_hooks.cli", "run"]
 
 
+def service_socket_path() -> Path:
+    """Where the sidecar's query service listens (`service_protocol.socket_path`, one rule
+    for every client): the plugin's recall and memory tools connect there."""
+    return socket_path(get_llmem_home())
+
+
 def plugin_settings(command: Sequence[str] | None = None) -> dict[str, Any]:
     """The content of plugin.json (honours ``context.dir`` and the ``opencode`` section of
     config.yaml when it exists)."""
@@ -94,6 +105,11 @@ def plugin_settings(command: Sequence[str] | None = None) -> dict[str, Any]:
         "autostart": bool(cfg["opencode"]["autostart_sidecar"]),
         "command": list(command) if command else sidecar_command(),
         "log": str(home / "logs" / "plugin.log"),
+        "socket": str(service_socket_path()),
+        "recall": bool(cfg["opencode"]["plugin_recall"]),
+        "recall_timeout_ms": int(cfg["opencode"]["plugin_recall_timeout_ms"]),
+        "tools": bool(cfg["opencode"]["plugin_tools"]),
+        "tool_timeout_ms": int(cfg["opencode"]["plugin_tool_timeout_ms"]),
     }
 
 
@@ -220,7 +236,7 @@ def install_copilot(command: str | None = None, report: Report | None = None) ->
     status = _write_if_changed(target, body.encode(), private=False)
     if report is not None:
         report(f"{status} {target}")
-    return [target]
+    return [target, *install_copilot_mcp(report=report)]
 
 
 def is_our_copilot_hooks(path: Path) -> bool:
@@ -233,17 +249,138 @@ def is_our_copilot_hooks(path: Path) -> bool:
 
 
 def uninstall_copilot(report: Report | None = None) -> list[Path]:
-    """Remove ``$COPILOT_HOME/hooks/llmem.json`` if it is ours; returns what was removed."""
+    """Remove ``$COPILOT_HOME/hooks/llmem.json`` if it is ours, and our MCP server entry;
+    returns what was removed (changed, for mcp-config.json)."""
     target = copilot_hooks_path()
     removed: list[Path] = []
     if is_our_copilot_hooks(target):
         target.unlink()
         removed.append(target)
+        if report is not None:
+            report(f"{STATUS_REMOVED} {target}")
     elif target.exists() and report is not None:
         report(f"left {target} alone: it is not the llmem-hooks hooks file")
-    if report is not None:
-        for path in removed:
-            report(f"{STATUS_REMOVED} {path}")
-        if not removed:
-            report("nothing to remove: the Copilot CLI hooks are not installed")
+    removed += uninstall_copilot_mcp(report=report)
+    if report is not None and not removed:
+        report("nothing to remove: the Copilot CLI hooks are not installed")
     return removed
+
+
+# -- the MCP server, for Copilot CLI ------------------------------------------------------------
+COPILOT_MCP_FILE = "mcp-config.json"
+MCP_SERVER_NAME = "llmem"
+
+
+def copilot_mcp_path() -> Path:
+    return copilot_home() / COPILOT_MCP_FILE
+
+
+def mcp_server_entry(command: Sequence[str] | None = None) -> dict[str, Any]:
+    """Our server in Copilot CLI's user config form (what ``copilot mcp add`` writes):
+    this installation's ``llmem-hooks`` (absolute), argument ``mcp``."""
+    base = list(command) if command else sidecar_command()[:-1]
+    return {"type": "local", "command": base[0], "args": [*base[1:], "mcp"], "tools": ["*"]}
+
+
+def is_our_mcp_entry(entry: Any) -> bool:
+    """An entry that runs ``llmem-hooks mcp`` (or ``python -m llmem_hooks.cli mcp``)."""
+    if not isinstance(entry, dict):
+        return False
+    command, args = entry.get("command"), entry.get("args")
+    if not isinstance(command, str) or not isinstance(args, list) or args[-1:] != ["mcp"]:
+        return False
+    return Path(command).name == "llmem-hooks" or "llmem_hooks.cli" in args
+
+
+def _read_mcp_config(path: Path) -> dict[str, Any] | None:
+    """The user's MCP config (None if missing). Anything we could not write back without
+    losing something (not JSON, not an object) stops the install with one clear line."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); fix it, then run again") from None
+    servers = data.get("mcpServers", {}) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: expected an object with an mcpServers object; left alone")
+    return data
+
+
+class _McpWriterLock:
+    """Copilot CLI's own lock on its MCP config (``.mcp-writer.lock``, taken with flock by
+    ``copilot mcp add``): we hold it too while we read, merge and write the file."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / ".mcp-writer.lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> _McpWriterLock:
+        import fcntl
+
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(self.path, flags, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the flock
+
+
+def install_copilot_mcp(
+    command: Sequence[str] | None = None, report: Report | None = None
+) -> list[Path]:
+    """Add (or update) the ``llmem`` server in ``$COPILOT_HOME/mcp-config.json`` (0600),
+    keeping every other server and key. A ``llmem`` entry that is not ours is left alone."""
+    target = copilot_mcp_path()
+    ensure_private_dir(target.parent)
+    with _McpWriterLock(target.parent):
+        data = _read_mcp_config(target)
+        config: dict[str, Any] = data if data is not None else {}
+        servers = config.setdefault("mcpServers", {})
+        current = servers.get(MCP_SERVER_NAME)
+        if current is not None and not is_our_mcp_entry(current):
+            if report is not None:
+                report(f"left {target} alone: its {MCP_SERVER_NAME!r} server is not ours")
+            return []
+        servers[MCP_SERVER_NAME] = mcp_server_entry(command)
+        body = json.dumps(config, indent=2) + "\n"
+        if data is None:
+            status = STATUS_INSTALLED
+        elif current == servers[MCP_SERVER_NAME]:
+            status = STATUS_UNCHANGED
+        else:
+            status = STATUS_UPDATED
+        if status != STATUS_UNCHANGED:
+            write_private_file(target, body)
+        elif not target.is_symlink():
+            os.chmod(target, 0o600)
+    if report is not None:
+        report(f"{status} {target} (MCP server {MCP_SERVER_NAME!r})")
+    return [target]
+
+
+def uninstall_copilot_mcp(report: Report | None = None) -> list[Path]:
+    """Remove our ``llmem`` entry from ``$COPILOT_HOME/mcp-config.json``; every other
+    server stays (the file stays too, even when it ends up with no server)."""
+    target = copilot_mcp_path()
+    if not target.exists():
+        return []
+    with _McpWriterLock(target.parent):
+        try:
+            data = _read_mcp_config(target)
+        except ConfigError as exc:
+            if report is not None:
+                report(f"left {target} alone: {exc}")
+            return []
+        servers = (data or {}).get("mcpServers", {})
+        if not is_our_mcp_entry(servers.get(MCP_SERVER_NAME)):
+            return []
+        del servers[MCP_SERVER_NAME]
+        write_private_file(target, json.dumps(data, indent=2) + "\n")
+    if report is not None:
+        report(f"{STATUS_REMOVED} the MCP server {MCP_SERVER_NAME!r} from {target}")
+    return [target]

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import ValidationError
+from .lexicon import ALTERNATIVES, alternatives
 
 OPERATORS = frozenset({"AND", "OR", "NOT"})
 
@@ -47,39 +48,8 @@ STOP_WORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
-# Abbreviations and near-synonyms common in software work. Porter stemming already
-# handles inflections (deploys/deploying/deployment -> deploy).
-_SYNONYM_GROUPS = [
-    "db database databases",
-    "postgres postgresql psql pg",
-    "k8s kubernetes kubectl",
-    "repo repository",
-    "env environment",
-    "config configuration settings",
-    "deps dependencies",
-    "js javascript",
-    "ts typescript",
-    "py python",
-    "auth authentication login",
-    "prod production",
-    "dev development",
-    "pr pull-request",
-    "mr merge-request",
-    "docs documentation",
-    "dir directory folder",
-    "msg message",
-    "err error failure",
-    "perf performance",
-    "creds credentials",
-    "pkg package",
-    "lib library",
-    "test testing spec",
-]
-SYNONYMS: dict[str, list[str]] = {}
-for _group in _SYNONYM_GROUPS:
-    _words = _group.split()
-    for _w in _words:
-        SYNONYMS.setdefault(_w, []).extend(x for x in _words if x != _w)
+# Other words for a question's words (synonyms, irregular verbs, kinds): lexicon.py.
+SYNONYMS: dict[str, list[str]] = ALTERNATIVES
 
 _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
 _WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
@@ -220,7 +190,7 @@ def parse_query(query: str) -> ParsedQuery:
             out.append(quote(text))
         else:
             out.append(tok)
-    parsed.alternatives = {t: SYNONYMS[t] for t in parsed.terms if t in SYNONYMS}
+    parsed.alternatives = {t: alts for t in parsed.terms if (alts := alternatives(t))}
     if parsed.explicit:
         parsed.strict_match = _tidy(out)
     else:  # a question or plain words: AND of the content words, each with its synonyms

@@ -154,7 +154,7 @@ _ENGLISH = _words(
     "provided generated managed configured available mandatory enabled disabled visible "
     "different case sensitive same new old current temporary default one two any all some "
     "none null given below above attached included listed there different sent kept used "
-    "fine ok okay good bad same easy hard simple complex unique random wrong leaked "
+    "fine ok okay good bad same easy hard simple complex unique random wrong leaked safe secure "
     "compromised exposed public private local global per each every should must will can "
     "could would may might does did has have had was were are see use ask check read get run "
     "call contact type enter click open find look copy paste generate rotate change update "

@@ -281,8 +281,8 @@ class SessionHookCoordinator:
         if cursor is not None:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
-        from .episodes import next_context
-        from .store.episodes import episode_message_ids, set_episode_context
+        from .episodes import after_words
+        from .store.episodes import episode_message_ids, set_episode_after
 
         known = episode_message_ids(self.store, session_id)
         episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
@@ -290,11 +290,7 @@ class SessionHookCoordinator:
         vectors = self._embed([e.content for e in episodes]) if embed else []
         with self.store.atomic():
             if last and episodes:  # the stored episode before these learns its follow-up
-                meta = last[0].get("metadata") or {}
-                old = str(meta.get("fts_context") or "") if isinstance(meta, dict) else ""
-                new = next_context(old, episodes[0].content)
-                if new != old:
-                    set_episode_context(self.store, last[0]["id"], new)
+                set_episode_after(self.store, last[0]["id"], after_words(episodes[0].content))
             for i, ep in enumerate(episodes):
                 when = (
                     to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None

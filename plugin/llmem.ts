@@ -6,17 +6,29 @@
 //   file is waited for (up to wait_ms), later calls never wait. Content is cached by mtime.
 // * experimental.session.compacting: pushes the resume pack <sessionID>.compact.md into the
 //   compaction prompt.
+//   The block is pinned per session (the first one read is sent on every later request) so
+//   the prompt prefix stays byte-identical and prompt caching survives; it is re-read after
+//   the session is compacted (the history is rewritten then anyway).
+// * chat.message: asks the query service of the sidecar (`recall` over its Unix socket,
+//   time-boxed) for the memories relevant to the new prompt and adds them to the user's
+//   message as one synthetic text part (<llmem-recall> ... </llmem-recall>). Stored with the
+//   message, the block is part of the history: every earlier byte of the prompt stays the
+//   same from turn to turn. No answer in time: no block (fail open).
+// * tool: memory_search, memory_remember, memory_forget, memory_get, memory_timeline, each
+//   one call to the query service with compact results.
 // * At start: launches the sidecar (detached) unless one is running.
 //
 // Settings come from <LLMEM_HOME>/plugin.json (written by `llmem-hooks install opencode`),
 // LLMEM_HOME being $LLMEM_HOME or ~/.config/llmem. The plugin never throws into OpenCode and
-// never prints; problems go to the log file. It only reads memory, it never writes it.
+// never prints; problems go to the log file. Memory is written only through the service
+// (memory_remember / memory_forget), which redacts and scopes as everything else does.
 //
 // OpenCode requires every export of a plugin module to be a plugin function, so the helpers
 // below stay module-private.
-import type { Plugin } from "@opencode-ai/plugin"
+import type { Hooks, Plugin, ToolContext, ToolDefinition } from "@opencode-ai/plugin"
 import { spawn } from "node:child_process"
 import fs from "node:fs"
+import net from "node:net"
 import os from "node:os"
 import path from "node:path"
 
@@ -26,11 +38,26 @@ type Settings = {
   autostart: boolean
   command: string[]
   log: string
+  socket: string
+  recall: boolean
+  recall_timeout_ms: number
+  tools: boolean
+  tool_timeout_ms: number
 }
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+type Reply = { ok: true; result: Json } | { ok: false; error: string; unreachable: boolean }
+type ArgSpec = { kind: "string" | "integer" | "string[]"; description: string; optional?: boolean }
 
 type Cached = { mtimeMs: number; size: number; text: string }
 
 const POLL_MS = 20
+const PROTOCOL = 1
+const MAX_REPLY_BYTES = 1 << 20 // a reply larger than this is cut off and counted as an error
+const RESTART_EVERY_MS = 60_000 // an unreachable service restarts the sidecar at most this often
+const REPLAYS_KEPT = 256 // message id -> recall block, for a message that is handled again
+const RECALL_PROMPT_CHARS = 4000 // the prompt text sent to `recall`, at most
+const SUN_PATH_MAX = 107 // bytes an AF_UNIX path may hold (108 with the NUL on Linux)
 const SESSION_ID = /^[A-Za-z0-9_-]{1,256}$/
 const MAX_PARENT_DEPTH = 8
 
@@ -52,6 +79,11 @@ const loadSettings = (home: string, options: unknown): { settings: Settings; pro
     autostart: true,
     command: ["llmem-hooks", "run"],
     log: path.join(home, "logs", "plugin.log"),
+    socket: path.join(home, "query.sock"),
+    recall: true,
+    recall_timeout_ms: 250,
+    tools: true,
+    tool_timeout_ms: 3000,
   }
   let problem: string | undefined
   let raw: unknown = {}
@@ -66,6 +98,13 @@ const loadSettings = (home: string, options: unknown): { settings: Settings; pro
     if (typeof source.wait_ms === "number" && source.wait_ms >= 0) settings.wait_ms = source.wait_ms
     if (typeof source.autostart === "boolean") settings.autostart = source.autostart
     if (typeof source.log === "string" && source.log) settings.log = source.log
+    if (typeof source.socket === "string" && source.socket) settings.socket = source.socket
+    if (typeof source.recall === "boolean") settings.recall = source.recall
+    if (typeof source.tools === "boolean") settings.tools = source.tools
+    for (const key of ["recall_timeout_ms", "tool_timeout_ms"] as const) {
+      const v = source[key]
+      if (typeof v === "number" && v > 0 && v <= 60_000) settings[key] = v
+    }
     const cmd = source.command
     if (Array.isArray(cmd) && cmd.length > 0 && cmd.every((c) => typeof c === "string" && c)) {
       settings.command = cmd as string[]
@@ -76,7 +115,268 @@ const loadSettings = (home: string, options: unknown): { settings: Settings; pro
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-export const LlmemPlugin: Plugin = async (_input, options) => {
+// -- the query service (NDJSON over the sidecar's Unix socket) ------------------------------
+
+let nextRequestId = 0
+
+// One request on a fresh connection, answered by one line, within `timeoutMs`. Never
+// rejects: every failure is a Reply with ok false (`unreachable` when nothing listens).
+const callService = (socketPath: string, method: string, params: Record<string, Json>, timeoutMs: number): Promise<Reply> =>
+  new Promise<Reply>((resolve) => {
+    const id = ++nextRequestId
+    const chunks: Buffer[] = []
+    let size = 0
+    let done = false
+    const finish = (reply: Reply): void => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      closeDir()
+      sock.destroy()
+      resolve(reply)
+    }
+    // A deep LLMEM_HOME makes a path longer than AF_UNIX allows: reach the same file
+    // through a descriptor of its folder (as the server binds it; docs/query-service.md).
+    let dirFd: number | null = null
+    const closeDir = (): void => {
+      if (dirFd === null) return
+      try {
+        fs.closeSync(dirFd)
+      } catch {
+        // already closed
+      }
+      dirFd = null
+    }
+    let target = socketPath
+    if (Buffer.byteLength(socketPath) >= SUN_PATH_MAX) {
+      try {
+        dirFd = fs.openSync(path.dirname(socketPath), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
+        target = `/proc/self/fd/${dirFd}/${path.basename(socketPath)}`
+      } catch {
+        closeDir() // connect below fails with a clear error
+      }
+    }
+    const timer = setTimeout(
+      () => finish({ ok: false, error: `no answer within ${timeoutMs} ms`, unreachable: false }),
+      timeoutMs,
+    )
+    const sock = net.createConnection({ path: target })
+    sock.on("connect", () => {
+      closeDir()
+      sock.write(JSON.stringify({ v: PROTOCOL, id, method, params }) + "\n")
+    })
+    sock.on("data", (chunk: Buffer) => {
+      const nl = chunk.indexOf(10)
+      chunks.push(nl < 0 ? chunk : chunk.subarray(0, nl))
+      size += chunk.length
+      if (nl < 0) {
+        if (size > MAX_REPLY_BYTES) finish({ ok: false, error: "reply too large", unreachable: false })
+        return
+      }
+      let msg: unknown
+      try {
+        msg = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+      } catch {
+        finish({ ok: false, error: "reply is not JSON", unreachable: false })
+        return
+      }
+      if (!isObject(msg) || msg.v !== PROTOCOL || msg.id !== id) {
+        finish({ ok: false, error: "reply of another protocol version or request", unreachable: false })
+      } else if (isObject(msg.error)) {
+        const code = typeof msg.error.code === "string" || typeof msg.error.code === "number" ? `${msg.error.code}: ` : ""
+        finish({ ok: false, error: `${code}${String(msg.error.message ?? "error")}`, unreachable: false })
+      } else if ("result" in msg) {
+        finish({ ok: true, result: msg.result as Json })
+      } else {
+        finish({ ok: false, error: "reply without result", unreachable: false })
+      }
+    })
+    sock.on("error", (err: NodeJS.ErrnoException) => {
+      const unreachable = err.code === "ENOENT" || err.code === "ECONNREFUSED" || err.code === "ENOTSOCK"
+      finish({ ok: false, error: String(err), unreachable })
+    })
+    sock.on("close", () => finish({ ok: false, error: "connection closed without an answer", unreachable: false }))
+  })
+
+// -- the synthetic recall part -------------------------------------------------------------
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// A part id in OpenCode's form (prt_ + 12 hex of ms*4096+n + 14 base62) that sorts after
+// every part already in the message, so the block follows the user's own text.
+const nextPartId = (parts: unknown[]): string => {
+  let value = (Date.now() * 4096) % 2 ** 48
+  for (const part of parts) {
+    const m = isObject(part) && typeof part.id === "string" ? /^prt_([0-9a-f]{12})/.exec(part.id) : null
+    if (m) value = Math.max(value, Number.parseInt(m[1], 16) + 1)
+  }
+  let tail = ""
+  for (let i = 0; i < 14; i++) tail += BASE62[Math.floor(Math.random() * 62)]
+  return `prt_${(value % 2 ** 48).toString(16).padStart(12, "0")}${tail}`
+}
+
+// The user's own words in a new message (synthetic and ignored parts are not theirs).
+const promptText = (parts: unknown[]): string =>
+  parts
+    .filter((p) => isObject(p) && p.type === "text" && !p.synthetic && !p.ignored && typeof p.text === "string")
+    .map((p) => (p as { text: string }).text)
+    .join("\n")
+    .trim()
+
+// -- agent tools -----------------------------------------------------------------------------
+
+const TYPES = "fact, decision, preference, procedure, event, project_state, conversation"
+
+const TOOL_SPECS: Record<string, { description: string; method: string; args: Record<string, ArgSpec> }> = {
+  memory_search: {
+    method: "search",
+    description:
+      "Search this project's long-term memory: decisions, conventions, commands that worked, the user's " +
+      "preferences, earlier errors and their fixes, and past conversations (episodes) of earlier sessions. " +
+      "Use it BEFORE answering a question about the project's past, its conventions or an earlier failure, " +
+      "and before re-deriving something that may have been settled already. Returns one line per hit with a " +
+      "short id; read the full text with memory_get.",
+    args: {
+      query: { kind: "string", description: "what to look for, in plain words (a question works)" },
+      limit: { kind: "integer", description: "how many hits, 1-50 (default 10)", optional: true },
+      type: { kind: "string", description: `only this memory type: ${TYPES}`, optional: true },
+    },
+  },
+  memory_remember: {
+    method: "remember",
+    description:
+      "Store one durable memory for later sessions. Use it when a decision is taken (say why), a command " +
+      "finally worked, the user states a preference or convention, or an error is understood and fixed. One " +
+      "self-contained sentence or short paragraph that makes sense without this conversation; not for " +
+      "transient task state. Secrets are redacted; near-duplicates are merged.",
+    args: {
+      content: { kind: "string", description: "the memory, self-contained" },
+      type: { kind: "string", description: `one of ${TYPES} (default fact)`, optional: true },
+      tags: { kind: "string[]", description: "a few short tags", optional: true },
+    },
+  },
+  memory_forget: {
+    method: "forget",
+    description:
+      "Mark a memory as no longer true (kept in history with the reason, never shown again). Use it when " +
+      "the user says something changed or a memory proved wrong; remember the new state separately.",
+    args: {
+      id: { kind: "string", description: "the memory's short id" },
+      reason: { kind: "string", description: "why it no longer holds" },
+    },
+  },
+  memory_get: {
+    method: "get",
+    description:
+      "The full text and provenance (agent, session, time, project) of memories or episodes, by the short " +
+      "ids shown in recalled memory blocks, memory_search or memory_timeline.",
+    args: { ids: { kind: "string[]", description: "short ids, e.g. [\"1a2b3c4d\"]" } },
+  },
+  memory_timeline: {
+    method: "timeline",
+    description:
+      "What happened around a memory or episode in its session: the exchanges just before and after it, " +
+      "one line each with short ids (full text with memory_get).",
+    args: { id: { kind: "string", description: "a short id" } },
+  },
+}
+
+// Zod-like enough for what we use of `tool.schema` (typed loosely: it comes from whichever
+// zod the user's OpenCode installed).
+type SchemaBuilder = {
+  string(): { describe(d: string): unknown }
+  number(): { int(): { min(n: number): { max(n: number): { describe(d: string): unknown } } } }
+  array(item: unknown): { describe(d: string): unknown }
+}
+
+const withOptional = (schema: unknown, optional: boolean | undefined): unknown =>
+  optional && isObject(schema) && typeof schema.optional === "function" ? (schema.optional as () => unknown)() : schema
+
+// The tool's args: zod schemas when OpenCode's @opencode-ai/plugin can be imported (the
+// documented way), else plain JSON Schema, which OpenCode 1.18.33 also accepts (it then lists
+// every argument as required, so optional ones take null too).
+const toolArgs = (args: Record<string, ArgSpec>, z: SchemaBuilder | null): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const [name, spec] of Object.entries(args)) {
+    if (z) {
+      const base =
+        spec.kind === "string"
+          ? z.string().describe(spec.description)
+          : spec.kind === "integer"
+            ? z.number().int().min(1).max(50).describe(spec.description)
+            : z.array(z.string()).describe(spec.description)
+      out[name] = withOptional(base, spec.optional)
+    } else {
+      const type = spec.kind === "string[]" ? "array" : spec.kind
+      const schema: Record<string, unknown> = { type: spec.optional ? [type, "null"] : type, description: spec.description }
+      if (spec.kind === "string[]") schema.items = { type: "string" }
+      out[name] = schema
+    }
+  }
+  return out
+}
+
+const oneLine = (text: unknown, max = 200): string => {
+  const flat = String(text ?? "").replace(/\s+/g, " ").trim()
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
+}
+
+const day = (v: unknown): string => (typeof v === "string" ? v.slice(0, 10) : "")
+
+// `[id] (type, date) one line` for an entry of a result list.
+const entryLine = (e: Json): string => {
+  if (!isObject(e)) return oneLine(e)
+  const meta = [e.type, day(e.created_at ?? e.at)].filter((x) => typeof x === "string" && x).join(", ")
+  const text = e.line ?? e.summary ?? e.content ?? e.text ?? ""
+  const mark = e.anchor === true || e.current === true ? "→ " : ""
+  return `${mark}[${String(e.id ?? "?")}]${meta ? ` (${meta})` : ""} ${oneLine(text)}`
+}
+
+const WITH_DIRECTORY = new Set(["search", "remember"]) // scoped to the caller's project
+const LIST_KEYS = ["results", "items", "memories", "entries", "timeline"]
+
+// Compact text for the agent: lists as one line per entry, full records (get) as a header
+// line plus their text, anything else as key: value lines.
+const renderResult = (method: string, result: Json): string => {
+  if (!isObject(result)) return oneLine(result, 2000)
+  if (method === "get") {
+    const items = LIST_KEYS.map((k) => result[k]).find(Array.isArray) ?? []
+    const blocks = (items as Json[]).map((item) => {
+      if (!isObject(item)) return oneLine(item)
+      const head = Object.entries(item)
+        .filter(([k, v]) => !["content", "text", "id", "full_id"].includes(k) && v !== null && typeof v !== "object")
+        .map(([k, v]) => `${k}: ${String(v)}`)
+        .join(", ")
+      return `[${String(item.id ?? "?")}] ${head}\n${String(item.content ?? item.text ?? "")}`
+    })
+    const gone = Array.isArray(result.missing) ? result.missing.map((m) => (isObject(m) ? `${String(m.id)} (${String(m.reason ?? "?")})` : String(m))) : []
+    const missing = gone.length ? `\nnot found: ${gone.join(", ")}` : ""
+    return (blocks.join("\n\n") || "nothing found for those ids") + missing
+  }
+  for (const key of LIST_KEYS) {
+    const list = result[key]
+    if (Array.isArray(list)) return list.length ? list.map(entryLine).join("\n") : "no matching memories"
+  }
+  return Object.entries(result)
+    .filter(([, v]) => v !== null && v !== "" && !(Array.isArray(v) && v.length === 0))
+    .map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
+    .join("\n")
+}
+
+// Tool arguments as the service's params (JSON Schema tools get nulls for left-out ones;
+// `ids` may come as one string).
+const toolParams = (name: string, args: Record<string, unknown>): Record<string, Json> => {
+  const params: Record<string, Json> = {}
+  for (const [k, v] of Object.entries(args ?? {})) {
+    if (v === null || v === undefined || v === "") continue
+    if ((k === "ids" || k === "tags") && typeof v === "string") params[k] = v.split(/[\s,]+/).filter(Boolean)
+    else params[k] = v as Json
+  }
+  if (name === "memory_search" && typeof params.limit === "number") params.limit = Math.max(1, Math.min(50, Math.floor(params.limit)))
+  return params
+}
+
+export const LlmemPlugin: Plugin = async (pluginInput, options) => {
   const home = llmemHome()
   const { settings, problem } = loadSettings(home, options)
 
@@ -96,6 +396,8 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
   const cache = new Map<string, Cached>() // file path -> content at mtime
   const waited = new Set<string>() // sessions whose context file has been waited for once
   const pending = new Map<string, Promise<void>>() // first-call waits in progress
+  const pinned = new Map<string, string>() // root session -> the system block it was sent
+  const replays = new Map<string, string>() // message id -> its recall block ("" = none)
 
   const rootSession = (sid: string): string => {
     let cur = sid
@@ -219,7 +521,81 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
     log(`autostart failed: ${String(err)}`)
   }
 
-  return {
+  // A call to the query service; a service that nobody serves restarts the sidecar (at
+  // most once a minute, and only if its pid file names no live process).
+  let lastRestart = Date.now()
+  const ask = async (method: string, params: Record<string, Json>, timeoutMs: number): Promise<Reply> => {
+    const reply = await callService(settings.socket, method, params, timeoutMs)
+    if (!reply.ok && reply.unreachable && Date.now() - lastRestart > RESTART_EVERY_MS) {
+      lastRestart = Date.now()
+      try {
+        startSidecar()
+      } catch (err) {
+        log(`restart failed: ${String(err)}`)
+      }
+    }
+    return reply
+  }
+
+  // The recall block for a new user message ("" = none); the same block again when the
+  // same message is handled twice, so a replay carries the same bytes.
+  const recallFor = async (sid: string, messageID: string, prompt: string): Promise<string> => {
+    const known = messageID ? replays.get(messageID) : undefined
+    if (known !== undefined) return known
+    const t0 = Date.now()
+    const reply = await ask(
+      "recall",
+      { session_id: sid, prompt: prompt.slice(0, RECALL_PROMPT_CHARS), directory: pluginInput?.directory ?? process.cwd() },
+      settings.recall_timeout_ms,
+    )
+    let block = ""
+    if (reply.ok && isObject(reply.result) && typeof reply.result.block === "string") block = reply.result.block
+    else if (!reply.ok) log(`recall ${sid}: ${reply.error} (${Date.now() - t0} ms)`)
+    if (messageID) {
+      replays.set(messageID, block)
+      if (replays.size > REPLAYS_KEPT) replays.delete(replays.keys().next().value as string)
+    }
+    return block
+  }
+
+  const tools = async (): Promise<Record<string, ToolDefinition>> => {
+    let z: SchemaBuilder | null = null
+    try {
+      const mod = (await import("@opencode-ai/plugin/tool")) as { tool?: { schema?: unknown } }
+      if (isObject(mod.tool?.schema) || typeof mod.tool?.schema === "function") z = mod.tool?.schema as SchemaBuilder
+    } catch {
+      // not installed next to the plugin: plain JSON Schema below
+    }
+    const out: Record<string, ToolDefinition> = {}
+    for (const [name, spec] of Object.entries(TOOL_SPECS)) {
+      out[name] = {
+        description: spec.description,
+        args: toolArgs(spec.args, z),
+        execute: async (args: Record<string, unknown>, ctx: ToolContext): Promise<string> => {
+          try {
+            const params = toolParams(name, args)
+            if (name === "memory_remember") {
+              params.agent = "opencode"
+              if (ctx?.sessionID) params.session_id = ctx.sessionID
+            }
+            if (WITH_DIRECTORY.has(spec.method)) params.directory = ctx?.directory ?? pluginInput?.directory ?? null
+            const reply = await ask(spec.method, params, settings.tool_timeout_ms)
+            if (reply.ok) return renderResult(spec.method, reply.result)
+            log(`${name}: ${reply.error}`)
+            return reply.unreachable
+              ? "llmem memory service is not running (it starts with `llmem-hooks run`); no result"
+              : `llmem ${spec.method} failed: ${oneLine(reply.error)}`
+          } catch (err) {
+            log(`${name}: ${String(err)}`)
+            return `llmem ${spec.method} failed`
+          }
+        },
+      } as unknown as ToolDefinition
+    }
+    return out
+  }
+
+  const hooks: Hooks = {
     event: async ({ event }) => {
       try {
         if (event.type === "session.created") {
@@ -229,7 +605,11 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
           const sid = event.properties.info.id
           parents.delete(sid)
           waited.delete(sid)
+          pinned.delete(sid)
           cache.delete(path.join(settings.context_dir, `${sid}.md`))
+        } else if (event.type === "session.compacted") {
+          // the history was rewritten: the next request may carry the current context file
+          pinned.delete(event.properties.sessionID)
         }
       } catch (err) {
         log(`event ${event?.type}: ${String(err)}`)
@@ -242,10 +622,38 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
         if (!sid || !SESSION_ID.test(sid)) return
         const root = rootSession(sid)
         if (!SESSION_ID.test(root)) return
-        const text = await contextFor(root)
+        let text: string | null | undefined = pinned.get(root)
+        if (text === undefined) {
+          text = await contextFor(root)
+          if (text !== null) pinned.set(root, text)
+        }
         if (text !== null) output.system.push(text)
       } catch (err) {
         log(`system.transform ${input?.sessionID}: ${String(err)}`)
+      }
+    },
+
+    "chat.message": async (input, output) => {
+      try {
+        if (!settings.recall) return
+        const sid = input?.sessionID
+        if (!sid || !SESSION_ID.test(sid) || !isObject(output) || !Array.isArray(output.parts)) return
+        const prompt = promptText(output.parts)
+        if (!prompt || prompt.includes("<llmem-recall>")) return
+        const messageID = typeof output.message?.id === "string" ? output.message.id : ""
+        const block = await recallFor(rootSession(sid), messageID, prompt)
+        if (!block.trim()) return
+        output.parts.push({
+          id: nextPartId(output.parts),
+          sessionID: sid,
+          messageID,
+          type: "text",
+          text: block,
+          synthetic: true,
+          metadata: { llmem: "recall" },
+        })
+      } catch (err) {
+        log(`chat.message ${input?.sessionID}: ${String(err)}`)
       }
     },
 
@@ -265,4 +673,12 @@ export const LlmemPlugin: Plugin = async (_input, options) => {
       }
     },
   }
+  if (settings.tools) {
+    try {
+      hooks.tool = await tools()
+    } catch (err) {
+      log(`tools not registered: ${String(err)}`)
+    }
+  }
+  return hooks
 }

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "service_protocol",
     ),
     # the memory database and what lives beside it
-    ("store", "query", "fuzzy", "project", "taxonomy", "backoff", "events"),
+    ("store", "query", "lexicon", "fuzzy", "project", "taxonomy", "backoff", "events"),
     # models, search, rendering
     (
         "ollama",
@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "sidecar",
     ),
     # entry points
-    ("copilot_hook", "cli", "__init__", "__main__", "plugin"),
+    ("copilot_hook", "mcp_server", "cli", "__init__", "__main__", "plugin"),
 )
 
 

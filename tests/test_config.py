@@ -69,6 +69,10 @@ EXPECTED_DEFAULTS = {
         "db_path": None,
         "autostart_sidecar": True,
         "plugin_wait_ms": 300,
+        "plugin_recall": True,
+        "plugin_recall_timeout_ms": 250,
+        "plugin_tools": True,
+        "plugin_tool_timeout_ms": 3000,
     },
     "copilot": {"enabled": True, "home": None, "autostart_sidecar": True},
     "ollama": {

@@ -235,7 +235,9 @@ def test_session_start_prints_the_sidecars_file_without_opening_the_db(
     ctx = llmem_home / "context"
     ctx.mkdir(mode=0o700)
     (ctx / f"{SID}.md").write_text("# Written by the sidecar\n\n- ünïcode fact\n")
-    out = hook("sessionStart", payload("sessionStart.camel.stdin.json", repo))
+    data = payload("sessionStart.camel.stdin.json", repo)
+    del data["initialPrompt"]  # an interactive start without a prompt: nothing to recall
+    out = hook("sessionStart", data)
     assert context_of(out) == "# Written by the sidecar\n\n- ünïcode fact\n"
     assert not (llmem_home / "memory.db").exists()
 
@@ -465,7 +467,9 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         "print(json.dumps({'code': code, 'out': out.getvalue(),\n"
         "                  'loaded': [m for m in heavy if m in sys.modules]}))\n"
     )
-    data = json.dumps(payload("sessionStart.camel.stdin.json", repo, sessionId="fresh"))
+    start = payload("sessionStart.camel.stdin.json", repo, sessionId="fresh")
+    del start["initialPrompt"]  # with one, recall runs (below)
+    data = json.dumps(start)
     loaded = []
     for _ in range(2):  # built by the coordinator, then read from the file
         proc = subprocess.run(
@@ -478,6 +482,16 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
     assert not {"typer", "click", "llmem_hooks.cli.app", "httpx"} & set(loaded[0]), loaded
     assert not {"llmem_hooks.retrieve", "llmem_hooks.extraction"} & set(loaded[0]), loaded
     assert loaded[1] == [], loaded
+    # With a prompt and no sidecar, recall runs in-process (the store and the retriever),
+    # still without the CLI.
+    start["initialPrompt"] = "which port do the integration tests need?"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(start)], capture_output=True, text=True, timeout=30
+    )
+    result = json.loads(proc.stdout)
+    assert memory in context_of(result["out"]) and "<llmem-recall>" not in result["out"]
+    assert "llmem_hooks.retrieve" in result["loaded"]
+    assert not {"typer", "llmem_hooks.cli.app"} & set(result["loaded"]), result
 
 
 def test_settings_are_cached_until_config_yaml_changes(
@@ -593,11 +607,17 @@ def test_install_copilot_is_idempotent(
 ) -> None:
     lines: list[str] = []
     target = copilot_home / "hooks" / "llmem.json"
+    mcp = copilot_home / "mcp-config.json"
     assert copilot_hooks_path() == target
-    assert install_copilot(report=lines.append) == [target]
-    assert install_copilot(report=lines.append) == [target]
-    assert lines == [f"installed {target}", f"already installed {target}"]
-    assert _mode(target) == 0o644
+    assert install_copilot(report=lines.append) == [target, mcp]
+    assert install_copilot(report=lines.append) == [target, mcp]
+    assert lines == [
+        f"installed {target}",
+        f"installed {mcp} (MCP server 'llmem')",
+        f"already installed {target}",
+        f"already installed {mcp} (MCP server 'llmem')",
+    ]
+    assert _mode(target) == 0o644 and _mode(mcp) == 0o600
     installed = json.loads(target.read_text())
     assert installed == copilot_hooks(hook_command())
     command = installed["hooks"]["sessionStart"][0]["bash"]
@@ -616,16 +636,18 @@ def test_install_copilot_is_idempotent(
     target.write_text('{"version": 1, "hooks": {}}')
     lines.clear()
     install_copilot(report=lines.append)
-    assert lines == [f"updated {target}"]
+    assert lines == [f"updated {target}", f"already installed {mcp} (MCP server 'llmem')"]
 
 
 def test_uninstall_copilot_removes_only_our_file(copilot_home: Path) -> None:
     target = install_copilot()[0]
     other = target.parent / "mine.json"
     other.write_text('{"version": 1, "hooks": {"sessionStart": []}}')
+    mcp = copilot_home / "mcp-config.json"
     lines: list[str] = []
-    assert uninstall_copilot(report=lines.append) == [target]
-    assert lines == [f"removed {target}"] and other.exists() and not target.exists()
+    assert uninstall_copilot(report=lines.append) == [target, mcp]
+    assert lines == [f"removed {target}", f"removed the MCP server 'llmem' from {mcp}"]
+    assert other.exists() and not target.exists()
     lines.clear()
     assert uninstall_copilot(report=lines.append) == []
     assert lines == ["nothing to remove: the Copilot CLI hooks are not installed"]
@@ -639,16 +661,25 @@ def test_cli_install_and_uninstall_copilot(
     copilot_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     target = copilot_home / "hooks" / "llmem.json"
+    mcp = copilot_home / "mcp-config.json"
     assert cli_main(["install", "--copilot"]) == 0
     assert cli_main(["install", "--copilot"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"installed {target}", f"already installed {target}"]
+    assert out == [
+        f"installed {target}",
+        f"installed {mcp} (MCP server 'llmem')",
+        f"already installed {target}",
+        f"already installed {mcp} (MCP server 'llmem')",
+    ]
     assert cli_main(["uninstall", "--copilot"]) == 0
-    assert capsys.readouterr().out.splitlines() == [f"removed {target}"]
+    assert capsys.readouterr().out.splitlines() == [
+        f"removed {target}",
+        f"removed the MCP server 'llmem' from {mcp}",
+    ]
     # No flag: every agent found; here only Copilot (its home exists, no OpenCode anywhere).
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     assert cli_main(["install"]) == 0
-    assert capsys.readouterr().out.splitlines() == [f"installed {target}"]
+    assert capsys.readouterr().out.splitlines()[0] == f"installed {target}"
     assert cli_main(["uninstall"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert f"removed {target}" in out and not target.exists()

@@ -7,6 +7,7 @@ back from ``server.control.requests``.
 from __future__ import annotations
 
 import copy
+import json
 import socket
 import threading
 import time
@@ -75,6 +76,22 @@ def test_embed_returns_the_models_vector(fake_ollama: tuple[Any, str], engine: A
     assert embed_bodies(server) == [
         {"model": "nomic-embed-text", "input": ["use uv for python packaging"]}
     ]
+
+
+def test_secrets_and_private_spans_never_reach_the_model(
+    fake_ollama: tuple[Any, str], engine: Any
+) -> None:
+    """The engine is the choke point: a query, a prompt or an episode handed over with a
+    credential in it goes out redacted, whoever the caller."""
+    server, _ = fake_ollama
+    token = "ghp_" + "Zq8" * 12
+    engine.embed(f"why does CI fail? my token is {token}")
+    engine.embed_batch(["deploy notes <private>the vault pin is 4471</private> done"])
+    sent = json.dumps(embed_bodies(server))
+    assert token not in sent and "4471" not in sent
+    assert "[REDACTED]" in sent and "deploy notes" in sent
+    with pytest.raises(EmbeddingInputError):
+        engine.embed("<private>everything here</private>")  # nothing safe left to send
 
 
 def test_engine_is_a_retriever_embedder(engine: Any) -> None:

@@ -67,6 +67,11 @@ def test_time_words_and_relative_expressions() -> None:
     assert got[1].startswith("2026-11-17")
     assert got[2].startswith("2026-11-21")
     assert resolved_times("last month", TUE) == ["October 2026 2026-10"]
+    # a bare weekday is the one just past (said on a Tuesday: a week ago)
+    assert resolved_times("I saw it on Friday", TUE) == ["2026-11-20 Friday 20 November 2026"]
+    assert resolved_times("on Tuesday", TUE)[0].startswith("2026-11-17")
+    weekend = resolved_times("we hiked last weekend", TUE)
+    assert sorted(w[:10] for w in weekend) == ["2026-11-21", "2026-11-22"]
 
 
 def test_exchanges_group_a_user_message_with_the_replies() -> None:
@@ -129,20 +134,21 @@ def test_an_episode_is_found_by_its_follow_up_too(store: MemoryStore, tmp_path: 
     sid = _session(db)
     coord.on_idle(sid, force=True)
     eps = episodes_of(store)
-    assert "ok, do it" in eps[0]["metadata"]["fts_context"]  # same batch
-    assert "TTL" not in eps[1]["metadata"]["fts_context"]
+    assert "ok, do it" in eps[0]["metadata"]["fts_after"]  # same batch
+    assert "fts_after" not in eps[1]["metadata"]
     u3 = db.user(sid, "and the TTL for the session cache?")
     db.assistant(sid, u3, text("Thirty minutes."))
     coord.on_idle(sid, force=True)
     eps = episodes_of(store)
     assert len(eps) == 3
-    assert "and the TTL for the session cache?" in eps[1]["metadata"]["fts_context"]  # later
+    assert "and the TTL for the session cache?" in eps[1]["metadata"]["fts_after"]  # later
     assert eps[1]["content"].startswith("User: ok, do it")  # its own text is untouched
     hits = Retriever(store).search("TTL", type="conversation")
     assert [h["id"] for h in hits] == [eps[2]["id"], eps[1]["id"]]
-    coord.on_idle(sid, force=True)  # nothing new: the context is not appended twice
-    ctx = episodes_of(store)[1]["metadata"]["fts_context"]
-    assert ctx.count("and the TTL") == 1
+    u4 = db.user(sid, "one more: the max memory?")
+    db.assistant(sid, u4, text("2 GB."))
+    coord.on_idle(sid, force=True)  # a later batch does not overwrite what it has
+    assert "and the TTL" in episodes_of(store)[1]["metadata"]["fts_after"]
     db.close()
 
 

@@ -65,6 +65,11 @@ def test_install_writes_plugin_and_settings(
         "autostart": True,
         "command": sidecar_command(),
         "log": str(llmem_home / "logs" / "plugin.log"),
+        "socket": str(llmem_home / "query.sock"),
+        "recall": True,
+        "recall_timeout_ms": 250,
+        "tools": True,
+        "tool_timeout_ms": 3000,
     }
     assert Path(settings["command"][0]).is_absolute()
     assert settings["command"][-1] == "run"
@@ -99,13 +104,16 @@ def test_install_honours_config(xdg: Path, llmem_home: Path, tmp_path: Path) -> 
     llmem_home.mkdir(parents=True)
     (llmem_home / "config.yaml").write_text(
         f"context:\n  dir: {tmp_path / 'ctx'}\nopencode:\n"
-        "  autostart_sidecar: false\n  plugin_wait_ms: 50\n"
+        "  autostart_sidecar: false\n  plugin_wait_ms: 50\n  plugin_recall: false\n"
+        "  plugin_recall_timeout_ms: 120\n  plugin_tools: false\n  plugin_tool_timeout_ms: 900\n"
     )
     _, settings_path = install_opencode()
     settings = json.loads(settings_path.read_text())
     assert settings["context_dir"] == str(tmp_path / "ctx")
     assert settings["autostart"] is False
     assert settings["wait_ms"] == 50
+    assert (settings["recall"], settings["recall_timeout_ms"]) == (False, 120)
+    assert (settings["tools"], settings["tool_timeout_ms"]) == (False, 900)
 
 
 def test_sidecar_command_falls_back_to_module(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -629,3 +629,33 @@ def test_rollback_journal_exclusive_lock_times_out_quietly_in_poll(
         assert any(e.session_id == demo.main and e.detail == "user message" for e in events)
         assert u in {m.id for m in a.get_messages(demo.main)}
     demo.db.close()
+
+
+def test_plugin_recall_part_is_never_read_back(tmp_path: Path) -> None:
+    """The plugin's recall block, as OpenCode stores it (a synthetic text part of the user's
+    message, ``metadata.llmem == "recall"``), is left out of messages, transcripts and
+    episodes: what we injected is never learned back."""
+    from llmem_hooks.episodes import build_episodes
+
+    db = OpenCodeDB(tmp_path / "opencode.db")
+    sid = db.session()
+    block = (
+        "<llmem-recall>\n- [1a2b3c4d] (fact, 2026-01-02) MARKER-RECALLED we deploy with make\n"
+        "</llmem-recall>"
+    )
+    recall_part = {"type": "text", "text": block, "synthetic": True}
+    recall_part["metadata"] = {"llmem": "recall"}
+    user = db.user(sid, "how do we deploy staging?", recall_part)
+    db.assistant(sid, user, text("With make deploy-staging."))
+    db.conn.commit()
+    with OpenCodeAdapter(db.path) as a:
+        msgs = a.get_messages(sid)
+        assert [m.role for m in msgs] == ["user", "assistant"]
+        assert msgs[0].text == "User: how do we deploy staging?"
+        transcript = a.get_session_transcript(sid) or ""
+        assert "how do we deploy staging?" in transcript
+        assert "MARKER-RECALLED" not in transcript and "llmem-recall" not in transcript
+        episodes = build_episodes(msgs)
+        assert episodes, "the exchange itself is an episode"
+        assert all("MARKER-RECALLED" not in str(e) for e in episodes)
+    db.close()

@@ -3,7 +3,8 @@
 - `llmem_hooks.cli` (this module): the entry point `main`, kept small on purpose:
   ``llmem-hooks hook copilot <event>`` runs on every Copilot CLI session start and prompt,
   so it is answered by `llmem_hooks.copilot_hook` before typer (or anything else the
-  commands need) is imported.
+  commands need) is imported. ``llmem-hooks mcp`` (the MCP server, `llmem_hooks.mcp_server`)
+  is answered the same way.
 - `llmem_hooks.cli.app`: the typer commands.
 - `llmem_hooks.cli.render`: how they print (plain text, ``--json``, ``--markdown``).
 
@@ -29,6 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..copilot_hook import main as hook_main
 
         return hook_main(args[1:], exit_on_timeout=argv is None)
+    if args[:1] == ["mcp"]:  # a long-lived stdio server: its own small argument parser
+        from ..mcp_server import main as mcp_main
+
+        return mcp_main(args[1:])
     from .app import main as app_main
 
     return app_main(args)

@@ -28,7 +28,7 @@ import typer
 try:  # typer >= 0.2x vendors its own copy of click
     from typer._click.exceptions import UsageError  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - older typer with click as a dependency
-    from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef]
+    from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
 from ..backoff import BACKOFF_SECONDS, ModelFailure
 from ..config import Config, load_config
@@ -773,6 +773,16 @@ def context(
     if text is None:
         raise NotFoundError(f"no {'resume pack' if resume else 'context'} for session {session_id}")
     typer.echo(text, nl=False)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def mcp(ctx: typer.Context) -> None:
+    """Serve the memory tools over MCP on stdio (memory_search, memory_remember,
+    memory_forget, memory_get, memory_timeline); `llmem-hooks mcp --help` for its options.
+    Configuration for MCP clients: docs/mcp.md."""
+    from ..mcp_server import main as mcp_main
+
+    raise typer.Exit(mcp_main(list(ctx.args)))
 
 
 @app.command()

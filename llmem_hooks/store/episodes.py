@@ -89,12 +89,14 @@ def episode_message_ids(store: MemoryStore, session_id: str) -> set[str]:
     return out
 
 
-def set_episode_context(store: MemoryStore, memory_id: str, context: str) -> None:
-    """Replace an episode's search-only context words (``metadata.fts_context``; the FTS
-    column follows through the update trigger). Nothing else of the memory changes."""
+def set_episode_after(store: MemoryStore, memory_id: str, words: str) -> None:
+    """Set the words an episode is found by from the exchange after it
+    (``metadata.fts_after``; the FTS column follows through the update trigger), once:
+    an episode that has them keeps them. Nothing else of the memory changes."""
     with transaction(store.conn):
         store.conn.execute(
-            "UPDATE memories SET metadata = json_set(coalesce(metadata, '{}'), '$.fts_context', ?)"
-            f" WHERE id = ? AND {EPISODE_WHERE}",
-            (context, memory_id),
+            "UPDATE memories SET metadata = json_set(coalesce(metadata, '{}'), '$.fts_after', ?)"
+            f" WHERE id = ? AND {EPISODE_WHERE}"
+            " AND coalesce(json_extract(metadata, '$.fts_after'), '') = ''",
+            (words, memory_id),
         )

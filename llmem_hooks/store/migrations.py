@@ -392,7 +392,65 @@ def m011_recall_given(conn: Any) -> None:
     )
 
 
-def m012_dream(conn: Any) -> None:
+AFTER_WEIGHT = 0.1  # the exchange after an episode: a tenth of its own text's weight
+
+
+def m012_fts_after(conn: Any) -> None:
+    """A sixth FTS5 column at a tenth of the content's weight: the opening of the exchange
+    *after* an episode (``metadata.fts_after``). A follow-up ("that fixed it", "and the
+    staging one?") names what an answer did; but the next exchange often starts new work,
+    and at the context column's weight (0.3) its words made the episode a near miss for
+    questions about that work (docs/episodes.md has the measurements)."""
+    run_script(
+        conn,
+        f"""
+        DROP TRIGGER memories_fts_ai;
+        DROP TRIGGER memories_fts_ad;
+        DROP TRIGGER memories_fts_au;
+        DROP TABLE memories_fts;
+        ALTER TABLE memories ADD COLUMN fts_after TEXT GENERATED ALWAYS AS (
+            coalesce(json_extract(metadata, '$.fts_after'), '')
+        ) VIRTUAL;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, summary, tag_text, fts_scope, fts_context, fts_after,
+            content='memories', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context,
+                                     fts_after)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text, new.fts_scope,
+                    new.fts_context, new.fts_after);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text, fts_scope,
+                                     fts_context, fts_after)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text,
+                    old.fts_scope, old.fts_context, old.fts_after);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, summary, tag_text, project,
+            metadata ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text, fts_scope,
+                                     fts_context, fts_after)
+            VALUES ('delete', old.seq, old.content, coalesce(old.summary, ''), old.tag_text,
+                    old.fts_scope, old.fts_context, old.fts_after);
+            INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context,
+                                     fts_after)
+            VALUES (new.seq, new.content, coalesce(new.summary, ''), new.tag_text, new.fts_scope,
+                    new.fts_context, new.fts_after);
+        END;
+        INSERT INTO memories_fts(memories_fts, rank)
+            VALUES ('rank', 'bm25(1.0, 0.5, 0.75, 0.0, 0.3, {AFTER_WEIGHT})');
+        INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context,
+                                 fts_after)
+            SELECT seq, content, coalesce(summary, ''), tag_text, fts_scope, fts_context,
+                   fts_after
+            FROM memories;
+        """,
+    )
+
+
+def m013_dream(conn: Any) -> None:
     """The dream cycle's book (docs/dream.md): one row per run, one per change it made
     with the old values (``--undo RUN`` restores them), and its clocks (last run, last
     decay, last boost) so a restart keeps "at most once per interval"."""
@@ -436,7 +494,8 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (9, "timestamps", m009_timestamps),
     (10, "fts_context", m010_fts_context),
     (11, "recall_given", m011_recall_given),
-    (12, "dream", m012_dream),
+    (12, "fts_after", m012_fts_after),
+    (13, "dream", m013_dream),
 ]
 
 

@@ -50,7 +50,7 @@ SORT_COLUMNS = {
     "type": "m.type",
 }
 # The FTS5 columns a query searches; fts_scope is only for the project filter.
-FTS_TEXT_COLUMNS = "{content summary tag_text fts_context}"
+FTS_TEXT_COLUMNS = "{content summary tag_text fts_context fts_after}"
 MEMORY_COLUMNS = (
     "id, type, content, summary, source, confidence, metadata, hints, created_at, updated_at, "
     "accessed_at, access_count, valid_until, invalidation_reason, expires_at, entered_by, "

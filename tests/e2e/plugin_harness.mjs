@@ -2,6 +2,7 @@
 // Usage: node plugin_harness.mjs <compiled plugin.js> <scratch dir>
 // Prints one JSON object {checks: {name: true | "failure detail"}, timings: {...}} on stdout.
 import fs from "node:fs"
+import net from "node:net"
 import path from "node:path"
 import { pathToFileURL } from "node:url"
 
@@ -28,7 +29,7 @@ const Plugin = Object.values(mod)[0]
 //    `llmem-hooks run`, which is not on PATH here: the spawn error must only be logged).
 process.env.PATH = "/nonexistent"
 let hooks = await Plugin({ directory: scratch, worktree: scratch }, undefined)
-check("hooks present", ["event", "experimental.chat.system.transform", "experimental.session.compacting"].every((k) => typeof hooks[k] === "function"), Object.keys(hooks))
+check("hooks present", ["event", "chat.message", "experimental.chat.system.transform", "experimental.session.compacting"].every((k) => typeof hooks[k] === "function"), Object.keys(hooks))
 fs.writeFileSync(path.join(ctx, "ses_default.md"), "# default ctx\n")
 let out = sys()
 await hooks["experimental.chat.system.transform"]({ sessionID: "ses_default" }, out)
@@ -64,7 +65,11 @@ const later = new Date(Date.now() + 5000)
 fs.utimesSync(a, later, later)
 out = sys()
 await transform({ sessionID: "ses_a" }, out)
-check("re-reads when the mtime changes", out.system[1] === "# Memory\n\n- MARKER-A2 (rewritten)\n", JSON.stringify(out.system))
+check("pinned: a rewritten file does not change the session's block", out.system[1] === "# Memory\n\n- MARKER-A1\n", JSON.stringify(out.system))
+await hooks.event({ event: { type: "session.compacted", properties: { sessionID: "ses_a" } } })
+out = sys()
+await transform({ sessionID: "ses_a" }, out)
+check("after compaction the current file is read", out.system[1] === "# Memory\n\n- MARKER-A2 (rewritten)\n", JSON.stringify(out.system))
 
 // missing file: the first call waits wait_ms, later calls do not
 t0 = now()
@@ -205,4 +210,131 @@ out = sys()
 await hooks["experimental.chat.system.transform"]({ sessionID: "ses_o" }, out)
 check("options override plugin.json", out.system[1] === "FROM OPTIONS\n", JSON.stringify(out.system))
 check("a broken plugin.json is logged", fs.readFileSync(logFile, "utf8").includes("plugin.json ignored"), "not in log")
+
+// 5. per-prompt recall and the agent tools, against a fake query service (NDJSON on a Unix
+//    socket, the protocol of docs/query-service.md) that records what it was asked.
+const sockPath = path.join(scratch, "svc.sock")
+const asked = []
+let mode = "ok" // ok | slow | error | empty | garbage
+const BLOCK = "<llmem-recall>\n- [1a2b3c4d] (fact, 2026-01-02) MARKER-RECALLED fact\n</llmem-recall>"
+const svc = net.createServer((conn) => {
+  let buf = ""
+  conn.on("data", (d) => {
+    buf += d
+    const nl = buf.indexOf("\n")
+    if (nl < 0) return
+    const req = JSON.parse(buf.slice(0, nl))
+    buf = buf.slice(nl + 1)
+    asked.push(req)
+    const reply = (body) => conn.write(JSON.stringify({ v: 1, id: req.id, ...body }) + "\n")
+    if (mode === "slow") return // never answers
+    if (mode === "garbage") return void conn.write("not json\n")
+    if (mode === "error") return void reply({ error: { code: "internal", message: "boom" } })
+    const p = req.params
+    if (req.method === "recall") return void reply({ result: { block: mode === "empty" ? "" : BLOCK, ids: ["1a2b3c4d"], tokens: 20 } })
+    if (req.method === "search") return void reply({ result: { results: [{ id: "1a2b3c4d", type: "fact", line: "MARKER-FOUND " + p.query, session_id: "ses_x", created_at: "2026-01-02T03:04:05Z" }] } })
+    if (req.method === "get") return void reply({ result: { memories: p.ids.slice(0, 2).map((id) => ({ id, full_id: id + "-full", type: "fact", agent: "opencode", session_id: "ses_x", created_at: "2026-01-02T03:04:05Z", content: "FULL TEXT of " + id })), missing: p.ids.slice(2).map((id) => ({ id, reason: "no such memory" })) } })
+    if (req.method === "timeline") return void reply({ result: { id: p.id, session_id: "ses_x", items: [{ id: "00000001", type: "episode", line: "before it", created_at: "2026-01-02T03:04:05Z", anchor: false }, { id: p.id, type: "fact", line: "the anchor", created_at: "2026-01-02T03:04:06Z", anchor: true }] } })
+    if (req.method === "remember") return void reply({ result: { id: "9f8e7d6c", status: "stored", redacted: [] } })
+    reply({ result: { ok: true } })
+  })
+})
+await new Promise((r) => svc.listen(sockPath, r))
+const svcOptions = { context_dir: other, autostart: false, wait_ms: 0, socket: sockPath, recall_timeout_ms: 150 }
+hooks = await Plugin({ directory: "/work/proj", worktree: "/work/proj" }, svcOptions)
+const chat = hooks["chat.message"]
+const userMsg = (mid, text, extra = []) => ({
+  message: { id: mid, sessionID: "ses_r", role: "user" },
+  parts: [{ id: "prt_ffffffffff00ABCDEFGHIJKLMN", sessionID: "ses_r", messageID: mid, type: "text", text }, ...extra],
+})
+let msg = userMsg("msg_1", "how do we deploy staging?")
+await chat({ sessionID: "ses_r" }, msg)
+const added = msg.parts[1]
+check("recall: one request with session, prompt and directory", asked.length === 1 && asked[0].v === 1 && asked[0].method === "recall" && asked[0].params.session_id === "ses_r" && asked[0].params.prompt === "how do we deploy staging?" && asked[0].params.directory === "/work/proj", JSON.stringify(asked))
+check("recall: the block is added as a synthetic text part", msg.parts.length === 2 && added.type === "text" && added.synthetic === true && added.text === BLOCK && added.messageID === "msg_1" && added.sessionID === "ses_r" && added.metadata?.llmem === "recall", JSON.stringify(msg.parts))
+check("recall: the part id sorts after the user's part", /^prt_[0-9a-f]{12}[0-9A-Za-z]{14}$/.test(added.id) && added.id > msg.parts[0].id, added.id)
+msg = userMsg("msg_1", "how do we deploy staging?")
+await chat({ sessionID: "ses_r" }, msg)
+check("recall: the same message again gets the same bytes without asking", asked.length === 1 && msg.parts[1]?.text === BLOCK, JSON.stringify(msg.parts))
+await hooks.event({ event: { type: "session.created", properties: { info: { id: "ses_rchild", parentID: "ses_r" } } } })
+msg = userMsg("msg_2", "a sub-agent task")
+await chat({ sessionID: "ses_rchild" }, msg)
+check("recall: a sub-agent asks under its root session", asked.length === 2 && asked[1].params.session_id === "ses_r", JSON.stringify(asked[1]))
+msg = userMsg("msg_3", "   ", [{ id: "prt_x", type: "text", text: "only synthetic", synthetic: true }])
+await chat({ sessionID: "ses_r" }, msg)
+check("recall: nothing asked without the user's own words", asked.length === 2 && msg.parts.length === 2, JSON.stringify(msg.parts))
+for (const [m, label] of [["empty", "an empty block"], ["error", "an error reply"], ["garbage", "a reply that is not JSON"]]) {
+  mode = m
+  msg = userMsg(`msg_${m}`, "what did we decide about caching?")
+  await chat({ sessionID: "ses_r" }, msg)
+  check(`recall: ${label} adds nothing`, msg.parts.length === 1, JSON.stringify(msg.parts))
+}
+mode = "slow"
+msg = userMsg("msg_slow", "what did we decide about caching?")
+t0 = now()
+await chat({ sessionID: "ses_r" }, msg)
+timings.recall_timeout_ms = now() - t0
+check("recall: a service that does not answer is given up after recall_timeout_ms", msg.parts.length === 1 && timings.recall_timeout_ms >= 140 && timings.recall_timeout_ms < 400, timings.recall_timeout_ms)
+mode = "ok"
+let noSock = await Plugin({ directory: scratch, worktree: scratch }, { ...svcOptions, socket: path.join(scratch, "nobody.sock") })
+msg = userMsg("msg_nosock", "how do we deploy staging?")
+t0 = now()
+await noSock["chat.message"]({ sessionID: "ses_r" }, msg)
+timings.recall_no_service_ms = now() - t0
+check("recall: no service, no block, at once", msg.parts.length === 1 && timings.recall_no_service_ms < 50, timings.recall_no_service_ms)
+check("recall: no service is logged", /recall ses_r: .*ENOENT/.test(fs.readFileSync(logFile, "utf8")), "not in log")
+const off = await Plugin({ directory: scratch, worktree: scratch }, { ...svcOptions, recall: false, tools: false })
+const before = asked.length
+msg = userMsg("msg_off", "how do we deploy staging?")
+await off["chat.message"]({ sessionID: "ses_r" }, msg)
+check("recall: false asks nothing", asked.length === before && msg.parts.length === 1, asked.length)
+check("tools: false registers none", off.tool === undefined, Object.keys(off.tool ?? {}))
+threw = false
+try {
+  await chat({}, {})
+  await chat({ sessionID: "ses_r" }, { parts: null })
+  await chat({ sessionID: "ses_r" }, undefined)
+} catch (err) {
+  threw = String(err)
+}
+check("chat.message never throws", threw === false, threw)
+
+// tools (no @opencode-ai/plugin next to the compiled file: plain JSON Schema args)
+const names = ["memory_search", "memory_remember", "memory_forget", "memory_get", "memory_timeline"]
+check("tools: the five are registered", names.every((n) => typeof hooks.tool?.[n]?.execute === "function" && hooks.tool[n].description.length > 80), Object.keys(hooks.tool ?? {}))
+check("tools: JSON Schema args without zod", hooks.tool.memory_search.args.query.type === "string" && JSON.stringify(hooks.tool.memory_search.args.limit.type) === '["integer","null"]' && hooks.tool.memory_get.args.ids.items.type === "string", JSON.stringify(hooks.tool.memory_search.args))
+check("tools: search says when to use it", /BEFORE answering/.test(hooks.tool.memory_search.description) && /decision/.test(hooks.tool.memory_remember.description), "descriptions")
+const tctx = { sessionID: "ses_r", messageID: "msg_t", agent: "build", directory: "/work/proj", worktree: "/work/proj", abort: new AbortController().signal }
+let res = await hooks.tool.memory_search.execute({ query: "deploy staging", limit: 500, type: null }, tctx)
+const sreq = asked.at(-1)
+check("tools: search forwards query, clamped limit, directory; drops nulls", sreq.method === "search" && sreq.params.query === "deploy staging" && sreq.params.limit === 50 && !("type" in sreq.params) && sreq.params.directory === "/work/proj", JSON.stringify(sreq))
+check("tools: search result is one line per hit with its id", res === "[1a2b3c4d] (fact, 2026-01-02) MARKER-FOUND deploy staging", res)
+res = await hooks.tool.memory_get.execute({ ids: "1a2b3c4d, 5e6f7a8b 0bad0bad" }, tctx)
+check("tools: get takes ids as one string too, and no directory", JSON.stringify(asked.at(-1).params) === '{"ids":["1a2b3c4d","5e6f7a8b","0bad0bad"]}', JSON.stringify(asked.at(-1)))
+check("tools: get shows the full text and what is missing", res.includes("FULL TEXT of 1a2b3c4d") && res.includes("FULL TEXT of 5e6f7a8b") && res.includes("session_id: ses_x") && !res.includes("-full") && res.includes("not found: 0bad0bad (no such memory)"), res)
+res = await hooks.tool.memory_timeline.execute({ id: "1a2b3c4d" }, tctx)
+check("tools: timeline sends only the id", JSON.stringify(asked.at(-1).params) === '{"id":"1a2b3c4d"}', JSON.stringify(asked.at(-1)))
+check("tools: timeline marks the anchor", res === "[00000001] (episode, 2026-01-02) before it\n→ [1a2b3c4d] (fact, 2026-01-02) the anchor", res)
+res = await hooks.tool.memory_remember.execute({ content: "we deploy with make deploy", type: "decision", tags: ["deploy"] }, tctx)
+check("tools: remember passes session, agent, directory", asked.at(-1).params.session_id === "ses_r" && asked.at(-1).params.agent === "opencode" && asked.at(-1).params.directory === "/work/proj" && asked.at(-1).params.tags[0] === "deploy", JSON.stringify(asked.at(-1)))
+check("tools: remember says stored with the id", res === "id: 9f8e7d6c\nstatus: stored", res)
+mode = "error"
+res = await hooks.tool.memory_forget.execute({ id: "1a2b3c4d", reason: "moved to helm" }, tctx)
+check("tools: an error reply is one line for the agent", res === "llmem forget failed: internal: boom", res)
+mode = "ok"
+res = await noSock.tool.memory_timeline.execute({ id: "1a2b3c4d" }, tctx)
+check("tools: no service is said plainly, never thrown", /not running/.test(res), res)
+// a socket path longer than AF_UNIX allows is reached through its folder's descriptor
+const deep = path.join(scratch, "d".repeat(60), "e".repeat(60))
+fs.mkdirSync(deep, { recursive: true })
+const longSock = path.join(deep, "query.sock")
+const svc2 = net.createServer((conn) => conn.on("data", (d) => { const req = JSON.parse(String(d)); conn.write(JSON.stringify({ v: 1, id: req.id, result: { block: "<llmem-recall>\nLONG PATH\n</llmem-recall>" } }) + "\n") }))
+let listened = true
+await new Promise((r) => { svc2.once("error", () => { listened = false; r() }); svc2.listen(`/proc/self/fd/${fs.openSync(deep, "r")}/query.sock`, r) })
+const deepHooks = await Plugin({ directory: scratch, worktree: scratch }, { ...svcOptions, socket: longSock, tools: false })
+msg = userMsg("msg_long", "how do we deploy staging?")
+await deepHooks["chat.message"]({ sessionID: "ses_long" }, msg)
+check("recall: a socket path over 107 bytes works", listened && Buffer.byteLength(longSock) > 107 && msg.parts[1]?.text?.includes("LONG PATH"), JSON.stringify({ listened, parts: msg.parts }))
+await new Promise((r) => svc2.close(r))
+await new Promise((r) => svc.close(r))
 console.log(JSON.stringify({ checks, timings, pid }))

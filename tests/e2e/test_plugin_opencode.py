@@ -9,6 +9,7 @@ compaction prompt; autostart launches the configured command detached.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -64,12 +65,20 @@ def test_context_file_reaches_every_request(oc_env: OpenCodeEnv, server: OpenCod
         assert len(systems) == 2, [s[:80] for s in systems]
         assert systems[1] == ctx  # one extra system message, byte for byte
 
+    # A rewritten file does not change the session's block (the prompt prefix stays the
+    # same for prompt caching) until the session is compacted.
     rewritten = ctx.replace("MARKER-HAND-1", "MARKER-HAND-2")
     _write(oc_env.context_dir / f"{sid}.md", rewritten)
     before = len(reqs)
     server.prompt(sid, "and again")
     later = oc_env.fake.chat_requests(sid)[before:]
-    assert later and all(system_texts(r)[1] == rewritten for r in later)
+    assert later and all(system_texts(r)[1] == ctx for r in later)
+    server.wait_idle(sid)
+    assert server.summarize(sid) is True
+    before = len(oc_env.fake.chat_requests(sid))
+    server.prompt(sid, "after the compaction")
+    after = oc_env.fake.chat_requests(sid)[before:]
+    assert after and all(system_texts(r)[1] == rewritten for r in after)
 
 
 def test_no_context_file_no_extra_system_message(
@@ -84,6 +93,9 @@ def test_no_context_file_no_extra_system_message(
     assert took < 10
     log = (oc_env.llmem_home / "logs" / "plugin.log").read_text()
     assert f"no context file for {sid}" in log
+    # no sidecar, no query service: the prompt goes without a recall block (fail open)
+    assert f"recall {sid}: " in log
+    assert all("<llmem-recall>" not in json.dumps(r["body"]) for r in reqs)
 
 
 def test_sub_agent_gets_the_parent_context(oc_env: OpenCodeEnv, server: OpenCodeServer) -> None:

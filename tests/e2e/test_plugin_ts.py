@@ -74,7 +74,7 @@ def test_plugin_imports_only_types_from_opencode() -> None:
     for line in imports:
         assert line.startswith("import type ") or '"node:' in line, line
     exports = [line for line in src.splitlines() if line.startswith("export ")]
-    assert exports == ["export const LlmemPlugin: Plugin = async (_input, options) => {"]
+    assert exports == ["export const LlmemPlugin: Plugin = async (pluginInput, options) => {"]
 
 
 def test_plugin_behaviour_under_node(plugin_toolchain: Path, tmp_path: Path) -> None:

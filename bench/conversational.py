@@ -1,0 +1,312 @@
+"""Conversational benchmark: long conversations between two named people, questions whose
+evidence is a turn said months earlier (issue 11: recall@10 >= 0.80 with no model).
+
+The set is ``tests/fixtures/conversations/*.json`` (format in the README there): four
+conversations of 8 sessions each, two marked ``dev`` (looked at while tuning) and two
+``heldout`` (run at the end only). Two ways to run it:
+
+* ``--real`` (the figure): each session becomes an OpenCode session in a real
+  ``opencode.db`` (tests/support/opencode_db.py), a real ``llmem-hooks run`` stores the
+  episodes (and whatever heuristic extraction finds), and every question is asked with
+  ``llmem-hooks search Q --json --full --limit 10``.
+* in process (default, seconds): the same episodes built by ``episodes.build_episodes``
+  from the same messages and stored the way the coordinator stores them, questions through
+  ``Retriever.find`` with the configured settings (keyword-only, as without a model).
+
+Speakers: the person who opens a session is the agent's *user* role, the other the
+*assistant*; every message's text starts with the speaker's name (``Nadia: ...``), so an
+episode reads ``User: Nadia: ...`` / ``Assistant: Tomas: ...`` and keeps who said what.
+
+A result holds an evidence turn when its content contains the turn's text (whitespace and
+case folded). Reported per split and per question kind: recall@10 and recall@5 (the share
+of a question's evidence turns in the top k, averaged), any@10 (at least one), MRR (of the
+first result holding any evidence).
+
+    .venv/bin/python bench/conversational.py [--split dev|heldout|all] [--real] [--json]
+        [--show-misses] [--only c1,c2]
+
+Skips cleanly (exit 0, a message) when the fixtures are absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "conversations"
+TURN_MS = 60_000  # a turn a minute
+KS = (5, 10)
+
+
+def load(split: str = "all", only: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The conversations of ``split`` (dev, heldout or all), or just the ids in ``only``."""
+    convs = [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))]
+    if only:
+        return [c for c in convs if c["id"] in only]
+    return [c for c in convs if split == "all" or c["split"] == split]
+
+
+def session_ms(session: dict[str, Any]) -> int:
+    when = datetime.fromisoformat(session["date"].replace("Z", "+00:00")).astimezone(UTC)
+    return int(when.timestamp() * 1000)
+
+
+def roles(session: dict[str, Any]) -> Iterable[tuple[dict[str, Any], str, int]]:
+    """Each turn with its agent role (the session's opener is the user) and time."""
+    opener = session["turns"][0]["speaker"]
+    start = session_ms(session)
+    for i, turn in enumerate(session["turns"]):
+        yield turn, "user" if turn["speaker"] == opener else "assistant", start + i * TURN_MS
+
+
+def said(turn: dict[str, Any]) -> str:
+    """A turn as the message text: the speaker's name, then what they said."""
+    return f"{turn['speaker']}: {turn['text']}"
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def holds(content: str, turn_text: str) -> bool:
+    return _fold(turn_text) in _fold(content)
+
+
+# -- in process ---------------------------------------------------------------------------
+def store_in_process(store: Any, convs: Sequence[dict[str, Any]]) -> int:
+    """The conversations' episodes, built and stored as `SessionHookCoordinator.store_episodes`
+    does (build_episodes over the adapter's normalized messages, then MemoryStore.add)."""
+    from llmem_hooks.episodes import build_episodes
+    from llmem_hooks.events import Message
+    from llmem_hooks.timestamps import to_iso
+
+    n = 0
+    for conv in convs:
+        for session in conv["sessions"]:
+            msgs = [
+                Message(
+                    turn["id"],
+                    session["id"],
+                    role,  # type: ignore[arg-type]
+                    f"{'User' if role == 'user' else 'Assistant'}: {said(turn)}",
+                    ms,
+                )
+                for turn, role, ms in roles(session)
+            ]
+            with store.atomic():
+                for ep in build_episodes(msgs):
+                    store.add(
+                        "conversation",
+                        ep.content,
+                        source="episode",
+                        metadata=ep.metadata(),
+                        entered_by="opencode",
+                        project=conv["id"],
+                        session_id=session["id"],
+                        source_message_ids=ep.message_ids,
+                        created_at=to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)),
+                        dedupe=False,
+                    )
+                    n += 1
+    return n
+
+
+def in_process_asker(store: Any) -> Callable[[str], list[str]]:
+    from llmem_hooks import Retriever
+    from llmem_hooks.config import DEFAULT_CONFIG
+
+    r = DEFAULT_CONFIG["retrieval"]
+    retriever = Retriever(
+        store,
+        alpha=r["alpha"],
+        blend=r["blend"],
+        fuzzy_threshold=r["fuzzy_threshold"],
+        rrf_k_semantic=r["rrf_k_semantic"],
+    )
+
+    def ask(question: str) -> list[str]:
+        hits = retriever.find(question, limit=10, search_mode="fts", track_access=False)
+        return [h.memory["content"] for h in hits]
+
+    return ask
+
+
+# -- the real path ------------------------------------------------------------------------
+def store_real(convs: Sequence[dict[str, Any]], home: Path) -> tuple[dict[str, str], float]:
+    """The sessions in a real opencode.db, stored by a real `llmem-hooks run`; returns the
+    environment to run the CLI in and the sidecar's seconds."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from devmem import run_sidecar
+    from support.opencode_db import OpenCodeDB, text
+
+    db = OpenCodeDB(home / "opencode" / "opencode.db")
+    sessions = 0
+    for conv in convs:
+        repo = home / "repos" / conv["id"]
+        repo.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        db.project(conv["id"], str(repo))
+        for session in conv["sessions"]:
+            db.ms = max(db.ms, session_ms(session) - TURN_MS)
+            sid = db.session(session["id"], project=conv["id"], directory=str(repo))
+            sessions += 1
+            last_user = ""
+            for turn, role, ms in roles(session):
+                db.ms = max(db.ms, ms)
+                if role == "user":
+                    last_user = db.user(sid, said(turn))
+                else:
+                    db.assistant(sid, last_user, text(said(turn)))
+    db.close()
+    (home / "llmem").mkdir()
+    cfg = {
+        "opencode": {"db_path": str(db.path), "autostart_sidecar": False},
+        "copilot": {"enabled": False},
+        "ollama": {"enabled": False},
+        "session": {"idle_quiet_seconds": 0, "idle_debounce_seconds": 0},
+        # the conversations are dated up to two years back: keep every episode
+        "episodes": {"enabled": True, "retention_days": 0},
+    }
+    (home / "llmem" / "config.yaml").write_text(json.dumps(cfg))
+    env = {
+        **os.environ,
+        "LLMEM_HOME": str(home / "llmem"),
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "xdg"),
+    }
+    took = run_sidecar(home / "llmem", env, sessions)
+    return env, took
+
+
+def cli_asker(env: dict[str, str]) -> Callable[[str], list[str]]:
+    cli = str(Path(sys.executable).parent / "llmem-hooks")
+
+    def ask(question: str) -> list[str]:
+        out = subprocess.run(
+            [cli, "search", question, "--json", "--full", "--limit", "10"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        hits = json.loads(out.stdout or "[]") if out.returncode == 0 else []
+        return [h.get("content", "") for h in hits]
+
+    return ask
+
+
+# -- scoring ------------------------------------------------------------------------------
+def evaluate(
+    convs: Sequence[dict[str, Any]], ask: Callable[[str], list[str]]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Scores per split and kind, and one row per question (rank of each evidence turn)."""
+    rows: list[dict[str, Any]] = []
+    for conv in convs:
+        turns = {t["id"]: t for s in conv["sessions"] for t in s["turns"]}
+        for q in conv["questions"]:
+            results = ask(q["question"])
+            top = [" ".join(c.split())[:110] for c in results]
+            ranks = {}
+            for ev in q["evidence"]:
+                ranks[ev] = next(
+                    (i for i, c in enumerate(results, 1) if holds(c, turns[ev]["text"])), None
+                )
+            rows.append(
+                {
+                    "id": q["id"],
+                    "split": conv["split"],
+                    "kind": q["kind"],
+                    "question": q["question"],
+                    "ranks": ranks,
+                    "top": top,
+                }
+            )
+    return summarize(rows), rows
+
+
+def _measures(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    out: dict[str, float] = {"questions": len(rows)}
+    for k in KS:
+        out[f"recall@{k}"] = round(
+            sum(
+                sum(1 for r in row["ranks"].values() if r and r <= k) / len(row["ranks"])
+                for row in rows
+            )
+            / max(len(rows), 1),
+            3,
+        )
+    out["any@10"] = round(
+        sum(any(r and r <= 10 for r in row["ranks"].values()) for row in rows) / max(len(rows), 1),
+        3,
+    )
+    firsts = [min((r for r in row["ranks"].values() if r), default=0) for row in rows]
+    out["mrr"] = round(sum(1 / f for f in firsts if f) / max(len(rows), 1), 3)
+    return out
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    by: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        for split in (row["split"], "all"):
+            by[split]["all"].append(row)
+            by[split][row["kind"]].append(row)
+    return {
+        split: {kind: _measures(rs) for kind, rs in kinds.items()} for split, kinds in by.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--split", default="dev", choices=("dev", "heldout", "all"))
+    ap.add_argument("--only", default="", help="conversation ids, comma-separated")
+    ap.add_argument("--real", action="store_true", help="opencode.db + llmem-hooks run + CLI")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--show-misses", action="count", default=0, help="twice: with their top 10")
+    args = ap.parse_args(argv)
+    convs = load(args.split, [c for c in args.only.split(",") if c])
+    if not convs:
+        print(f"conversational: no conversations in {FIXTURES}; skipped")
+        return 0
+    extra: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="convo-") as tmp:
+        if args.real:
+            env, took = store_real(convs, Path(tmp))
+            extra["sidecar_seconds"] = round(took, 1)
+            scores, rows = evaluate(convs, cli_asker(env))
+        else:
+            from llmem_hooks import MemoryStore
+
+            with MemoryStore(Path(tmp) / "memory.db") as store:
+                extra["episodes"] = store_in_process(store, convs)
+                scores, rows = evaluate(convs, in_process_asker(store))
+    result = {"mode": "real" if args.real else "in-process", **extra, "scores": scores}
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"mode: {result['mode']}  {extra}")
+        for split, kinds in scores.items():
+            for kind, m in sorted(kinds.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+                cols = "  ".join(f"{k} {v}" for k, v in m.items())
+                print(f"{split:>8} {kind:>10}  {cols}")
+    if args.show_misses:
+        for row in rows:
+            missed = [e for e, r in row["ranks"].items() if not r or r > 10]
+            if missed:
+                print(f"MISS {row['id']} [{row['kind']}] {row['question']} {row['ranks']}")
+                if args.show_misses > 1:
+                    print("".join(f"    {i}. {t}\n" for i, t in enumerate(row["top"], 1)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

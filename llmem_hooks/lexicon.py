@@ -1,0 +1,192 @@
+"""Other words for what a question asks: synonyms, irregular verb forms, and the kinds a
+general word stands for.
+
+Without an embedding model a question finds only the words it shares with a memory, and
+people rarely ask in the words they once said: "what did Ana *buy*" when she said "I
+*bought*", "the *elevator*" for "the *lift*", "which *sport*" for "five-a-side football".
+Porter stemming covers regular inflections only (deploys, deployed -> deploy). This table
+gives `query.parse_query` the alternatives each question word is widened to (an OR inside
+the word's slot, so the question's other words still count):
+
+- ``SYNONYM_GROUPS``: words that mean the same, each stands for the others (software
+  abbreviations; British and American words; everyday near-synonyms);
+- ``IRREGULAR_VERBS``: the forms of a verb stemming cannot join (buy bought, eat ate eaten);
+- ``KINDS``: a general word and the kinds it names, one way only: "sport" finds
+  "football", but "football" does not find every sport.
+
+Words a software question uses in another sense (job, run, build, key) have no kinds.
+"""
+
+from __future__ import annotations
+
+# Abbreviations and near-synonyms common in software work.
+SOFTWARE_GROUPS = (
+    "db database databases",
+    "postgres postgresql psql pg",
+    "k8s kubernetes kubectl",
+    "repo repository",
+    "env environment",
+    "config configuration settings",
+    "deps dependencies",
+    "js javascript",
+    "ts typescript",
+    "py python",
+    "auth authentication login",
+    "prod production",
+    "dev development",
+    "pr pull-request",
+    "mr merge-request",
+    "docs documentation",
+    "dir directory folder",
+    "msg message",
+    "err error failure",
+    "perf performance",
+    "creds credentials",
+    "pkg package",
+    "lib library",
+    "test testing spec",
+)
+
+# British / American words, and everyday near-synonyms.
+EVERYDAY_GROUPS = (
+    "lift elevator",
+    "flat apartment",
+    "holiday vacation",
+    "film movie",
+    "football soccer",
+    "mum mom",
+    "shop store",
+    "trainers sneakers",
+    "tyre tire",
+    "colour color",
+    "favourite favorite",
+    "neighbour neighbor",
+    "theatre theater",
+    "centre center",
+    "motorway highway",
+    "rubbish trash garbage",
+    "move moving relocate relocation",
+    "hurt injure injured injury sprain sprained strain",
+    "quarrel feud dispute",
+    "trip journey travel",
+    "purchase buy",
+    "ill sick illness",
+    "kid kids child children",
+    "scared afraid frightened terrified",
+    "award prize",
+    "novel book",
+    "job position career",
+    "photo photograph picture",
+    "wedding marriage married",
+    "died death funeral",
+    "begin start",
+    "cheer support",
+    "fix repair",
+    "cook bake",
+)
+
+IRREGULAR_VERBS = (
+    "buy bought",
+    "go went gone",
+    "eat ate eaten",
+    "run ran",
+    "see saw seen",
+    "make made",
+    "take took taken",
+    "give gave given",
+    "tell told",
+    "write wrote written",
+    "find found",
+    "meet met",
+    "lose lost",
+    "win won",
+    "begin began begun",
+    "bring brought",
+    "think thought",
+    "teach taught",
+    "catch caught",
+    "fly flew flown",
+    "drive drove driven",
+    "ride rode ridden",
+    "swim swam swum",
+    "sing sang sung",
+    "draw drew drawn",
+    "grow grew grown",
+    "break broke broken",
+    "choose chose chosen",
+    "speak spoke spoken",
+    "leave left",
+    "feel felt",
+    "keep kept",
+    "sleep slept",
+    "spend spent",
+    "send sent",
+    "fall fell fallen",
+    "hold held",
+    "sell sold",
+    "pay paid",
+    "lend lent",
+    "sit sat",
+    "stand stood",
+    "wear wore worn",
+    "throw threw thrown",
+    "forget forgot forgotten",
+    "come came",
+    "become became",
+    "hear heard",
+    "wake woke woken",
+    "dig dug",
+    "hide hid hidden",
+    "steal stole stolen",
+    "freeze froze frozen",
+)
+
+# A general word -> the kinds it names (one way).
+KINDS: dict[str, str] = {
+    "sport": "football soccer tennis rugby cricket basketball golf running marathon swimming "
+    "cycling climbing bouldering hiking skiing boxing yoga",
+    "exercise": "running swimming cycling gym yoga walking hiking climbing",
+    "instrument": "guitar piano drums drum violin cello bass flute saxophone trumpet ukulele",
+    "pet": "dog cat puppy kitten rabbit hamster greyhound",
+    "animal": "dog cat bird fish horse frog turtle shark whale puffin rabbit",
+    "bird": "puffin puffins pigeon pigeons robin sparrow owl eagle parrot duck swan gull",
+    "herb": "basil mint parsley thyme rosemary coriander dill sage",
+    "flower": "rose roses tulip tulips dahlia dahlias peony peonies daisy lily orchid",
+    "vegetable": "tomato tomatoes bean beans carrot potato lettuce onion courgette",
+    "fruit": "apple lemon orange banana strawberry grape pear",
+    "relative": "mother father sister brother aunt uncle cousin grandmother grandfather niece "
+    "nephew daughter son parents",
+    "family": "mother father sister brother aunt uncle cousin grandmother grandfather niece "
+    "nephew daughter son parents",
+    "drink": "coffee tea wine beer juice",
+    "vehicle": "car bike bicycle bus train van",
+    "monument": "bridge aqueduct tower castle cathedral statue temple",
+    "pastry": "croissant croissants cake bun roll",
+    "illness": "infection flu cold migraine fever",
+    "gift": "present presents",
+    "profession": "nurse teacher architect chef doctor barista engineer scientist librarian",
+}
+
+
+def _table() -> dict[str, list[str]]:
+    table: dict[str, list[str]] = {}
+    for group in (*SOFTWARE_GROUPS, *EVERYDAY_GROUPS, *IRREGULAR_VERBS):
+        words = group.split()
+        for w in words:
+            table.setdefault(w, []).extend(x for x in words if x != w and x not in table[w])
+    for general, kinds in KINDS.items():
+        for key in (general, general + "s"):
+            known = table.setdefault(key, [])
+            known.extend(k for k in kinds.split() if k not in known)
+    return table
+
+
+ALTERNATIVES: dict[str, list[str]] = _table()
+
+
+def alternatives(word: str) -> list[str]:
+    """The other words ``word`` (lower case) may have been said as; [] when none."""
+    found = ALTERNATIVES.get(word)
+    if found is None and len(word) > 3 and word.endswith("s"):
+        found = ALTERNATIVES.get(word[:-1])
+    return list(found or ())
