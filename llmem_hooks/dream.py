@@ -40,6 +40,7 @@ from .paths import get_llmem_home
 from .registry import VALID_DREAM_PHASES, get_registered_dream_hooks
 from .store import MemoryFilter, MemoryStore, archive
 from .store import dream as book
+from .store.episodes import episodes_to_prune
 from .timestamps import now_iso, to_iso
 
 log = logging.getLogger(__name__)
@@ -441,7 +442,7 @@ class Dreamer:
         backup export of each batch is written first (docs/dream.md)."""
         ep = self.episodes
         cutoff = _ago(self.now(), ep.retention_days) if ep.retention_days > 0 else None
-        doomed = book.episodes_to_prune(self.store, cutoff, ep.max_count)
+        doomed = episodes_to_prune(self.store, cutoff, ep.max_count)
         if doomed:
             result.pruned.append({"reason": "retention", "count": len(doomed)})
             self._delete_episodes(result, doomed, "retention")

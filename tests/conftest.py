@@ -9,6 +9,7 @@ on purpose by a module (a server, a store) is exempt by construction, not by a l
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -106,6 +107,18 @@ def no_leaked_threads(no_unclosed_stores: None) -> Iterator[None]:
 def store(tmp_path: Path) -> Iterator[MemoryStore]:
     with MemoryStore(tmp_path / "memory.db") as st:
         yield st
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with one commit (its project key is the root commit)."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    (path / "README.md").write_text("demo\n")
+    git = ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
+    for args in (["init", "-q"], ["add", "README.md"], ["commit", "-q", "-m", "init"]):
+        subprocess.run([*git, *args], cwd=path, check=True, capture_output=True, timeout=30)
+    return path
 
 
 @pytest.fixture

@@ -46,16 +46,6 @@ FAIL_OPEN_S = 2.0
 
 
 # -- fixtures ----------------------------------------------------------------------------------
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A git repository with one commit (its project key is the root commit)."""
-    path = tmp_path / "repo"
-    path.mkdir()
-    (path / "README.md").write_text("demo\n")
-    git = ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
-    for args in (["init", "-q"], ["add", "README.md"], ["commit", "-q", "-m", "init"]):
-        subprocess.run([*git, *args], cwd=path, check=True, capture_output=True, timeout=30)
-    return path
 
 
 @pytest.fixture

@@ -33,17 +33,6 @@ EXE = Path(sys.executable).with_name("llmem-hooks")
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    (path / "README.md").write_text("demo\n")
-    git = ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
-    for args in (["init", "-q"], ["add", "README.md"], ["commit", "-q", "-m", "init"]):
-        subprocess.run([*git, *args], cwd=path, check=True, capture_output=True, timeout=30)
-    return path
-
-
-@pytest.fixture
 def world(llmem_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: Path) -> Path:
     """LLMEM_HOME (autostart off) with 200 recent distractors and one old fact."""
     llmem_home.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -175,9 +175,7 @@ def test_apply_on_a_seeded_store(store: MemoryStore, llmem_home: Path) -> None:
     third = Dreamer(store, config()).run(["light"], apply=True).results[0]
     assert [(g["id"], [o["id"] for o in g["merged"]]) for g in third.merged] == [
         ("late", ["fresh"])
-    ] or [(g["id"], [o["id"] for o in g["merged"]]) for g in third.merged] == [
-        ("fresh", ["late"])
-    ]
+    ] or [(g["id"], [o["id"] for o in g["merged"]]) for g in third.merged] == [("fresh", ["late"])]
 
 
 def test_undo_restores_every_old_value(store: MemoryStore) -> None:

@@ -26,17 +26,6 @@ TOOLS = {"memory_search", "memory_remember", "memory_forget", "memory_get", "mem
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    (path / "README.md").write_text("demo\n")
-    git = ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
-    for args in (["init", "-q"], ["add", "README.md"], ["commit", "-q", "-m", "init"]):
-        subprocess.run([*git, *args], cwd=path, check=True, capture_output=True, timeout=30)
-    return path
-
-
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "COPILOT_AGENT_SESSION_ID"}
     env.update(extra)

@@ -309,27 +309,6 @@ def consolidate_inbox(
     return result
 
 
-def episodes_to_prune(
-    store: MemoryStore, cutoff: str | None, max_count: int
-) -> list[tuple[int, str]]:
-    """(seq, id) of episodes created before ``cutoff`` and, with ``max_count``, the oldest
-    beyond that many."""
-    found: dict[int, str] = {}
-    if cutoff is not None:
-        for seq, mid in store._fetchall(
-            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
-        ):
-            found[seq] = mid
-    if max_count > 0:
-        for seq, mid in store._fetchall(
-            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE}"
-            " ORDER BY created_at DESC, seq DESC LIMIT -1 OFFSET ?",
-            (max_count,),
-        ):
-            found[seq] = mid
-    return sorted(found.items())
-
-
 def oldest_episodes_for(
     store: MemoryStore, excess: float, skip: set[int], factor: float = 2.0
 ) -> tuple[list[tuple[int, str]], float]:

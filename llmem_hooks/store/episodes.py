@@ -42,6 +42,27 @@ def episode_stats(store: MemoryStore) -> dict[str, Any]:
     }
 
 
+def episodes_to_prune(
+    store: MemoryStore, cutoff: str | None, max_count: int
+) -> list[tuple[int, str]]:
+    """(seq, id) of episodes created before ``cutoff`` and, with ``max_count``, the oldest
+    beyond that many."""
+    found: dict[int, str] = {}
+    if cutoff is not None:
+        for seq, mid in store._fetchall(
+            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
+        ):
+            found[seq] = mid
+    if max_count > 0:
+        for seq, mid in store._fetchall(
+            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE}"
+            " ORDER BY created_at DESC, seq DESC LIMIT -1 OFFSET ?",
+            (max_count,),
+        ):
+            found[seq] = mid
+    return sorted(found.items())
+
+
 def prune_episodes(
     store: MemoryStore,
     retention_days: float,
@@ -51,20 +72,10 @@ def prune_episodes(
     """Delete episodes older than ``retention_days`` (0: none by age), then the oldest
     beyond ``max_count`` (0: no cap). ``backup(ids)`` runs first (a failure there
     deletes nothing). Returns how many were deleted."""
-    doomed: dict[int, str] = {}
-    if retention_days > 0:
-        cutoff = to_iso(datetime.now(UTC) - timedelta(days=retention_days))
-        for seq, mid in store._fetchall(
-            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
-        ):
-            doomed[seq] = mid
-    if max_count > 0:
-        for seq, mid in store._fetchall(
-            f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} ORDER BY created_at DESC, seq DESC"
-            " LIMIT -1 OFFSET ?",
-            (max_count,),
-        ):
-            doomed.setdefault(seq, mid)
+    cutoff = (
+        to_iso(datetime.now(UTC) - timedelta(days=retention_days)) if retention_days > 0 else None
+    )
+    doomed = dict(episodes_to_prune(store, cutoff, max_count))
     if doomed and backup is not None:
         backup(list(doomed.values()))
     seqs = list(doomed)
