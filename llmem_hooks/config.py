@@ -303,6 +303,17 @@ class RecallSettings(Section):
     entry_chars: int = _setting(320, _int(40, 10_000))
 
 
+@dataclass(frozen=True)
+class ViewerSettings(Section):
+    """``viewer:`` the local viewer (`llmem-hooks ui`) and the HTML report (docs/viewer.md)."""
+
+    section: ClassVar[str] = "viewer"
+    # memories listed in the page and the report (newest first; search reaches them all)
+    list_limit: int = _setting(500, _int(1, 100_000))
+    # the server stops by itself after this long without a request (0: only on Ctrl-C)
+    idle_exit_minutes: float = _setting(120, _number(0.0, 10_080.0))
+
+
 # Section name -> its settings class, in config.yaml's order.
 SECTIONS: dict[str, type[Section]] = {
     kind.section: kind
@@ -317,6 +328,7 @@ SECTIONS: dict[str, type[Section]] = {
         BudgetSettings,
         EpisodeSettings,
         RecallSettings,
+        ViewerSettings,
     )
 }
 
@@ -335,6 +347,7 @@ class Config:
     budget: BudgetSettings = field(default_factory=BudgetSettings)
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
+    viewer: ViewerSettings = field(default_factory=ViewerSettings)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:

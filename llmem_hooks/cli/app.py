@@ -645,8 +645,10 @@ def export_(
     """Export all memories (with tags, relations and embeddings) to a JSON file."""
     if str(file) != "-":
         file = check_user_path(file.absolute(), "file", "export")
-    with open_store(read_only=True) as st:
-        memories = st.export_all(limit=limit)
+    from ..progress import Progress
+
+    with open_store(read_only=True) as st, Progress("exporting memories") as bar:
+        memories = st.export_all(limit=limit, progress=bar.update)
     if str(file) == "-":
         typer.echo(json.dumps(archive.wrap(memories), ensure_ascii=False, indent=1))
         return
@@ -659,9 +661,11 @@ def import_(
     file: Annotated[Path, typer.Argument(help="JSON file written by 'export'.", dir_okay=False)],
 ) -> None:
     """Import memories from an export file: all or nothing, existing ids are skipped."""
+    from ..progress import Progress
+
     memories = archive.read_export(file)
-    with open_store() as st:
-        added = st.import_memories(memories)
+    with open_store() as st, Progress("importing memories") as bar:
+        added = st.import_memories(memories, progress=bar.update)
     typer.echo(f"imported {added} memories ({len(memories) - added} already present)", err=True)
 
 
