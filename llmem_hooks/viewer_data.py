@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,7 @@ MEMORY_FIELDS = (
 )
 
 
-def slim(memory: dict[str, Any]) -> dict[str, Any]:
+def slim(memory: Mapping[str, Any]) -> dict[str, Any]:
     """The fields a list shows (no metadata, hints or message ids)."""
     return {k: memory.get(k) for k in MEMORY_FIELDS}
 
@@ -189,8 +190,7 @@ class ViewerData:
             "query": query,
             "mode": mode,
             "hits": [
-                {**slim(h.memory), "score": round(h.score, 4), "passage": h.passage}
-                for h in hits
+                {**slim(h.memory), "score": round(h.score, 4), "passage": h.passage} for h in hits
             ],
         }
 

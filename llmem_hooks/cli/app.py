@@ -840,6 +840,10 @@ def uninstall(
         installer.uninstall_copilot(report=typer.echo)
 
 
+# The viewer's commands (`ui`, `report`) live in their own module; importing it registers them.
+from . import viewer as _viewer_commands  # noqa: E402, F401
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the typer CLI; map errors to one line on stderr and an exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
