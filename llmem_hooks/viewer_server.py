@@ -114,6 +114,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("X-Frame-Options", frame_options)
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Cache-Control", "no-store")
+        if status >= 400:  # a refused request's body may be unread: never reuse the line
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -245,6 +248,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(405)
         self.send_header("Allow", "GET, POST")
         self.send_header("Content-Length", "0")
+        self.send_header("Connection", "close")
+        self.close_connection = True
         self.end_headers()
 
     def _allowed_quietly(self) -> None:
