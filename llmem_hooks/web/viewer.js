@@ -159,13 +159,13 @@ async function mutate(path, body, done) {
   try {
     const info = await api(path, body);
     D.overview = await api('/api/overview');
-    setNote(`${done}: ${info.memory.id.slice(0, 8)}`);
     if (S.query) await search(); else S.shown = D.overview.memories.filter(inScope);
+    S.note = `${done}: ${info.memory.id.slice(0, 8)}`;
     render(); detail(info);
   } catch (e) { setNote(e.message, true); }
 }
 function memoriesTab(c) {
-  const q = el('input', {id: 'q', type: 'search', placeholder: 'search memories (same search as llmem-hooks search)'});
+  const q = el('input', {id: 'q', type: 'search', placeholder: 'search memories'});
   q.value = S.query;
   q.addEventListener('keydown', (e) => { if (e.key === 'Enter') search(); });
   c.append(el('div', {cls: 'bar'}, q, el('button', {cls: 'act primary', id: 'search-btn', on: {click: search}}, 'Search')),

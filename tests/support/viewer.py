@@ -68,9 +68,9 @@ def seed(home: Path) -> dict[str, str]:
                 agent="opencode", session_id="ses_view1", project="acme", title="tests"
             ),
         )
-        from llmem_hooks.budget import utc_day
-
         import time
+
+        from llmem_hooks.budget import utc_day
 
         session_state.add_usage(
             st,
