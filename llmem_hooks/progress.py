@@ -1,7 +1,7 @@
 """Progress on long work: import, export, the episode backfill, re-embedding, the dream
 cycle. A rich bar when stderr is a terminal (a person watches it); plain lines otherwise
 (``label: done/total``, at most one a second plus the last), which logs and CI keep.
-Work that never reports (nothing to do) prints nothing.
+Work that never reports (nothing to do), or smaller than ``min_total``, prints nothing.
 
     with progress("importing memories", total=len(items)) as bar:
         for item in items:
@@ -44,6 +44,7 @@ class Progress:
         *,
         stream: TextIO | None = None,
         plain: bool | None = None,
+        min_total: int = 0,
     ) -> None:
         self.label = label
         self.total = total
@@ -55,6 +56,7 @@ class Progress:
         self._bar: Any = None
         self._task: Any = None
         self._updated = False  # nothing is shown for work that never reported
+        self.min_total = min_total  # ... nor for work this small (a 3-memory export)
 
     # -- context manager ------------------------------------------------------------------
     def __enter__(self) -> Progress:
@@ -102,6 +104,8 @@ class Progress:
         self.done = done
         if total is not None:
             self.total = total
+        if self.total is not None and self.total < self.min_total:
+            return
         if not self._updated:
             self._updated = True
             if not self.plain:
@@ -137,7 +141,9 @@ class Progress:
             print(f"{self.label}: {self.done}{of}", file=self.stream, flush=True)
 
 
-def progress(label: str, total: int | None = None, *, stream: TextIO | None = None) -> Progress:
+def progress(
+    label: str, total: int | None = None, *, stream: TextIO | None = None, min_total: int = 0
+) -> Progress:
     """A `Progress` for ``label`` on ``stream`` (stderr): the bar on a terminal, plain
     lines otherwise. Use it as a context manager."""
-    return Progress(label, total, stream=stream)
+    return Progress(label, total, stream=stream, min_total=min_total)

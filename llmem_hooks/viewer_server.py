@@ -91,6 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def version_string(self) -> str:
         return self.server_version
+
     protocol_version = "HTTP/1.1"
     timeout = 30  # an idle keep-alive connection is closed, its thread ends
 

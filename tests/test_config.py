@@ -102,6 +102,7 @@ EXPECTED_DEFAULTS = {
         "semantic_max_distance": 0.35,
         "entry_chars": 320,
     },
+    "viewer": {"list_limit": 500, "idle_exit_minutes": 120},
 }
 
 

@@ -647,7 +647,9 @@ def export_(
         file = check_user_path(file.absolute(), "file", "export")
     from ..progress import Progress
 
-    with open_store(read_only=True) as st, Progress("exporting memories") as bar:
+    if str(file) != "-" and not file.parent.is_dir():
+        raise ValidationError(f"cannot write {file}: folder {file.parent} does not exist")
+    with open_store(read_only=True) as st, Progress("exporting memories", min_total=1000) as bar:
         memories = st.export_all(limit=limit, progress=bar.update)
     if str(file) == "-":
         typer.echo(json.dumps(archive.wrap(memories), ensure_ascii=False, indent=1))
@@ -664,7 +666,7 @@ def import_(
     from ..progress import Progress
 
     memories = archive.read_export(file)
-    with open_store() as st, Progress("importing memories") as bar:
+    with open_store() as st, Progress("importing memories", min_total=1000) as bar:
         added = st.import_memories(memories, progress=bar.update)
     typer.echo(f"imported {added} memories ({len(memories) - added} already present)", err=True)
 
