@@ -358,6 +358,17 @@ class DreamSettings(Section):
     schedule: str = _setting("*-*-* 03:00:00", check_schedule)
 
 
+@dataclass(frozen=True)
+class ViewerSettings(Section):
+    """``viewer:`` the local viewer (`llmem-hooks ui`) and the HTML report (docs/viewer.md)."""
+
+    section: ClassVar[str] = "viewer"
+    # memories listed in the page and the report (newest first; search reaches them all)
+    list_limit: int = _setting(500, _int(1, 100_000))
+    # the server stops by itself after this long without a request (0: only on Ctrl-C)
+    idle_exit_minutes: float = _setting(120, _number(0.0, 10_080.0))
+
+
 # Section name -> its settings class, in config.yaml's order.
 SECTIONS: dict[str, type[Section]] = {
     kind.section: kind
@@ -373,6 +384,7 @@ SECTIONS: dict[str, type[Section]] = {
         EpisodeSettings,
         RecallSettings,
         DreamSettings,
+        ViewerSettings,
     )
 }
 
@@ -392,6 +404,7 @@ class Config:
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     dream: DreamSettings = field(default_factory=DreamSettings)
+    viewer: ViewerSettings = field(default_factory=ViewerSettings)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:

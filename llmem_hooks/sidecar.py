@@ -647,22 +647,20 @@ class Sidecar:
 
     def backfill_episodes(self, stream: TextIO | None = None) -> int:
         """The first start only: index every past session of every agent as episodes,
-        with progress on stderr (docs/episodes.md)."""
-        out = sys.stderr if stream is None else stream
-        shown = [0.0]
+        with progress on stderr (a bar on a terminal, else plain lines; docs/episodes.md)."""
+        from .progress import Progress
 
-        def progress(done: int, total: int) -> None:
+        logged = [0.0]
+
+        def report(done: int, total: int) -> None:
+            bar.update(done, total)
             now = time.monotonic()
-            if done == total or now - shown[0] >= 1.0:
-                shown[0] = now
-                print(
-                    f"llmem-hooks: indexing past sessions as episodes: {done}/{total}",
-                    file=out,
-                    flush=True,
-                )
+            if done == total or now - logged[0] >= 1.0:
+                logged[0] = now
                 log.info("episode backfill: %d/%d sessions", done, total)
 
-        stored = self.coord.backfill_episodes(progress)
+        with Progress("llmem-hooks: indexing past sessions as episodes", stream=stream) as bar:
+            stored = self.coord.backfill_episodes(report)
         if stored:
             log.info("episode backfill: %d episodes stored", stored)
         return stored

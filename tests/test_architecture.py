@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "registry",
         "config",
         "service_protocol",
+        "progress",
     ),
     # the memory database and what lives beside it
     ("store", "query", "lexicon", "fuzzy", "project", "taxonomy", "backoff", "events"),
@@ -46,6 +47,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "likeness",
         "dream",
         "dream_report",
+        "viewer_page",
+        "viewer_data",
     ),
     # agents, the coordinator and its drivers
     (
@@ -58,6 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "service_socket",
         "service_client",
         "sidecar",
+        "viewer_server",
     ),
     # entry points
     ("copilot_hook", "mcp_server", "cli", "__init__", "__main__", "plugin"),

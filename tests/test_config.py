@@ -126,6 +126,7 @@ EXPECTED_DEFAULTS = {
         "stale_procedure_days": 90,
         "schedule": "*-*-* 03:00:00",
     },
+    "viewer": {"list_limit": 500, "idle_exit_minutes": 120},
 }
 
 

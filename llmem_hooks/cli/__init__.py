@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-SUBMODULES = ("app", "render")
+SUBMODULES = ("app", "render", "viewer")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -648,8 +648,12 @@ def export_(
     """Export all memories (with tags, relations and embeddings) to a JSON file."""
     if str(file) != "-":
         file = check_user_path(file.absolute(), "file", "export")
-    with open_store(read_only=True) as st:
-        memories = st.export_all(limit=limit)
+    from ..progress import Progress
+
+    if str(file) != "-" and not file.parent.is_dir():
+        raise ValidationError(f"cannot write {file}: folder {file.parent} does not exist")
+    with open_store(read_only=True) as st, Progress("exporting memories", min_total=1000) as bar:
+        memories = st.export_all(limit=limit, progress=bar.update)
     if str(file) == "-":
         typer.echo(json.dumps(archive.wrap(memories), ensure_ascii=False, indent=1))
         return
@@ -662,9 +666,11 @@ def import_(
     file: Annotated[Path, typer.Argument(help="JSON file written by 'export'.", dir_okay=False)],
 ) -> None:
     """Import memories from an export file: all or nothing, existing ids are skipped."""
+    from ..progress import Progress
+
     memories = archive.read_export(file)
-    with open_store() as st:
-        added = st.import_memories(memories)
+    with open_store() as st, Progress("importing memories", min_total=1000) as bar:
+        added = st.import_memories(memories, progress=bar.update)
     typer.echo(f"imported {added} memories ({len(memories) - added} already present)", err=True)
 
 
@@ -725,37 +731,6 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
 
 
 @app.command()
-def recall(
-    prompt: Annotated[str, typer.Argument(help="The user's prompt.")],
-    session: Annotated[str, typer.Option("--session", help="The agent's session id.")],
-    budget: Annotated[
-        int | None, typer.Option("--budget", min=0, max=100_000, help="Tokens (config: 400).")
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Print what per-prompt recall would put in front of PROMPT in SESSION (the
-    sidecar's query service, else in-process; docs/query-service.md). Marks what it
-    prints as given to the session. Prints nothing below the relevance floor."""
-    from ..service_client import ServiceCallError, call_in_process, query
-
-    params: dict[str, Any] = {"session_id": session, "prompt": prompt, "directory": os.getcwd()}
-    if budget is not None:
-        params["budget_tokens"] = budget
-    try:
-        if state.db is not None:  # another database than the sidecar's: in-process only
-            cfg = {**_config(), "memory": {**_config()["memory"], "db_path": str(_db_path())}}
-            out = call_in_process("recall", params, config=cfg)
-        else:
-            out = query("recall", params, config=_config())
-    except ServiceCallError as exc:
-        raise ValidationError(str(exc)) from None
-    if as_json or state.fmt is Format.json:
-        typer.echo(json.dumps(out, indent=1))
-    elif out["block"]:
-        typer.echo(out["block"])
-
-
-@app.command()
 def context(
     session_id: Annotated[str, typer.Argument(help="The agent's session id.")],
     resume: Annotated[
@@ -773,16 +748,6 @@ def context(
     if text is None:
         raise NotFoundError(f"no {'resume pack' if resume else 'context'} for session {session_id}")
     typer.echo(text, nl=False)
-
-
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def mcp(ctx: typer.Context) -> None:
-    """Serve the memory tools over MCP on stdio (memory_search, memory_remember,
-    memory_forget, memory_get, memory_timeline); `llmem-hooks mcp --help` for its options.
-    Configuration for MCP clients: docs/mcp.md."""
-    from ..mcp_server import main as mcp_main
-
-    raise typer.Exit(mcp_main(list(ctx.args)))
 
 
 @app.command()
@@ -852,6 +817,10 @@ def uninstall(
 
 
 app.command(name="dream")(_dream)
+# Commands in their own modules; importing them registers them: the agents' per-prompt
+# recall and MCP server, the viewer (`ui`, `report`).
+from . import agent_tools as _agent_tool_commands  # noqa: E402, F401
+from . import viewer as _viewer_commands  # noqa: E402, F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,12 +132,16 @@ def read_export(path: Path) -> list[Any]:
 
 
 def export_all(
-    store: MemoryStore, limit: int | None = DEFAULT_EXPORT_LIMIT, ids: Sequence[str] | None = None
+    store: MemoryStore,
+    limit: int | None = DEFAULT_EXPORT_LIMIT,
+    ids: Sequence[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """All memories (valid or not) with tags, outgoing relations and embeddings (base64).
 
     ``limit`` defaults to 10,000; pass None for no limit. ``ids``: only these memories
-    (the backup `prune` writes before it deletes them).
+    (the backup `prune` writes before it deletes them). ``progress(done, total)`` is
+    called as rows are converted (`llmem_hooks.progress`).
     """
     where = ""
     params: list[Any] = []
@@ -164,7 +168,9 @@ def export_all(
                 }
             )
     out = []
-    for row in rows:
+    for i, row in enumerate(rows, 1):
+        if progress is not None and (i % 100 == 0 or i == len(rows)):
+            progress(i, len(rows))
         mem = row_to_memory(row)
         mem["embedding"] = (
             base64.b64encode(row["embedding"]).decode("ascii")
@@ -177,12 +183,16 @@ def export_all(
 
 
 def import_memories(
-    store: MemoryStore, data: Sequence[Mapping[str, Any]] | Mapping[str, Any]
+    store: MemoryStore,
+    data: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Import memories (as produced by `export_all`) all-or-nothing, in one transaction.
 
     Every record is validated before anything is written; ids already present are
     skipped (so importing the same file twice is harmless). Returns how many were added.
+    ``progress(done, total)``: records validated so far (the write that follows is one
+    transaction; the last call comes after it).
     """
     if isinstance(data, Mapping):
         data = unwrap(data)
@@ -192,7 +202,10 @@ def import_memories(
     relations: list[tuple[str, str, str, str, str]] = []
     seen: set[str] = set()
     first_vec: dict[str, Any] | None = None
+    total = len(data)
     for i, item in enumerate(data):
+        if progress is not None and i % 100 == 0 and i:
+            progress(i, total)
         if not isinstance(item, Mapping):
             raise ValidationError(f"memory #{i + 1}: expected an object")
         try:
@@ -250,4 +263,6 @@ def import_memories(
             " created_at) VALUES (?, ?, ?, ?, ?)",
             relations,
         )
+    if progress is not None:
+        progress(total, total)
     return len(fresh)

@@ -1,0 +1,221 @@
+// The viewer's script (llmem_hooks/viewer_page.py inlines it into the page).
+// Data is shown with textContent only: memories hold untrusted text.
+'use strict';
+const D = JSON.parse(document.getElementById('llmem-data').textContent);
+const LIVE = D.mode === 'live';
+const TOKEN = LIVE ? new URLSearchParams(location.search).get('token') : null;
+const S = {tab: 'memories', project: undefined, type: undefined, shown: D.overview.memories,
+           query: '', selected: null, note: ''};
+const $ = (id) => document.getElementById(id);
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'on') { for (const [ev, f] of Object.entries(v)) e.addEventListener(ev, f); }
+    else if (k === 'cls') e.className = v;
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k !== null && k !== undefined)
+    e.appendChild(typeof k === 'string' || typeof k === 'number' ? document.createTextNode(String(k)) : k);
+  return e;
+}
+async function api(path, body) {
+  const opts = {headers: {'X-LLMem-Token': TOKEN}, cache: 'no-store'};
+  if (body !== undefined) {
+    opts.method = 'POST';
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  const out = await r.json();
+  if (!r.ok) throw new Error(out.error || ('HTTP ' + r.status));
+  return out;
+}
+function setNote(text, isError) {
+  S.note = text; const n = $('note'); n.textContent = text; n.className = isError ? 'error' : 'note';
+}
+function proj(p) { return p === null ? '(global)' : p; }
+function inScope(m) {
+  return (S.project === undefined || m.project === S.project) && (S.type === undefined || m.type === S.type);
+}
+function card(m) {
+  const c = el('div', {cls: 'card memory' + (S.selected === m.id ? ' sel' : ''), 'data-id': m.id,
+                       on: {click: () => select(m.id)}},
+    el('div', {cls: 'head'}, el('span', {cls: 'badge'}, m.type), el('span', {}, proj(m.project)),
+       el('span', {}, (m.created_at || '').slice(0, 16).replace('T', ' ')),
+       el('span', {}, 'by ' + (m.entered_by || '?')),
+       m.score !== undefined ? el('span', {}, 'score ' + m.score) : null,
+       el('span', {}, m.id.slice(0, 8))),
+    el('div', {cls: 'text'}, m.passage || m.content));
+  if (m.tags && m.tags.length) c.appendChild(el('div', {cls: 'tags'}, m.tags.map((t) => '#' + t).join(' ')));
+  return c;
+}
+function sidebar() {
+  const a = $('side'); a.replaceChildren();
+  const by = new Map();
+  for (const c of D.overview.counts) {
+    const k = proj(c.project);
+    if (!by.has(k)) by.set(k, {project: c.project, total: 0, types: []});
+    const g = by.get(k); g.total += c.count; g.types.push(c);
+  }
+  const ul = el('ul', {id: 'projects'});
+  ul.appendChild(el('li', {cls: S.project === undefined ? 'on' : '',
+    on: {click: () => { S.project = undefined; S.type = undefined; refreshList(); }}},
+    el('span', {}, 'all projects'), el('span', {}, D.overview.totals.active)));
+  for (const [name, g] of by) {
+    ul.appendChild(el('li', {cls: S.project === g.project && S.type === undefined ? 'on' : '',
+      'data-project': name, on: {click: () => { S.project = g.project; S.type = undefined; refreshList(); }}},
+      el('span', {}, name), el('span', {}, g.total)));
+    for (const t of g.types) ul.appendChild(el('li', {cls: 'type' + (S.project === g.project && S.type === t.type ? ' on' : ''),
+      on: {click: () => { S.project = g.project; S.type = t.type; refreshList(); }}},
+      el('span', {}, t.type), el('span', {}, t.count)));
+  }
+  a.append(el('h2', {}, 'Projects and types'), ul);
+  const t = D.overview.totals;
+  a.append(el('p', {cls: 'note'}, `${t.active} live, ${t.forgotten} forgotten, ${t.expired} expired, ` +
+    `${t.inbox} in the inbox; the newest ${t.listed} listed (search reaches all).`));
+}
+async function refreshList() {
+  if (S.query) return search();
+  S.shown = D.overview.memories.filter(inScope);
+  render();
+}
+async function search() {
+  S.query = $('q').value.trim();
+  if (!S.query) { S.shown = D.overview.memories.filter(inScope); render(); return; }
+  if (LIVE) {
+    const p = new URLSearchParams({q: S.query});
+    if (S.project !== undefined && S.project !== null) p.set('project', S.project);
+    if (S.type !== undefined) p.set('type', S.type);
+    try {
+      const out = await api('/api/search?' + p.toString());
+      S.shown = out.hits.filter(inScope);
+      setNote(`${S.shown.length} found (${out.mode})`);
+    } catch (e) { setNote(e.message, true); S.shown = []; }
+  } else {
+    const words = S.query.toLowerCase().split(/\s+/);
+    S.shown = D.overview.memories.filter((m) => {
+      const hay = [m.content, m.summary || '', m.type, proj(m.project), (m.tags || []).join(' ')].join(' ').toLowerCase();
+      return inScope(m) && words.every((w) => hay.includes(w));
+    });
+    setNote(`${S.shown.length} found (words in this report)`);
+  }
+  render();
+}
+async function select(id) {
+  S.selected = id;
+  let info;
+  if (LIVE) {
+    try { info = await api('/api/memory?id=' + encodeURIComponent(id)); }
+    catch (e) { setNote(e.message, true); return; }
+  } else {
+    const m = D.overview.memories.concat(D.overview.forgotten).find((x) => x.id === id);
+    info = {memory: m, provenance: D.overview.provenance[id]};
+  }
+  render(); detail(info);
+}
+function detail(info) {
+  const box = $('detail'); box.replaceChildren();
+  if (!info) return;
+  const m = info.memory, p = info.provenance || {};
+  const dl = el('dl', {});
+  const add = (k, v) => { if (v !== null && v !== undefined && v !== '') dl.append(el('dt', {}, k), el('dd', {}, String(v))); };
+  add('id', m.id); add('type', m.type); add('project', proj(m.project)); add('created', m.created_at);
+  add('updated', m.updated_at); add('entered by', p.entered_by); add('source', p.source);
+  add('session', p.session_id); add('session agent', p.session_agent); add('session title', p.session_title);
+  add('messages', (p.source_message_ids || []).join(', ')); add('confidence', m.confidence);
+  add('expires', m.expires_at); add('forgotten', m.valid_until);
+  add('why forgotten', m.invalidation_reason);
+  for (const r of p.relations || []) add(r.relation_type, `${r.source_id.slice(0, 8)} -> ${r.target_id.slice(0, 8)}`);
+  const panel = el('div', {cls: 'panel', id: 'detail-panel', 'data-id': m.id},
+    el('h2', {}, 'Memory'), el('div', {cls: 'text', id: 'detail-content'}, m.content), dl);
+  if (p.episode) panel.append(el('h2', {}, 'Learned in this episode'),
+    el('div', {cls: 'episode', id: 'episode'}, p.episode.content));
+  if (LIVE) panel.append(actions(m));
+  box.appendChild(panel);
+}
+function actions(m) {
+  const row = el('div', {cls: 'row'});
+  if (m.valid_until) {
+    row.append(el('button', {cls: 'act primary', id: 'restore', on: {click: () => mutate('/api/restore', {id: m.id}, 'restored')}}, 'Restore'));
+    return row;
+  }
+  const edit = el('button', {cls: 'act', id: 'edit', on: {click: () => {
+    const ta = el('textarea', {id: 'edit-content'}); ta.value = m.content;
+    const ty = el('select', {id: 'edit-type'});
+    for (const t of D.overview.types) { const o = el('option', {value: t}, t); if (t === m.type) o.selected = true; ty.append(o); }
+    const tg = el('input', {id: 'edit-tags', value: (m.tags || []).join(', ')});
+    row.replaceChildren(ta, ty, tg, el('button', {cls: 'act primary', id: 'save', on: {click: () =>
+      mutate('/api/edit', {id: m.id, content: ta.value, type: ty.value, tags: tg.value}, 'saved')}}, 'Save'));
+  }}}, 'Edit');
+  const forget = el('button', {cls: 'act danger', id: 'forget', on: {click: () => {
+    const why = el('input', {id: 'forget-reason', placeholder: 'why it no longer holds (optional)'});
+    row.replaceChildren(why, el('button', {cls: 'act danger', id: 'forget-confirm', on: {click: () =>
+      mutate('/api/forget', {id: m.id, reason: why.value || null}, 'forgotten')}}, 'Forget it'));
+  }}}, 'Forget');
+  row.append(edit, forget);
+  return row;
+}
+async function mutate(path, body, done) {
+  try {
+    const info = await api(path, body);
+    D.overview = await api('/api/overview');
+    if (S.query) await search(); else S.shown = D.overview.memories.filter(inScope);
+    S.note = `${done}: ${info.memory.id.slice(0, 8)}`;
+    render(); detail(info);
+  } catch (e) { setNote(e.message, true); }
+}
+function memoriesTab(c) {
+  const q = el('input', {id: 'q', type: 'search', placeholder: 'search memories'});
+  q.value = S.query;
+  q.addEventListener('keydown', (e) => { if (e.key === 'Enter') search(); });
+  c.append(el('div', {cls: 'bar'}, q, el('button', {cls: 'act primary', id: 'search-btn', on: {click: search}}, 'Search')),
+    el('div', {id: 'note', cls: 'note'}, S.note));
+  const list = el('div', {id: 'list'});
+  for (const m of S.shown) list.appendChild(card(m));
+  if (!S.shown.length) list.appendChild(el('p', {cls: 'note'}, 'No memories here.'));
+  c.appendChild(list);
+}
+function forgottenTab(c) {
+  c.append(el('h2', {}, 'Forgotten memories'), el('div', {id: 'note', cls: 'note'}, S.note));
+  const list = el('div', {id: 'forgotten-list'});
+  for (const m of D.overview.forgotten) list.appendChild(card(m));
+  if (!D.overview.forgotten.length) list.appendChild(el('p', {cls: 'note'}, 'Nothing forgotten.'));
+  c.appendChild(list);
+}
+function inboxTab(c) {
+  c.append(el('h2', {}, 'Inbox (notes waiting to become memories)'));
+  const t = el('table', {id: 'inbox'}, el('tr', {}, el('th', {}, 'score'), el('th', {}, 'source'), el('th', {}, 'added'), el('th', {}, 'note')));
+  for (const i of D.overview.inbox) t.append(el('tr', {}, el('td', {}, i.attention_score), el('td', {}, i.source), el('td', {}, i.created_at), el('td', {cls: 'text'}, i.content)));
+  c.append(D.overview.inbox.length ? t : el('p', {cls: 'note'}, 'The inbox is empty.'));
+}
+function usageTab(c) {
+  const u = D.overview.usage, today = u.today, caps = u.caps;
+  const row = (k, used, cap) => el('tr', {}, el('td', {}, k), el('td', {}, used), el('td', {}, cap),
+    el('td', {}, el('meter', {min: 0, max: cap || 1, value: Math.min(used, cap || 1)})));
+  c.append(el('h2', {}, `Model usage on ${u.day} (UTC) against the budget`),
+    el('table', {id: 'usage'}, el('tr', {}, el('th', {}, ''), el('th', {}, 'used'), el('th', {}, 'cap'), el('th', {}, '')),
+      row('tokens today', today.tokens, caps.day_tokens), row('seconds today', today.seconds, caps.day_seconds)),
+    el('p', {cls: 'note'}, `${today.calls} calls by ${u.sessions_today} sessions today; per session at most ` +
+      `${caps.session_tokens} tokens and ${caps.session_seconds} s. Left today: ${u.day_tokens_left} tokens, ${u.day_seconds_left} s.`));
+}
+function dreamTab(c) {
+  c.append(el('h2', {}, 'The latest dream report'));
+  if (!D.overview.dream.exists) { c.append(el('p', {cls: 'note'}, 'No dream report yet (llmem-hooks dream writes one).')); return; }
+  const f = el('iframe', {id: 'dream', sandbox: '', title: 'dream report'});
+  if (LIVE) f.src = '/dream-report?token=' + encodeURIComponent(TOKEN);
+  else f.srcdoc = D.dream_html || '';
+  c.append(f);
+}
+const TABS = {memories: ['Memories', memoriesTab], forgotten: ['Forgotten', forgottenTab], inbox: ['Inbox', inboxTab],
+              usage: ['Model usage', usageTab], dream: ['Dream report', dreamTab]};
+function render() {
+  const nav = $('tabs'); nav.replaceChildren();
+  for (const [k, [label]] of Object.entries(TABS))
+    nav.append(el('button', {id: 'tab-' + k, cls: S.tab === k ? 'on' : '', on: {click: () => { S.tab = k; render(); }}}, label));
+  sidebar();
+  const c = $('content'); c.replaceChildren();
+  TABS[S.tab][1](c);
+  if (S.tab !== 'memories' && S.tab !== 'forgotten') $('detail').replaceChildren();
+}
+$('generated').textContent = (LIVE ? 'live, ' : 'report, ') + D.overview.generated_at + ' - ' + D.overview.db_path;
+render();
