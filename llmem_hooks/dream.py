@@ -25,7 +25,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -181,9 +181,11 @@ class Dreamer:
         *,
         trigger: str = "cli",
         write_files: bool = True,
+        progress: Callable[[int, int], None] | None = None,
     ) -> DreamRun:
         """Run ``phases`` (default all three, in order). With ``apply``: the changes, the
-        book, the diary and the report; without: the plan only, nothing written."""
+        book, the diary and the report; without: the plan only, nothing written.
+        ``progress(done, total)`` hears of each finished step (`llmem_hooks.progress`)."""
         chosen = list(phases or PHASES)
         for p in chosen:
             if p not in PHASES:
@@ -199,6 +201,8 @@ class Dreamer:
         if apply:
             book.begin_run(self.store, run.run_id, trigger, chosen)
         hooks = get_registered_dream_hooks()
+        steps_total = sum(len(getattr(self, f"_{p}_steps")()) for p in chosen)
+        steps_done = 0
         for phase in chosen:
             result = DreamResult(phase, apply, run.run_id if apply else None)
             p0 = time.perf_counter()
@@ -213,6 +217,9 @@ class Dreamer:
                         raise
                     result.errors.append(f"{step.__name__}: {exc}")
                     log.warning("dream %s: %s failed: %s", phase, step.__name__, exc)
+                steps_done += 1
+                if progress is not None:
+                    progress(steps_done, steps_total)
             result.seconds = time.perf_counter() - p0
             run.results.append(result)
             hook = hooks.get(phase)

@@ -820,6 +820,7 @@ app.command(name="dream")(_dream)
 # Commands in their own modules; importing them registers them: the agents' per-prompt
 # recall and MCP server, the viewer (`ui`, `report`).
 from . import agent_tools as _agent_tool_commands  # noqa: E402, F401
+from . import embed as _embed_commands  # noqa: E402, F401
 from . import viewer as _viewer_commands  # noqa: E402, F401
 
 

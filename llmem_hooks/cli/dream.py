@@ -56,7 +56,10 @@ def dream(
                 done = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing"
                 typer.echo(f"undid run {undo}: {done}")
             return
-        run = dreamer.run(phase or None, apply, trigger=trigger)
+        from ..progress import progress
+
+        with progress("dream cycle (steps)") as bar:
+            run = dreamer.run(phase or None, apply, trigger=trigger, progress=bar.update)
     if as_json:
         typer.echo(json.dumps(run.as_dict(), indent=1, default=str))
         return

@@ -736,6 +736,17 @@ def missing_embeddings(store: MemoryStore, limit: int = 32) -> list[tuple[str, s
     return [(r[0], r[1]) for r in rows]
 
 
+def count_missing_embeddings(store: MemoryStore) -> int:
+    """How many live memories have no vector yet (`missing_embeddings` gives them)."""
+    cond, params = MemoryFilter().to_sql(now_iso())
+    with store._lock:
+        return int(
+            store._conn.execute(
+                f"SELECT COUNT(*) FROM memories m WHERE m.embedding IS NULL AND {cond}", params
+            ).fetchone()[0]
+        )
+
+
 def set_embeddings(store: MemoryStore, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
     """Give memories their vectors (kept in step with the vec tables) without touching
     ``updated_at``: a vector added later is not news about the memory. Returns how
