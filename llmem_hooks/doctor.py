@@ -19,7 +19,7 @@ from typing import Any, Literal
 from .budget import BudgetLimits, ModelBudget
 from .config import Config, OllamaSettings
 from .errors import ConfigError
-from .paths import get_config_path
+from .paths import get_config_path, get_llmem_home
 from .store import MemoryStore
 from .url_validate import is_loopback_host, strip_credentials, validate_base_url
 
@@ -195,7 +195,27 @@ def diagnose(
         status: Status = "ok" if severity == "ok" else "warn"
         checks.append(Check("extractor", status, f"heuristic: {why}"))
     checks.extend(_vector_checks(config, store))
+    checks.append(_service_check())
     return checks
+
+
+def _service_check() -> Check:
+    """Whether the sidecar's query service answers (per-prompt recall and the agent tools
+    go through it; without it the OpenCode plugin recalls nothing and the Copilot hook and
+    the MCP server answer in-process, slower)."""
+    from .service_client import answers
+    from .service_protocol import socket_path
+
+    status = answers()
+    if status is None:
+        return Check(
+            "query_service",
+            "warn",
+            f"no sidecar answers on {socket_path(get_llmem_home())}: OpenCode gets no per-prompt"
+            " recall until `llmem-hooks run` (its plugin starts it); Copilot and MCP answer"
+            " in-process",
+        )
+    return Check("query_service", "ok", f"the sidecar answers (v{status.get('version', '?')})")
 
 
 def render(checks: list[Check], markdown: bool = False) -> str:

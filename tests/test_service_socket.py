@@ -224,3 +224,20 @@ def test_cli_recall(llmem_home: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert capsys.readouterr().out == ""  # given already: nothing
     assert main(["recall", "--session", "ses_c", "hi"]) == 0
     assert main(["recall", "--session", "", "x"]) == 2
+
+
+def test_doctor_says_whether_the_query_service_answers(
+    store: MemoryStore, llmem_home: Path
+) -> None:
+    from llmem_hooks.doctor import diagnose
+
+    def service_check() -> tuple[str, str]:
+        check = next(c for c in diagnose({}) if c.name == "query_service")
+        return check.status, check.detail
+
+    status, detail = service_check()
+    assert status == "warn" and "no sidecar answers" in detail
+    service = QueryService(store, NO_MODEL, served_by="test-server")
+    with ServiceServer(service, proto.socket_path(llmem_home)):
+        assert service_check()[0] == "ok"
+    service.close()
