@@ -79,9 +79,10 @@ def test_group_takes_the_model_sentence_and_undo_restores(
     Dreamer(store, config(url)).undo(run.run_id)
     assert store.get("keep")["content"] == KEPT and store.get("dup")["valid_until"] is None
     assert "rewritten_by" not in store.get("keep")["metadata"]
-    assert store.conn.execute(
-        "SELECT content_hash FROM memories WHERE id = 'keep'"
-    ).fetchone() == old_hash
+    assert (
+        store.conn.execute("SELECT content_hash FROM memories WHERE id = 'keep'").fetchone()
+        == old_hash
+    )
     assert store.search("listening") == []
 
 
@@ -111,9 +112,10 @@ def test_a_proposal_that_loses_or_invents_a_fact_is_refused(
 
 
 def test_check_proposal_refuses_what_the_redaction_changes() -> None:
-    assert check_proposal("deploy with password=hunter2x", ["deploy with password=hunter2x"])[
-        1
-    ] == "holds what the redaction removes"
+    assert (
+        check_proposal("deploy with password=hunter2x", ["deploy with password=hunter2x"])[1]
+        == "holds what the redaction removes"
+    )
     assert check_proposal("  Run  uv sync --frozen.\n", ["run uv sync --frozen"]) == (
         "Run uv sync --frozen.",
         "accepted",
@@ -133,9 +135,7 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def test_a_model_that_is_down_leaves_the_old_merge(
-    store: MemoryStore, llmem_home: Path
-) -> None:
+def test_a_model_that_is_down_leaves_the_old_merge(store: MemoryStore, llmem_home: Path) -> None:
     llmem_home.mkdir(parents=True, exist_ok=True)
     seed(store)
     store.import_memories(
