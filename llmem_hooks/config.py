@@ -338,6 +338,10 @@ class DreamSettings(Section):
     similarity_threshold: float = _setting(0.92, _number(0.0, 1.0))
     # ... and, compared by their normalized words, this much overlap (Jaccard)
     merge_overlap: float = _setting(0.8, _number(0.0, 1.0))
+    # light: ask the local model (the ollama section) to rewrite a merge group's kept text
+    # into one sentence holding every fact; checked, else the best text stays. Off: opt in
+    model_rewrite: bool = _setting(False, _bool)
+    model_rewrite_max_groups: int = _setting(50, _int(0, 100_000))  # asked per run, at most
     # deep: unused for decay_interval_days -> confidence x (1 - decay_rate), not below the
     # floor; at most one decay per interval
     decay_rate: float = _setting(0.1, _number(0.0, 1.0))

@@ -157,6 +157,7 @@ class Dreamer:
         now: datetime | None = None,
     ) -> None:
         cfg = Config.coerce(config)
+        self.config = cfg
         self.store = store
         self.settings: DreamSettings = cfg.dream
         self.episodes: EpisodeSettings = cfg.episodes
@@ -373,10 +374,32 @@ class Dreamer:
         """Groups of near-duplicates become their best memory: highest confidence, then
         most recalled, then longest text, then newest; it takes the union of the group's
         tags and source messages, the highest confidence and the sum of the recalls; the
-        others are retired as "merged into <id>"."""
+        others are retired as "merged into <id>". With ``dream.model_rewrite`` the local
+        model may rewrite its text into one sentence of the group's facts
+        (`dream_rewrite`); a dry run does not ask it."""
         pairs = self.similar()["merge"]
         if not pairs:
             return
+        rewriter = None
+        if result.apply:
+            from .backoff import FILE_NAME, SharedBackoff
+            from .dream_rewrite import build_rewriter
+
+            backoff = SharedBackoff(path=(self.home or get_llmem_home()) / FILE_NAME)
+            rewriter = build_rewriter(self.config, self.store, result.run_id or "",
+                                      shared_backoff=backoff)  # fmt: skip
+        try:
+            self._merge_groups(result, pairs, rewriter)
+        finally:
+            if rewriter is not None:
+                rewriter.close()
+
+    def _merge_groups(
+        self,
+        result: DreamResult,
+        pairs: list[tuple[str, str, float, str]],
+        rewriter: Any,
+    ) -> None:
         parent: dict[str, str] = {}
 
         def find(x: str) -> str:
@@ -412,6 +435,7 @@ class Dreamer:
             others = [m for m in members if m != best]
             keep = rows[best]
             sets = _merged_fields(keep, [rows[o] for o in others])
+            rewrite = self._rewrite(rewriter, keep, [rows[o] for o in others], sets)
             updates.append((best, sets))
             for o in others:
                 retire[o] = f"merged into {best}"
@@ -435,6 +459,7 @@ class Dreamer:
                         "tags": sets["tags"],
                         "access_count": sets["access_count"],
                     },
+                    **rewrite,
                 }
             )  # fmt: skip
         if result.apply and updates:
@@ -442,6 +467,30 @@ class Dreamer:
                 book.update_memories(self.store, result.run_id or "", "light", "merge", updates)
                 book.retire_memories(self.store, result.run_id or "", "light", "merged", retire)
         self._live = [m for m in self._live_memories() if m["id"] not in retire]
+
+    def _rewrite(
+        self,
+        rewriter: Any,
+        keep: Mapping[str, Any],
+        others: Sequence[Mapping[str, Any]],
+        sets: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The model's rewrite of a group's kept text, when asked and accepted (it goes in
+        ``sets``, with ``metadata.rewritten_by``); the result item's ``rewrite`` fields."""
+        import json
+
+        if not (self.config.dream.model_rewrite and self.config.ollama.enabled):
+            return {}
+        if rewriter is None:  # a dry run: the model is not asked (nothing is spent)
+            return {"rewrite": "would ask the model"}
+        out = rewriter.rewrite([keep["content"], *(o["content"] for o in others)])
+        if out.text is None or out.text == keep["content"]:
+            return {"rewrite": out.status}
+        sets["content"] = out.text
+        meta = json.loads(sets["metadata"])
+        meta["rewritten_by"] = rewriter.model
+        sets["metadata"] = json.dumps(meta, ensure_ascii=False)
+        return {"rewrite": "accepted", "new_content": out.text}
 
     def prune_episodes(self, result: DreamResult) -> None:
         """Episodes older than ``episodes.retention_days`` (or beyond ``max_count``) go,

@@ -40,11 +40,15 @@ def describe(kind: str, item: dict[str, Any]) -> str:
             for o in item["merged"]
         )
         old, new = item["old"], item["new"]
+        if item.get("new_content"):
+            text = f"; text rewritten by the model -> {_clip(item['new_content'])}"
+        else:
+            text = f"; model rewrite: {item['rewrite']}" if item.get("rewrite") else ""
         return (
             f"kept `{mid}` ({_clip(item['content'], 60)}); merged {others} into it;"
             f" confidence {old['confidence']} -> {new['confidence']},"
             f" tags {old['tags']} -> {new['tags']},"
-            f" recalls {old['access_count']} -> {new['access_count']}"
+            f" recalls {old['access_count']} -> {new['access_count']}{text}"
         )
     if kind == "retired":
         return f"retired `{mid}`: expired at {item['expires_at']} (was valid)"

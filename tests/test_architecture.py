@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "service",
         "likeness",
         "dream",
+        "dream_rewrite",
         "dream_report",
         "viewer_page",
         "viewer_data",

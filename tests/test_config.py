@@ -114,6 +114,8 @@ EXPECTED_DEFAULTS = {
         "idle_minutes": 10,
         "similarity_threshold": 0.92,
         "merge_overlap": 0.8,
+        "model_rewrite": False,
+        "model_rewrite_max_groups": 50,
         "decay_rate": 0.1,
         "decay_interval_days": 30,
         "decay_floor": 0.3,

@@ -15,11 +15,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import fuzzy
 from ..errors import NotFoundError, ValidationError
 from ..timestamps import now_iso
+from . import vocabulary
 from .db import transaction
 from .episodes import EPISODE_WHERE
-from .records import normalize_tags
+from .records import check_content, content_hash, normalize_tags
 
 if TYPE_CHECKING:
     from .memories import MemoryStore
@@ -36,6 +38,9 @@ PLAIN_COLUMNS = (
     "accessed_at",
     "source_message_ids",
 )
+# A merge's model rewrite also sets the text (``content``, with its hash); the old text
+# and vector are logged, and undo restores them.
+RESTORED_COLUMNS = (*PLAIN_COLUMNS, "content", "content_hash")
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -201,20 +206,36 @@ def update_memories(
     action: str,
     changes: Iterable[tuple[str, Mapping[str, Any]]],
 ) -> int:
-    """Set columns of memories (``PLAIN_COLUMNS`` and ``tags``, a list), each change
-    logged with the old values of what it sets. ``updated_at`` is left alone: decay or a
-    merge is not news about the memory. Returns how many memories changed."""
+    """Set columns of memories (``PLAIN_COLUMNS``, ``tags``, a list, and ``content``),
+    each change logged with the old values of what it sets. ``updated_at`` is left alone:
+    decay or a merge is not news about the memory. A new ``content`` passes the store's
+    redaction (`records.check_content`) and drops the memory's vector (it described the
+    old text; the embedding backfill makes a new one). Returns how many memories changed."""
     done = 0
     with store._lock, transaction(store._conn):
         for memory_id, sets in changes:
             row = store._conn.execute(
-                f"SELECT seq, tag_text, {', '.join(PLAIN_COLUMNS)} FROM memories WHERE id = ?",
+                f"SELECT seq, tag_text, content, content_hash, embedding,"
+                f" {', '.join(PLAIN_COLUMNS)} FROM memories WHERE id = ?",
                 (memory_id,),
             ).fetchone()
             if row is None:
                 continue
             cols = [c for c in sets if c in PLAIN_COLUMNS]
             old: dict[str, Any] = {c: row[c] for c in cols}
+            if "content" in sets:
+                text = check_content(sets["content"])
+                sets = {**sets, "content": text}
+                old.update(content=row["content"], content_hash=row["content_hash"],
+                           embedding=_b64(row["embedding"]))  # fmt: skip
+                store._conn.execute(
+                    "UPDATE memories SET content = ?, content_hash = ?, embedding = NULL"
+                    " WHERE seq = ?",
+                    (text, content_hash(text), row["seq"]),
+                )
+                if row["embedding"] is not None:
+                    store.vectors.remove([row["seq"]])
+                vocabulary.index_terms(store._conn, fuzzy.extract_terms(text))
             if cols:
                 store._conn.execute(
                     f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE seq = ?",
@@ -433,7 +454,7 @@ def _restore_columns(store: MemoryStore, memory_id: str, old: Mapping[str, Any])
     seq = _seq(store, memory_id)
     if seq is None:
         return
-    cols = [c for c in old if c in PLAIN_COLUMNS]
+    cols = [c for c in old if c in RESTORED_COLUMNS]
     if cols:
         store._conn.execute(
             f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE seq = ?",
@@ -445,6 +466,9 @@ def _restore_columns(store: MemoryStore, memory_id: str, old: Mapping[str, Any])
         blob = base64.b64decode(old["embedding"])
         store._conn.execute("UPDATE memories SET embedding = ? WHERE seq = ?", (blob, seq))
         store.vectors.write([(seq, blob)])
+    elif "content" in old:  # a rewritten text without a vector: a newer vector is of the new text
+        store._conn.execute("UPDATE memories SET embedding = NULL WHERE seq = ?", (seq,))
+        store.vectors.remove([seq])
 
 
 def _b64(blob: bytes | None) -> str | None:
