@@ -244,6 +244,24 @@ class Retriever:
         self.type_priority = dict(type_priority or DEFAULT_TYPE_PRIORITY)
         self._clock = clock or (lambda: datetime.now(UTC))
 
+    @classmethod
+    def from_settings(
+        cls,
+        store: MemoryStore,
+        settings: RetrievalSettings | Mapping[str, Any],
+        embedder: Embedder | None = None,
+    ) -> Retriever:
+        """A retriever with the ``retrieval:`` section's weights (config.yaml)."""
+        r = settings if isinstance(settings, RetrievalSettings) else RetrievalSettings(**settings)
+        return cls(
+            store,
+            embedder=embedder,
+            alpha=r.alpha,
+            blend=r.blend,
+            fuzzy_threshold=r.fuzzy_threshold,
+            rrf_k_semantic=r.rrf_k_semantic,
+        )
+
     # -- public API --------------------------------------------------------------------------
     def search(
         self,

@@ -178,15 +178,7 @@ class QueryService:
         self.embedder = embedder
         self.served_by = served_by
         self._owns_store = owns_store
-        r = self.settings.retrieval
-        self.retriever = Retriever(
-            store,
-            embedder=embedder,
-            alpha=r.alpha,
-            blend=r.blend,
-            fuzzy_threshold=r.fuzzy_threshold,
-            rrf_k_semantic=r.rrf_k_semantic,
-        )
+        self.retriever = Retriever.from_settings(store, self.settings.retrieval, embedder)
         self.context_dir = get_context_dir(self.settings.context.dir)
         self.started = time.monotonic()
         self._lock = threading.Lock()

@@ -79,15 +79,7 @@ class ViewerData:
         self.store = store
         self.config = Config.coerce(config)
         self.home = home if home is not None else get_llmem_home()
-        r = self.config.retrieval
-        self.retriever = Retriever(
-            store,
-            embedder=embedder,
-            alpha=r.alpha,
-            blend=r.blend,
-            fuzzy_threshold=r.fuzzy_threshold,
-            rrf_k_semantic=r.rrf_k_semantic,
-        )
+        self.retriever = Retriever.from_settings(store, self.config.retrieval, embedder)
 
     # -- reads ----------------------------------------------------------------------------
     def overview(self, *, details: bool = False) -> dict[str, Any]:

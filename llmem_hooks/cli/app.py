@@ -203,16 +203,8 @@ def _keyword_only_note(command: str, explicit: bool) -> None:
 def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
     """The configured Retriever. With ``probe`` (the query), also the embedding engine if
     one answers for ``probe`` (its vector is cached, so the search does not ask again)."""
-    r = _config()["retrieval"]
     embedder = _local_embedding(probe)[0] if probe is not None else None
-    return Retriever(
-        store,
-        embedder=embedder,
-        alpha=r["alpha"],
-        blend=r["blend"],
-        fuzzy_threshold=r["fuzzy_threshold"],
-        rrf_k_semantic=r["rrf_k_semantic"],
-    )
+    return Retriever.from_settings(store, _config()["retrieval"], embedder)
 
 
 def _agent_guide() -> str:
