@@ -77,6 +77,18 @@ def select_memories(store: MemoryStore, project: str | None) -> list[dict[str, A
     return sorted(mems, key=lambda m: -_score(m, now))
 
 
+ENTRY_CHARS = 400  # one memory's line in the context file, at most
+
+
+def context_entry(content: object) -> str:
+    """A memory as its line of the context file shows it (after ``- ``): flat, cut at
+    `ENTRY_CHARS`. Per-prompt recall compares against it to skip what the file gave."""
+    text = " ".join(str(content).split())
+    if len(text) > ENTRY_CHARS:
+        text = text[: ENTRY_CHARS - 3].rstrip() + "..."
+    return text
+
+
 def render_context(
     memories: Sequence[Mapping[str, Any]], project: str | None, budget_tokens: int
 ) -> str:
@@ -92,11 +104,9 @@ def render_context(
     picked: dict[str, list[str]] = {t: [] for t, _ in SECTIONS}
     seen: set[str] = set()
     for mem in memories:
-        text = " ".join(str(mem["content"]).split())
+        text = context_entry(mem["content"])
         if not text or text.lower() in seen or find_secrets(text):
             continue
-        if len(text) > 400:
-            text = text[:397].rstrip() + "..."
         line = f"- {text}\n"
         extra = len(line) + (0 if picked[mem["type"]] else 20)
         if used + extra > budget:

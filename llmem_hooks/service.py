@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import service_protocol as proto
 from .config import Config, RecallSettings
-from .context import context_path
+from .context import context_entry, context_path
 from .errors import LLMemError, NotFoundError, ValidationError
 from .extraction.transcript import RECALL_CLOSE, RECALL_OPEN
 from .passages import excerpt
@@ -343,7 +343,7 @@ class QueryService:
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
             if share < cfg.min_coverage and not semantic:
                 continue
-            if _flat(hit.memory["content"])[:397] in in_context:
+            if context_entry(hit.memory["content"]) in in_context:
                 continue
             kept.append(hit)
         block, shown = self._render(kept, terms, budget)
@@ -414,11 +414,7 @@ class QueryService:
             if cached is not None and cached[0] == mtime:
                 return cached[1]
         text = read_regular_file(path, 200_000) or ""
-        entries = frozenset(
-            line[2:].removesuffix("...")[:397]
-            for line in text.splitlines()
-            if line.startswith("- ")
-        )
+        entries = frozenset(line[2:] for line in text.splitlines() if line.startswith("- "))
         with self._lock:
             if len(self._context_lines) > 1000:
                 self._context_lines.clear()
@@ -633,10 +629,6 @@ def _coverage(parsed: Any, covered: Callable[[Any], int], hit: SearchHit) -> flo
     alts = {t: [*parsed.alternatives.get(t, ()), *hit.corrections.get(t, ())] for t in parsed.terms}
     guessed = coverage_counter(replace(parsed, alternatives=alts))(hit.memory) - exact
     return exact + 0.5 * guessed
-
-
-def _flat(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 def _nothing(reason: str) -> dict[str, Any]:

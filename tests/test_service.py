@@ -234,6 +234,20 @@ def test_what_the_start_context_gave_is_not_recalled(svc: QueryService, tmp_path
     assert svc.recall("ses_new", "where are docker images pushed?")["ids"] == [shown]
 
 
+def test_a_long_memory_the_start_context_cut_is_not_recalled_either(svc: QueryService) -> None:
+    """The file cuts long entries (and trims the space before its "..."); recall compares
+    with the same cut, so such an entry is still known as given."""
+    long = "The nightly backup job copies the billing database to cold storage " + (
+        "and then verifies every archived table checksum twice " * 8
+    )
+    shown = _fact(svc, long)
+    start = build_session_context(svc.store, None, 1500)
+    assert "..." in start
+    write_context_file(context_path("ses_long", svc.context_dir), start)
+    assert svc.recall("ses_long", "how does the nightly backup job work?")["ids"] == []
+    assert svc.recall("ses_other", "how does the nightly backup job work?")["ids"] == [shown]
+
+
 def test_strip_injected() -> None:
     block = "<llmem-recall>\n- [abcd1234] (fact, 2026-01-01) x\n</llmem-recall>"
     assert strip_injected(f"before {block} after") == "before  after"
