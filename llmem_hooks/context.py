@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from .config import ContextSettings
-from .paths import ensure_private_dir, get_context_dir, validate_session_id, write_private_file
+from .paths import (
+    COMPACT_MARKER_SUFFIX,
+    RECALL_LOCK_SUFFIX,
+    ensure_private_dir,
+    get_context_dir,
+    validate_session_id,
+    write_private_file,
+)
 from .redact import find_secrets
 from .store import MemoryStore
 
@@ -144,7 +151,8 @@ def write_context_file(path: Path, text: str) -> bool:
 
 
 def remove_session_files(session_id: str, context_dir: Path | None = None) -> list[Path]:
-    """Delete a session's context files (retention). Nothing is deleted through a context
+    """Delete a session's files in the context folder (retention): its context file,
+    resume pack, and the Copilot hook's marker and recall lock. Nothing is deleted through a context
     folder that is a symlink: its target is not ours to clean. (A file that is itself a
     symlink is unlinked, which removes the link, never its target.)"""
     removed: list[Path] = []
@@ -152,7 +160,15 @@ def remove_session_files(session_id: str, context_dir: Path | None = None) -> li
     if folder.is_symlink():
         log.warning("not cleaning %s: it is a symlink", folder)
         return removed
-    for path in (context_path(session_id, context_dir), resume_path(session_id, context_dir)):
+    extra = [
+        folder / f"{validate_session_id(session_id)}{suffix}"
+        for suffix in (COMPACT_MARKER_SUFFIX, RECALL_LOCK_SUFFIX)
+    ]
+    for path in (
+        context_path(session_id, context_dir),
+        resume_path(session_id, context_dir),
+        *extra,
+    ):
         try:
             path.unlink()
             removed.append(path)

@@ -53,8 +53,6 @@ DEADLINE_S = 1.2  # the whole process (with interpreter start-up) must finish wi
 DB_MARGIN_S = 0.25  # SQLite gives up this long before the deadline
 LOG_NAME = "copilot-hook.log"
 LOG_MAX_BYTES = 1_000_000
-MARKER_SUFFIX = ".compact.injected"
-RECALL_LOCK_SUFFIX = ".recall.lock"
 RECALL_MARGIN_S = 0.15  # recall is skipped when less than this is left before the deadline
 MAX_PROMPT_CHARS = 20_000  # the service reads no more of a prompt than this
 SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
@@ -374,13 +372,13 @@ def _read_marker(path: Path) -> dict[str, int]:
 
 def prompt_submitted(sid: str, settings: Settings, session_dir: Path) -> str:
     """The resume pack, the first time a prompt follows a new compaction; else ''."""
-    from .paths import validate_session_id, write_private_file
+    from .paths import COMPACT_MARKER_SUFFIX, validate_session_id, write_private_file
 
     validate_session_id(sid)
     count = checkpoint_count(session_dir)
     if not count:
         return ""
-    marker_path = settings.context_dir / f"{sid}{MARKER_SUFFIX}"
+    marker_path = settings.context_dir / f"{sid}{COMPACT_MARKER_SUFFIX}"
     marker = _read_marker(marker_path)
     if count <= marker.get("checkpoints", 0):
         return ""
@@ -449,7 +447,7 @@ class RecallLock:
     caller does not recall: better nothing than a repeat)."""
 
     def __init__(self, settings: Settings, sid: str, deadline: float) -> None:
-        from .paths import validate_session_id
+        from .paths import RECALL_LOCK_SUFFIX, validate_session_id
 
         self.path = settings.context_dir / f"{validate_session_id(sid)}{RECALL_LOCK_SUFFIX}"
         self.deadline = deadline - RECALL_MARGIN_S

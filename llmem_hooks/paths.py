@@ -84,6 +84,13 @@ def get_db_path() -> Path:
     return get_llmem_home() / "memory.db"
 
 
+# The Copilot hook's per-session files in the context folder, beside the context file and
+# the resume pack (context.py): the resume pack's injection marker and the recall lock.
+# Session retention removes them with the session (`context.remove_session_files`).
+COMPACT_MARKER_SUFFIX = ".compact.injected"
+RECALL_LOCK_SUFFIX = ".recall.lock"
+
+
 def get_context_dir(configured: str | None = None) -> Path:
     """The context-file folder: config ``context.dir`` when set, else
     ``<LLMEM_HOME>/context``. One rule for the sidecar, the hooks, the plugin settings

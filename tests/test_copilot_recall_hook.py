@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from llmem_hooks import copilot_hook
+from llmem_hooks import copilot_hook, paths
 from llmem_hooks.project import project_key
 from llmem_hooks.service_client import answers
 from llmem_hooks.store import MemoryStore
@@ -165,7 +165,7 @@ def test_a_held_lock_means_no_recall_not_a_late_hook(world: Path, repo: Path) ->
     import fcntl
 
     (world / "context").mkdir(mode=0o700, exist_ok=True)
-    lock = world / "context" / f"{SID}{copilot_hook.RECALL_LOCK_SUFFIX}"
+    lock = world / "context" / f"{SID}{paths.RECALL_LOCK_SUFFIX}"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

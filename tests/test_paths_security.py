@@ -274,6 +274,18 @@ def test_retention_cleanup_does_not_delete_through_a_symlinked_folder(tmp_path: 
     assert remove_session_files(SID, own) == [own / f"{SID}.md"]
 
 
+def test_retention_cleanup_removes_every_file_of_the_session(tmp_path: Path) -> None:
+    """The context file, the resume pack, and the Copilot hook's marker and recall lock go
+    with the session; another session's files stay."""
+    own = tmp_path / "own"
+    own.mkdir()
+    names = [f"{SID}{s}" for s in (".md", ".compact.md", ".compact.injected", ".recall.lock")]
+    for name in [*names, "other.md", "other.recall.lock"]:
+        (own / name).write_text("x", encoding="utf-8")
+    assert sorted(p.name for p in remove_session_files(SID, own)) == sorted(names)
+    assert sorted(p.name for p in own.iterdir()) == ["other.md", "other.recall.lock"]
+
+
 def test_hook_neither_writes_through_nor_prints_symlinks(llmem_home: Path, tmp_path: Path) -> None:
     """Real hook processes: a symlinked context/ is not written through (nor chmodded),
     and a <session>.md that is a symlink is not printed by sessionStart."""
