@@ -112,13 +112,15 @@ def launchd_plist(command: Sequence[str], schedule: str, home: Path) -> str:
     hour, minute = _daily_time(schedule)
     for word in command:
         _unit_word(word, "command word")
+    _unit_word(str(home), "LLMEM_HOME")  # a control character is not allowed in XML either
     args = "\n".join(f"    <string>{escape(w)}</string>" for w in command)
     log = escape(str(home / "logs" / "dream.log"))
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN"'
         ' "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
-        f"<!-- {MARKER} (written by llmem-hooks install --service) -->\n"
+        # no "--" inside an XML comment: it would make the file not well-formed
+        f"<!-- {MARKER} (written by llmem-hooks install, service option) -->\n"
         '<plist version="1.0">\n<dict>\n'
         f"  <key>Label</key><string>{LAUNCHD_LABEL}</string>\n"
         f"  <key>ProgramArguments</key>\n  <array>\n{args}\n  </array>\n"
