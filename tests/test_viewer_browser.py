@@ -173,3 +173,44 @@ def test_static_report_works_without_a_server(browser: Any, tmp_path: Path) -> N
     browser.switch_to.frame(browser.find_element(By.ID, "dream"))
     _wait(browser, lambda d: "Dream run 7" in d.find_element(By.TAG_NAME, "body").text)
     browser.switch_to.default_content()
+
+
+def test_open_login_code_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """``ui --open``: Chromium gets the one-time code (as a real browser would from its
+    command line), lands on the clean URL with the session cookie, and the page works;
+    the printed URL's token does not stay in the address bar either."""
+    import json
+    import stat
+    import sys
+    import time
+
+    home = tmp_path / "llmem"
+    ids = seed(home)
+    fake = tmp_path / "fake-browser"
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "open(os.environ['FAKE_BROWSER_LOG'], 'a').write(json.dumps(sys.argv) + '\\n')\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    record = tmp_path / "argv.jsonl"
+    env = env_for(home, tmp_path)
+    env.update(BROWSER=str(fake), FAKE_BROWSER_LOG=str(record))
+    viewer = ViewerProcess(env, "--open", "--idle-exit", "120")
+    try:
+        deadline = time.monotonic() + 30
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        url = json.loads(record.read_text().splitlines()[0])[1]
+        assert viewer.token not in url
+        browser.get(url)
+        _wait(browser, lambda d: len(_cards(d)) >= 8)
+        assert browser.current_url == f"{viewer.base}/"
+        _search(browser, "how do we deploy staging?")
+        _wait(browser, lambda d: _cards(d)[:1] == [ids["deploy"]])
+        browser.get(url)  # the code again: refused
+        assert "used or has expired" in browser.find_element(By.TAG_NAME, "body").text
+        browser.get(viewer.url)  # the printed URL: the page, and the token leaves the bar
+        _wait(browser, lambda d: len(_cards(d)) >= 8)
+        assert "token" not in browser.current_url
+    finally:
+        assert viewer.close() == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 import webbrowser
 from pathlib import Path
 from types import FrameType
@@ -39,7 +40,8 @@ def ui(
 ) -> None:
     """Serve the memory viewer on 127.0.0.1: memories by project and type, search,
     provenance, edit / forget / restore, the inbox, model usage, the dream report.
-    Prints the URL (it holds the access token); Ctrl-C stops it."""
+    Prints the URL (it holds the access token: keep it to yourself); --open gives the
+    browser a one-time login code instead. Ctrl-C stops it."""
     from ..embed import embedder_from_config
     from ..viewer_data import ViewerData
     from ..viewer_server import ViewerServer
@@ -60,8 +62,10 @@ def ui(
             previous = signal.signal(signal.SIGTERM, stop)
             typer.echo(f"llmem-hooks viewer: {server.url}")
             sys.stdout.flush()
-            if open_browser:
-                webbrowser.open(server.url)
+            if open_browser:  # a one-time code: the browser's command line is public
+                threading.Thread(
+                    target=webbrowser.open, args=(server.login_url(),), daemon=True
+                ).start()  # a browser that stays in the foreground does not stop the server
             try:
                 server.serve()
             except KeyboardInterrupt:

@@ -3,7 +3,8 @@
 'use strict';
 const D = JSON.parse(document.getElementById('llmem-data').textContent);
 const LIVE = D.mode === 'live';
-const TOKEN = LIVE ? new URLSearchParams(location.search).get('token') : null;
+// The server's session cookie (HttpOnly) carries the login: the token leaves the address bar.
+if (LIVE && location.search) history.replaceState(null, '', location.pathname);
 const S = {tab: 'memories', project: undefined, type: undefined, shown: D.overview.memories,
            query: '', selected: null, note: ''};
 const $ = (id) => document.getElementById(id);
@@ -19,7 +20,7 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 async function api(path, body) {
-  const opts = {headers: {'X-LLMem-Token': TOKEN}, cache: 'no-store'};
+  const opts = {headers: {}, cache: 'no-store', credentials: 'same-origin'};
   if (body !== undefined) {
     opts.method = 'POST';
     opts.headers['Content-Type'] = 'application/json';
@@ -202,7 +203,7 @@ function dreamTab(c) {
   c.append(el('h2', {}, 'The latest dream report'));
   if (!D.overview.dream.exists) { c.append(el('p', {cls: 'note'}, 'No dream report yet (llmem-hooks dream writes one).')); return; }
   const f = el('iframe', {id: 'dream', sandbox: '', title: 'dream report'});
-  if (LIVE) f.src = '/dream-report?token=' + encodeURIComponent(TOKEN);
+  if (LIVE) f.src = '/dream-report';
   else f.srcdoc = D.dream_html || '';
   c.append(f);
 }
