@@ -14,18 +14,24 @@ A dry run (the default) computes the same plan and writes nothing. ``apply`` mak
 step one transaction and logs every change with the old values (``dream_changes``), so
 `Dreamer.undo` (``llmem-hooks dream --undo RUN``) puts them back; the diary
 (``dream-diary.md``, appended) and the report (``dream-report.html``) go to LLMEM_HOME.
-Hooks registered with `register_dream_hook` run after their phase; their errors are
-logged and never stop the cycle. Episodes (conversation records) only age out: they are
-never merged, decayed, boosted or linked.
+One applied run or undo at a time per database: `one_dream_at_a_time` holds an flock on
+``<database>.dream.lock`` (the kernel drops it when the holder dies, even by kill -9); a
+second one is refused with `DreamBusy`. Hooks registered with `register_dream_hook` run
+after their phase; their errors are logged and never stop the cycle. Episodes
+(conversation records) only age out: they are never merged, decayed, boosted or linked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
 import re
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,6 +60,69 @@ LAST_DECAY = "last_decay_at"
 LAST_BOOST = "last_boost_at"
 MiB = 1024 * 1024
 SIZE_CAP_ROUNDS = 20  # prune-and-measure passes before the size cap gives up for this run
+LOCK_SUFFIX = ".dream.lock"
+
+
+class DreamBusy(LLMemError):
+    """Another applied dream run or undo holds this database's dream lock."""
+
+
+_HELD: dict[tuple[Path, int], int] = {}  # (lock, thread): depth, so a holder may re-enter
+
+
+def lock_path(db_path: Path | str) -> Path | None:
+    """``<database>.dream.lock`` beside the real file (None for an in-memory store)."""
+    db = str(db_path)
+    if db == ":memory:" or db.startswith("file:"):
+        return None
+    return Path(os.path.realpath(db) + LOCK_SUFFIX)
+
+
+@contextlib.contextmanager
+def one_dream_at_a_time(db_path: Path | str, what: str) -> Iterator[None]:
+    """Hold the database's dream lock while ``what`` runs (raises `DreamBusy` at once if
+    another process or thread holds it; the thread that holds it may enter again). An
+    flock: the kernel releases it when its holder exits, even by kill -9, so a crashed
+    run never blocks the next one. The file says who holds it (pid and what), for the
+    refusal's line; it is kept, never removed (removing a lock file races its next user)."""
+    path = lock_path(db_path)
+    if path is None:
+        yield
+        return
+    key = (path, threading.get_ident())
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise LLMemError(f"cannot open the dream lock {path}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+            raise DreamBusy(
+                "another dream run is in progress on this database"
+                + (f" ({holder})" if holder else "")
+                + "; nothing was done (try again when it has finished)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, {what}\n".encode(), 0)
+        _HELD[key] = 1
+        try:
+            yield
+        finally:
+            del _HELD[key]
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # closing drops the flock
 
 
 @dataclass
@@ -197,6 +266,22 @@ class Dreamer:
         run = DreamRun(
             f"{stamp}-{uuid.uuid4().hex[:6]}", apply, trigger, self.now_iso(), results=[]
         )
+        if not apply:  # a plan writes nothing: no need to wait for anyone
+            self._run(run, chosen, t0, write_files, progress)
+            return run
+        with one_dream_at_a_time(self.store.db_path, f"run {run.run_id} ({trigger})"):
+            self._run(run, chosen, t0, write_files, progress)
+        return run
+
+    def _run(
+        self,
+        run: DreamRun,
+        chosen: list[str],
+        t0: float,
+        write_files: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        apply, trigger = run.apply, run.trigger
         self._pairs = self._live = None
         self._seen_seq = self.store.size_hint()  # rows after this one are the next run's
         if apply:
@@ -238,7 +323,6 @@ class Dreamer:
             book.finish_run(self.store, run.run_id, {"counts": run.counts()})
             if write_files:
                 self._write_files(run)
-        return run
 
     def light(self, apply: bool = False) -> DreamResult:
         return self.run(["light"], apply).results[0]
@@ -250,8 +334,10 @@ class Dreamer:
         return self.run(["rem"], apply).results[0]
 
     def undo(self, run_id: str) -> dict[str, int]:
-        """Put back what run ``run_id`` changed (see `store.dream.undo_run`)."""
-        return book.undo_run(self.store, run_id)
+        """Put back what run ``run_id`` changed (see `store.dream.undo_run`; refused while
+        another run is in progress, or when a later run changed the same memories)."""
+        with one_dream_at_a_time(self.store.db_path, f"undo of run {run_id}"):
+            return book.undo_run(self.store, run_id)
 
     def due(self) -> bool:
         """Whether a full run is owed: none yet, or the last one ``interval_hours`` ago."""

@@ -6,6 +6,7 @@ table of the everyday commands. Prints plain lines (``--json`` for the whole res
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Annotated, Any
 
@@ -35,15 +36,22 @@ def dream(
     episodes (light); consolidate the inbox, supersede, boost, decay (deep); link related
     memories, flag stale procedures (rem). A dry run unless --apply; an applied run is
     logged (diary, report, --undo RUN)."""
-    from ..dream import Dreamer
+    from ..dream import Dreamer, one_dream_at_a_time
     from ..dream_report import describe
-    from .app import _config, open_store
+    from .app import _config, _db_path, open_store
 
     if trigger not in ("cli", "timer", "sidecar"):
         raise ValidationError("--trigger must be cli, timer or sidecar")
     if sum(bool(x) for x in (apply, undo, runs)) > 1:
         raise ValidationError("--apply, --undo and --runs cannot be combined")
-    with open_store() as st:
+    # A change takes the dream lock before the store opens: a second run is refused at
+    # once, even while the first holds a write transaction (Dreamer re-enters the lock).
+    path = _db_path()
+    guard: Any = contextlib.nullcontext()
+    if (apply or undo) and path.parent.is_dir():
+        what = f"dream --undo {undo}" if undo else f"dream --apply ({trigger})"
+        guard = one_dream_at_a_time(path, what)
+    with guard, open_store() as st:
         dreamer = Dreamer(st, _config())
         if runs:
             _print_runs(st, as_json)

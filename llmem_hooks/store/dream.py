@@ -382,24 +382,69 @@ def delete_memories(
 
 
 # -- undo -------------------------------------------------------------------------------------
+# The memories a run touched: the ones it changed, and the far end of a relation it added.
+_TOUCHED = (
+    "SELECT memory_id FROM dream_changes WHERE run_id = :run AND memory_id IS NOT NULL"
+    " UNION SELECT target FROM dream_changes WHERE run_id = :run AND action = 'relation'"
+)
+_LATER = (
+    "SELECT run_id FROM dream_runs WHERE undone_at IS NULL"
+    " AND rowid > (SELECT rowid FROM dream_runs WHERE run_id = :run)"
+)
+
+
+def later_dependents(store: MemoryStore, run_id: str) -> list[str]:
+    """The later runs, not undone, that touched a memory run ``run_id`` touched: undoing
+    it first would put back old values under their changes (a memory "merged into" one
+    that is valid again), so they must be undone first, newest first."""
+    rows = store._conn.execute(
+        f"WITH touched(id) AS ({_TOUCHED}) SELECT r.run_id FROM dream_runs r"
+        f" WHERE r.run_id IN ({_LATER}) AND EXISTS (SELECT 1 FROM dream_changes c"
+        " WHERE c.run_id = r.run_id AND (c.memory_id IN touched"
+        " OR (c.action = 'relation' AND c.target IN touched)))"
+        " ORDER BY r.rowid DESC",
+        {"run": run_id},
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
     """Put back what run ``run_id`` changed, newest change first, in one transaction:
     old column values, retired memories made valid again (with their vectors),
     relations and consolidated memories removed, inbox rows and deleted episodes (from
-    the run's backups) restored, clocks reset. Returns counts by action."""
+    the run's backups) restored, clocks reset (unless a later run moved them since).
+    Refused when a later run that is not undone touched the same memories
+    (`later_dependents`). Returns counts by action."""
     from . import archive
 
-    row = store._fetchone("SELECT undone_at FROM dream_runs WHERE run_id = ?", (run_id,))
-    if row is None:
-        raise NotFoundError(f"no dream run {run_id!r} (see `llmem-hooks dream --runs`)")
-    if row[0] is not None:
-        raise ValidationError(f"dream run {run_id} was already undone at {row[0]}")
-    changes = store._fetchall(
-        "SELECT * FROM dream_changes WHERE run_id = ? ORDER BY id DESC", (run_id,)
-    )
     counts: dict[str, int] = {}
     backups: list[str] = []
     with store._lock, transaction(store._conn):
+        row = store._conn.execute(
+            "SELECT undone_at FROM dream_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no dream run {run_id!r} (see `llmem-hooks dream --runs`)")
+        if row[0] is not None:
+            raise ValidationError(f"dream run {run_id} was already undone at {row[0]}")
+        later = later_dependents(store, run_id)
+        if later:
+            more = f" (and {len(later) - 1} more)" if len(later) > 1 else ""
+            raise ValidationError(
+                f"cannot undo dream run {run_id}: the later run {later[0]}{more} changed"
+                f" the same memories; undo it first (llmem-hooks dream --undo {later[0]})"
+            )
+        moved_since = {
+            str(r[0])
+            for r in store._conn.execute(
+                f"SELECT DISTINCT target FROM dream_changes WHERE action = 'state'"
+                f" AND run_id IN ({_LATER})",
+                {"run": run_id},
+            )
+        }
+        changes = store._conn.execute(
+            "SELECT * FROM dream_changes WHERE run_id = ? ORDER BY id DESC", (run_id,)
+        ).fetchall()
         for ch in changes:
             action = ch["action"]
             old: Any = json.loads(ch["old"]) if ch["old"] is not None else {}
@@ -425,7 +470,9 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
                     [old[c] for c in cols],
                 )
             elif action == "state":
-                if old["value"] is None:
+                if ch["target"] in moved_since:  # a later run's clock stands
+                    pass
+                elif old["value"] is None:
                     store._conn.execute("DELETE FROM dream_state WHERE key = ?", (ch["target"],))
                 else:
                     store._conn.execute(
