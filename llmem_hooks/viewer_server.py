@@ -7,7 +7,9 @@ the browser a one-time login code instead (``/login?code=``: once, within
 ``LOGIN_CODE_TTL_S``, then a redirect to the clean URL): a browser's command line is
 readable by every local user (``/proc/PID/cmdline``), so the token never goes there. The
 Host header must name this server (127.0.0.1 or localhost at its port, exactly one):
-a page on another site that rebinds its DNS name to 127.0.0.1 is refused. Changes are
+a page on another site that rebinds its DNS name to 127.0.0.1 is refused. Where Linux
+tells (``/proc/net/tcp``), a connection from another local user is refused whatever it
+knows (`peer_uid`). Changes are
 POST-only with a JSON body, which a form on another site cannot send; nothing answers
 CORS preflights. Every answer carries a strict CSP, ``nosniff``, ``no-referrer`` and
 ``no-store``. Request lines are not logged (a token may be in them).
@@ -22,7 +24,10 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import secrets
+import socket
+import struct
 import threading
 import time
 from collections.abc import Sequence
@@ -44,6 +49,27 @@ MAX_QUERY_FIELDS = 20
 LOGIN_CODE_TTL_S = 60.0  # a one-time code opens one session, within this time
 MAX_SESSIONS = 32  # logins kept; the oldest goes first
 DREAM_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'"
+
+
+PROC_NET_TCP = "/proc/net/tcp"
+
+
+def peer_uid(client: tuple[Any, ...], server_port: int) -> int | None:
+    """The uid that owns the client's end of a loopback connection to us, from Linux's
+    socket table (-1: the table has no such connection); None where there is no table."""
+    try:
+        ip = struct.unpack("=I", socket.inet_aton(str(client[0])))[0]
+        local = f"{ip:08X}:{int(client[1]):04X}"
+        remote = f"{ip:08X}:{server_port:04X}"  # we listen on the same address
+        with open(PROC_NET_TCP, encoding="ascii") as fh:
+            next(fh)
+            for line in fh:
+                fields = line.split()
+                if fields[1] == local and fields[2] == remote:
+                    return int(fields[7])
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return -1
 
 
 class ViewerServer:
@@ -138,6 +164,12 @@ class ViewerServer:
         finally:
             self.httpd.server_close()
 
+    def peer_ok(self, client: tuple[Any, ...]) -> bool:
+        """Another local user is refused even with the token or a cookie (root may pass:
+        it can read everything anyway); where the system does not tell, the token decides."""
+        uid = peer_uid(client, self.port)
+        return uid is None or uid in (os.getuid(), 0)
+
     def token_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(
             given.encode("utf-8", "replace"), self.token.encode()
@@ -157,6 +189,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: a request line holds the token."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.peer_ok = self.viewer.peer_ok(self.client_address)  # once per connection
 
     # -- answers --------------------------------------------------------------------------
     def _send(
@@ -210,6 +246,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- checks ---------------------------------------------------------------------------
     def _host_ok(self) -> bool:
+        """Our own user (`peer_uid`), and exactly one Host header that names us."""
+        if not self.peer_ok:
+            self._error(403, "this viewer answers only to the user who started it")
+            return False
         hosts = self.headers.get_all("Host") or []
         if len(hosts) != 1:
             self._error(400, "send exactly one Host header")

@@ -6,7 +6,8 @@ browser's command line is readable by every local user (``/proc/PID/cmdline``). 
 browser here is an executable named by ``$BROWSER`` (what `webbrowser` runs) that records
 its argv. Then: a code works once; the session cookie it sets is HttpOnly, SameSite=Strict,
 Path=/ and counts only from our own origin; refused requests do not keep the server alive;
-too many query fields, deeply nested JSON and two Host headers get a 400 with a JSON error.
+too many query fields, deeply nested JSON and two Host headers get a 400 with a JSON error;
+another local uid is refused even with the token (run as root: the client drops to nobody).
 """
 
 from __future__ import annotations
@@ -231,3 +232,44 @@ def test_a_code_expires(tmp_path: Path) -> None:
             server.stop.set()
             thread.join(10)
     assert os.path.exists(home / "memory.db")
+
+
+CLIENT = """
+import json, sys, urllib.error, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+req = urllib.request.Request(url, headers={"X-LLMem-Token": token})
+try:
+    with urllib.request.urlopen(req, timeout=10) as r:
+        print(r.status)
+except urllib.error.HTTPError as e:
+    print(e.code, json.loads(e.read())["error"])
+"""
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # one that another uid may run (the venv's may be private)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/proc/net/tcp") or not os.path.exists(SYSTEM_PYTHON),
+    reason="needs root (to be another uid), Linux's socket table and /usr/bin/python3",
+)
+def test_another_local_user_is_refused_even_with_the_token(opened) -> None:
+    """What the issue saw: another uid pulled /api/overview. With the token it is refused."""
+    import subprocess
+
+    viewer, _ = opened
+    args = [SYSTEM_PYTHON, "-I", "-c", CLIENT, f"{viewer.base}/api/overview", viewer.token]
+
+    def as_uid(uid: int) -> str:
+        def drop() -> None:
+            os.setgid(uid)
+            os.setuid(uid)
+
+        proc = subprocess.run(
+            args, capture_output=True, text=True, timeout=60, preexec_fn=drop, cwd="/"
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert as_uid(65534).startswith("403 this viewer answers only to the user who started it")
+    assert as_uid(os.getuid()) == "200"
