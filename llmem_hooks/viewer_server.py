@@ -49,9 +49,7 @@ MAX_QUERY_FIELDS = 20
 LOGIN_CODE_TTL_S = 60.0  # a one-time code opens one session, within this time
 MAX_SESSIONS = 32  # logins kept; the oldest goes first
 DREAM_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'"
-
-
-PROC_NET_TCP = "/proc/net/tcp"
+PROC_NET_TCP = "/proc/net/tcp"  # Linux's IPv4 socket table: who owns each connection
 
 
 def peer_uid(client: tuple[Any, ...], server_port: int) -> int | None:
