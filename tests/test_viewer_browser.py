@@ -197,8 +197,8 @@ def test_open_login_code_in_chromium(browser: Any, tmp_path: Path) -> None:
     env.update(BROWSER=str(fake), FAKE_BROWSER_LOG=str(record))
     viewer = ViewerProcess(env, "--open", "--idle-exit", "120")
     try:
-        deadline = time.monotonic() + 30
-        while not record.exists() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while "\n" not in _text(record) and time.monotonic() < deadline:  # a whole line
             time.sleep(0.05)
         url = json.loads(record.read_text().splitlines()[0])[1]
         assert viewer.token not in url
@@ -214,3 +214,11 @@ def test_open_login_code_in_chromium(browser: Any, tmp_path: Path) -> None:
         assert "token" not in browser.current_url
     finally:
         assert viewer.close() == 0
+
+
+def _text(path: Path) -> str:
+    """The file's text so far ('' before it exists)."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""

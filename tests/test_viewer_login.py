@@ -49,8 +49,8 @@ def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ViewerPro
     env.pop("WAYLAND_DISPLAY", None)
     viewer = ViewerProcess(env, "--open", "--idle-exit", "300")
     try:
-        deadline = time.monotonic() + 30
-        while not record.exists() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while "\n" not in _text(record) and time.monotonic() < deadline:  # a whole line
             time.sleep(0.05)
         argv = json.loads(record.read_text().splitlines()[0])
         yield viewer, argv
@@ -273,3 +273,11 @@ def test_another_local_user_is_refused_even_with_the_token(opened) -> None:
 
     assert as_uid(65534).startswith("403 this viewer answers only to the user who started it")
     assert as_uid(os.getuid()) == "200"
+
+
+def _text(path: Path) -> str:
+    """The file's text so far ('' before it exists)."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
