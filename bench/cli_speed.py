@@ -103,7 +103,7 @@ def main() -> None:
         print(json.dumps(result, indent=1))
         return
     print(f"{args.size} memories, no model server, {args.runs} interleaved runs (median)")
-    print(f"| command | median ms | min ms | x bare | target |\n|---|---|---|---|---|")
+    print("| command | median ms | min ms | x bare | target |\n|---|---|---|---|---|")
     for name, r in result.items():
         target = f"<= {TARGETS[name]:.0f}x" if name in TARGETS else ""
         print(
