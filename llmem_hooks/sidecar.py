@@ -640,15 +640,15 @@ class Sidecar:
             with contextlib.suppress(KeyError, OSError):
                 self._observer.unschedule(self._watched[gone])
             del self._watched[gone]
-        for target in wanted:
-            if target in self._watched:
+        for folder in wanted:
+            if folder in self._watched:
                 continue
             try:
-                self._watched[target] = self._observer.schedule(
-                    self._handler, target, recursive=False
+                self._watched[folder] = self._observer.schedule(
+                    self._handler, folder, recursive=False
                 )
             except OSError as exc:
-                log.warning("cannot watch %s: %s", target, exc)
+                log.warning("cannot watch %s: %s", folder, exc)
 
     def repair(self) -> None:
         """At start: the context file of an active session created within
