@@ -1,6 +1,6 @@
 """Wall time of everyday CLI commands against a bare interpreter, measured in the same run.
 
-Usage: python bench/cli_speed.py [--runs 15] [--size 1000] [--json]
+Usage: python bench/cli_speed.py [--runs 15] [--size 1000] [--source DIR] [--json]
 
 Each command is a real ``llmem-hooks`` subprocess (the installed entry point) on a
 ``size``-memory store (bench/corpus.py) in a fresh LLMEM_HOME, with the model server
@@ -9,6 +9,10 @@ configured on a loopback port where nothing listens ("no model server"). The bas
 per round) so load on a shared machine hits all of them alike; medians are reported with
 their ratio to the baseline. Targets (issue 18): ``search`` <= 5x, ``list --limit 20`` and
 ``stats`` <= 4x the bare interpreter.
+
+``--source DIR``: run another checkout's code (``python -m llmem_hooks.cli`` with DIR on
+PYTHONPATH; DIR/llmem_hooks/adapters must link to DIR/adapters), e.g. the code before a
+change, for a before/after in the same conditions.
 
 Bytecode: the commands run with .pyc files as an installed package has them (one warm-up
 run each writes them, PYTHONDONTWRITEBYTECODE is dropped for the subprocesses).
@@ -40,13 +44,16 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def entry_point() -> list[str]:
-    """The ``llmem-hooks`` script next to this interpreter, else ``python -m``."""
+def entry_point(source: Path | None) -> list[str]:
+    """The ``llmem-hooks`` script next to this interpreter, else (or for ``source``)
+    ``python -m``."""
     script = Path(sys.executable).with_name("llmem-hooks")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "llmem_hooks.cli"]
+    if script.exists() and source is None:
+        return [str(script)]
+    return [sys.executable, "-m", "llmem_hooks.cli"]
 
 
-def setup(home: Path, size: int) -> dict[str, str]:
+def setup(home: Path, size: int, source: Path | None) -> dict[str, str]:
     home.mkdir(mode=0o700)
     corpus.build_db(size, home / "memory.db")
     (home / "config.yaml").write_text(
@@ -54,6 +61,8 @@ def setup(home: Path, size: int) -> dict[str, str]:
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "LLMEM_DB")}
     env["LLMEM_HOME"] = str(home)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     return env
 
 
@@ -66,11 +75,11 @@ def once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return elapsed
 
 
-def measure(runs: int, size: int) -> dict[str, dict[str, float]]:
+def measure(runs: int, size: int, source: Path | None = None) -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        env = setup(home, size)
-        cli = entry_point()
+        env = setup(home, size, source)
+        cli = entry_point(source)
         commands = {
             "bare interpreter": [sys.executable, "-c", "pass"],
             "--version": [*cli, "--version"],
@@ -96,9 +105,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--size", type=int, default=1000)
+    ap.add_argument("--source", type=Path, help="another checkout to measure")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    result = measure(args.runs, args.size)
+    result = measure(args.runs, args.size, args.source)
     if args.json:
         print(json.dumps(result, indent=1))
         return

@@ -1,7 +1,7 @@
 """The sidecar at rest: CPU, threads and memory of a real `llmem-hooks run` with N ended
 Copilot sessions and nothing happening.
 
-Usage: python bench/sidecar_rest.py [--sessions 200] [--window 30] [--json]
+Usage: python bench/sidecar_rest.py [--sessions 20 200] [--window 30] [--source DIR] [--json]
 
 A COPILOT_HOME with ``sessions`` ended sessions (each: start, one exchange, shutdown; as
 tests/support/copilot_home.py writes them, shaped like Copilot CLI 1.0.102's) in a temp
@@ -10,7 +10,8 @@ backfill, every session's ending), and once its CPU use has settled (under 0.05 
 2 s sample) the window starts: CPU seconds (utime + stime from /proc/<pid>/stat), the
 thread count (/proc/<pid>/status), RSS. Target (issue 18): <= 0.15 s CPU per 30 s,
 <= 10 threads, flat in the number of ended sessions (run with --sessions 20 and 200).
-Linux only (/proc).
+Linux only (/proc). ``--source DIR``: another checkout's code on PYTHONPATH (see
+bench/cli_speed.py), for a before/after.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ def make_home(root: Path, sessions: int) -> Path:
     return home.root
 
 
-def measure(sessions: int, window: float, settle_max: float) -> dict[str, float]:
+def measure(
+    sessions: int, window: float, settle_max: float, source: Path | None = None
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         copilot = make_home(root, sessions)
@@ -68,6 +71,8 @@ def measure(sessions: int, window: float, settle_max: float) -> dict[str, float]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(LLMEM_HOME=str(llmem), COPILOT_HOME=str(copilot))
         env["OPENCODE_DB"] = str(root / "opencode" / "opencode.db")
+        if source is not None:
+            env["PYTHONPATH"] = str(source)
         log = (root / "sidecar.err").open("w")
         proc = subprocess.Popen(
             [sys.executable, "-m", "llmem_hooks.cli", "run"],
@@ -115,9 +120,10 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, nargs="+", default=[200])
     ap.add_argument("--window", type=float, default=30.0)
     ap.add_argument("--settle-max", type=float, default=180.0)
+    ap.add_argument("--source", type=Path, help="another checkout to measure")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    results = [measure(n, args.window, args.settle_max) for n in args.sessions]
+    results = [measure(n, args.window, args.settle_max, args.source) for n in args.sessions]
     if args.json:
         print(json.dumps(results, indent=1))
         return

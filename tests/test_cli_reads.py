@@ -299,3 +299,14 @@ def test_search_with_the_model_backed_off_asks_no_model(
     assert "port 8080" in out
     assert modules == "MODULES False False 0"
     assert server.connections == 0
+
+
+def test_a_dangling_symlink_is_a_missing_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = tmp_path / "x.db"
+    link.symlink_to(tmp_path / "gone" / "target.db")
+    before = tree(tmp_path)
+    assert main(["--db", str(link), "list"]) == 1
+    assert capsys.readouterr().err == f"error: no database at {link}\n"
+    assert tree(tmp_path) == before

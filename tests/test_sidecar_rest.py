@@ -138,8 +138,7 @@ def test_a_real_sidecar_over_ended_sessions_runs_few_threads(tmp_path: Path) -> 
     llmem = tmp_path / "llmem-home"
     llmem.mkdir(mode=0o700)
     (llmem / "config.yaml").write_text(
-        "ollama:\n  enabled: false\nepisodes:\n  enabled: false\n"
-        f"copilot:\n  home: {home.root}\n"
+        f"ollama:\n  enabled: false\nepisodes:\n  enabled: false\ncopilot:\n  home: {home.root}\n"
     )
     env = {
         **os.environ,

@@ -99,8 +99,13 @@ def open_store(read_only: bool = False) -> Iterator[MemoryStore]:
 
     cfg = _config(create=not read_only)
     path = _db_path()
-    if read_only and not os.path.lexists(path):
-        raise MissingDatabase(f"no database at {path}")
+    if read_only:
+        try:
+            os.stat(path)  # a dangling symlink is missing too; a folder we may not read is
+        except (FileNotFoundError, NotADirectoryError):  # the store's own error
+            raise MissingDatabase(f"no database at {path}") from None
+        except OSError:
+            pass
     try:
         store = MemoryStore.from_config(cfg, path, read_only=read_only)
     except SchemaBehind:
