@@ -626,15 +626,16 @@ class Sidecar:
             return
         wanted: list[str] = []
         followed = tuple(self._clocks)
-        for adapter in self.coord.adapters.values():
-            for p in adapter.watch_paths(followed):
-                path = Path(p)
-                folder = path if path.is_dir() or not path.suffix else path.parent
-                target = folder
-                while not target.is_dir() and target.parent != target:
-                    target = target.parent
-                if str(target) not in wanted:
-                    wanted.append(str(target))
+        lists = [adapter.watch_paths(followed) for adapter in self.coord.adapters.values()]
+        # Every store's own folder before any session folder, so the cap never drops one.
+        for p in [*(ps[0] for ps in lists if ps), *(p for ps in lists for p in ps[1:])]:
+            path = Path(p)
+            folder = path if path.is_dir() or not path.suffix else path.parent
+            target = folder
+            while not target.is_dir() and target.parent != target:
+                target = target.parent
+            if str(target) not in wanted:
+                wanted.append(str(target))
         wanted = wanted[:MAX_WATCHES]
         for gone in [w for w in self._watched if w not in wanted]:
             with contextlib.suppress(KeyError, OSError):
