@@ -641,15 +641,15 @@ class Sidecar:
             with contextlib.suppress(KeyError, OSError):
                 self._observer.unschedule(self._watched[gone])
             del self._watched[gone]
-        for folder in wanted:
-            if folder in self._watched:
+        for place in wanted:
+            if place in self._watched:
                 continue
             try:
-                self._watched[folder] = self._observer.schedule(
-                    self._handler, folder, recursive=False
+                self._watched[place] = self._observer.schedule(
+                    self._handler, place, recursive=False
                 )
             except OSError as exc:
-                log.warning("cannot watch %s: %s", folder, exc)
+                log.warning("cannot watch %s: %s", place, exc)
 
     def repair(self) -> None:
         """At start: the context file of an active session created within
