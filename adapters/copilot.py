@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -67,6 +68,7 @@ EVENTS = "events.jsonl"
 WORKSPACE = "workspace.yaml"
 POLL_BYTES = 64 << 20  # per poll; the sidecar polls again while events keep coming
 WATCH_MAX = 4  # session folders watched: the followed ones most recently changed
+FRESH_S = 60  # a session folder changed this recently is watched even before it is followed
 SMALL_FILE_BYTES = 256 * 1024  # workspace.yaml
 
 _LOCK_NAME = re.compile(r"^inuse\.(\d{1,10})\.lock$")
@@ -318,7 +320,26 @@ class CopilotAdapter(SessionAdapter):
             except OSError:
                 continue
         recent.sort(reverse=True)
-        return [str(self.sessions_dir), *sorted(p for _, p in recent[:WATCH_MAX])]
+        chosen = [p for _, p in recent[:WATCH_MAX]]
+        if len(chosen) < WATCH_MAX:
+            # A folder that just appeared, its session not read yet (Copilot writes
+            # events.jsonl a moment after the folder), is watched too, so its first lines
+            # wake the sidecar instead of waiting for the safety poll.
+            fresh = time.time_ns() - FRESH_S * 1_000_000_000
+            known = self._last_cursor[1]
+            new = []
+            for sid, folder in (self._session_dirs() or {}).items():
+                if sid in known:
+                    continue
+                try:
+                    mtime = os.lstat(folder).st_mtime_ns
+                except OSError:
+                    continue
+                if mtime >= fresh and str(folder) not in chosen:
+                    new.append((mtime, str(folder)))
+            new.sort(reverse=True)
+            chosen += [p for _, p in new[: WATCH_MAX - len(chosen)]]
+        return [str(self.sessions_dir), *sorted(chosen)]
 
     def _workspace(self, folder: Path) -> dict[str, Any]:
         """workspace.yaml as a dict; {} when missing, too large or not YAML."""

@@ -213,14 +213,18 @@ def test_sessions_listing(recorded: Path) -> None:
     assert a.existing([S_RESUMED, S_LEGACY, "gone"]) == {S_RESUMED}
     # The store's folder, then the followed sessions' folders (at most WATCH_MAX, the
     # most recently changed), never an ended one nobody follows (test_sidecar_rest).
-    assert a.watch_paths() == [str(recorded / "session-state")]
     for i, sid in enumerate(RECORDED):
         os.utime(recorded / "session-state" / sid, (1e9 + i, 1e9 + i))
+    assert a.watch_paths() == [str(recorded / "session-state")]
     paths = a.watch_paths([*RECORDED, "gone", "../x"])
     assert paths[0] == str(recorded / "session-state")
     newest = RECORDED[-WATCH_MAX:]
     assert sorted(paths[1:]) == sorted(str(recorded / "session-state" / s) for s in newest)
     assert a.watch_paths([S_RESUMED])[1:] == [str(recorded / "session-state" / S_RESUMED)]
+    # A folder that just appeared, not read yet, is watched before anyone follows it.
+    fresh = recorded / "session-state" / "0a1b2c3d-0000-4000-8000-00000000f00d"
+    fresh.mkdir()
+    assert a.watch_paths() == [str(recorded / "session-state"), str(fresh)]
 
 
 # -- tailing -------------------------------------------------------------------------------

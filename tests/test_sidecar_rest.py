@@ -112,6 +112,20 @@ def test_ended_sessions_cost_no_thread_and_later_sessions_are_still_seen(
     assert state(store, resumed) == "active" and state(store, fresh.id) == "active"
     assert threads_within(before + 2 + MAX_WATCHES) <= before + 2 + MAX_WATCHES
 
+    # A folder that just appeared, its events.jsonl not written yet, is watched at once:
+    # the session's first lines wake the sidecar (not the 5-second safety poll).
+    early = home.session(name="early", workspace=False, start=False)
+    settle(sc, 1)
+    sc.wake.clear()
+    time.sleep(0.1)
+    sc.wake.clear()
+    early.start()
+    assert sc.wake.wait(5), "the first lines of a new session wake the sidecar"
+    early.exchange("remember that builds run on arm64", "Noted.")
+    early.shutdown()
+    settle(sc)
+    assert state(store, early.id) == "ended"
+
     # Followed sessions are watched: an append to their events.jsonl wakes the sidecar.
     for s in (again, fresh):
         sc.wake.clear()
