@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from llmem_hooks.config import Config
@@ -100,8 +100,12 @@ class SessionAdapter(ABC):
         agent) and the `location`, so pointing the adapter elsewhere starts afresh."""
         return f"{name or self.agent}:{self.location()}"
 
-    def watch_paths(self) -> list[str]:
-        """Files or folders whose changes mean new data (for the watchdog observer)."""
+    def watch_paths(self, sessions: Collection[str] = ()) -> list[str]:
+        """Files or folders whose changes mean new data, for the sidecar's one watcher
+        (not recursive): the store's own folder first (a new session shows there), then,
+        for an adapter with a folder per session, the folders of ``sessions`` (those the
+        sidecar still follows). An ended session is not watched: its folder would cost a
+        watch for nothing; a resume of it is seen by the safety poll (docs/sidecar.md)."""
         return []
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -19,7 +19,8 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Mapping
+import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -66,7 +67,8 @@ AGENT = "copilot"
 EVENTS = "events.jsonl"
 WORKSPACE = "workspace.yaml"
 POLL_BYTES = 64 << 20  # per poll; the sidecar polls again while events keep coming
-WATCH_MAX = 512  # session folders watched (most recently changed first)
+WATCH_MAX = 4  # session folders watched: the followed ones most recently changed
+FRESH_S = 60  # a session folder changed this recently is watched even before it is followed
 SMALL_FILE_BYTES = 256 * 1024  # workspace.yaml
 
 _LOCK_NAME = re.compile(r"^inuse\.(\d{1,10})\.lock$")
@@ -206,6 +208,8 @@ class CopilotAdapter(SessionAdapter):
         self.max_line_bytes = MAX_LINE_BYTES
         self.poll_bytes = POLL_BYTES
         self._unknown_logged: set[str] = set()
+        self._last_cursor: tuple[str | None, dict[str, Tail]] = (None, {})
+        self._folders: dict[str, Path] = {}
         self._skips = SkipLog(log)
 
     read_share_transcript = staticmethod(read_share_transcript)
@@ -250,7 +254,12 @@ class CopilotAdapter(SessionAdapter):
             except OSError:
                 continue
             if valid_session_id(entry.name):
-                out[entry.name] = Path(entry.path)
+                folder = self._folders.get(entry.path)
+                if folder is None:  # Path objects are kept: each pass lists every folder
+                    if len(self._folders) > 10_000:
+                        self._folders.clear()
+                    folder = self._folders[entry.path] = Path(entry.path)
+                out[entry.name] = folder
             elif not entry.name.startswith("."):
                 why = session_id_problem(entry.name) or "not a session id"
                 where = f"{entry.name[:80]!r}: {why}"
@@ -295,19 +304,42 @@ class CopilotAdapter(SessionAdapter):
         found.sort(key=lambda x: (-x[0], x[1]))
         return [self._info(sid, folder) for _, sid, folder in found[: max(0, int(limit))]]
 
-    def watch_paths(self) -> list[str]:
-        """``session-state`` (new sessions) and the session folders (the watcher is not
-        recursive: appends to events.jsonl and lock files show up in the folder). The
-        sidecar asks again each pass, so new folders are added as they appear."""
-        dirs = self._session_dirs() or {}
+    def watch_paths(self, sessions: Collection[str] = ()) -> list[str]:
+        """``session-state`` (a new session's folder appears there), then the folders of
+        ``sessions`` (the watcher is not recursive: appends to events.jsonl and lock
+        files show up in the folder), at most WATCH_MAX, most recently changed first. The
+        sidecar asks again each pass with the sessions it follows, so a new session is
+        added and an ended one dropped; an ended one is left to the safety poll."""
         recent: list[tuple[int, str]] = []
-        for folder in dirs.values():
+        for sid in sessions:
+            folder = self._folder(sid)
+            if folder is None:
+                continue
             try:
                 recent.append((os.lstat(folder).st_mtime_ns, str(folder)))
             except OSError:
                 continue
         recent.sort(reverse=True)
-        return [str(self.sessions_dir), *sorted(p for _, p in recent[:WATCH_MAX])]
+        chosen = [p for _, p in recent[:WATCH_MAX]]
+        if len(chosen) < WATCH_MAX:
+            # A folder that just appeared, its session not read yet (Copilot writes
+            # events.jsonl a moment after the folder), is watched too, so its first lines
+            # wake the sidecar instead of waiting for the safety poll.
+            fresh = time.time_ns() - FRESH_S * 1_000_000_000
+            known = self._last_cursor[1]
+            new = []
+            for sid, folder in (self._session_dirs() or {}).items():
+                if sid in known:
+                    continue
+                try:
+                    mtime = os.lstat(folder).st_mtime_ns
+                except OSError:
+                    continue
+                if mtime >= fresh and str(folder) not in chosen:
+                    new.append((mtime, str(folder)))
+            new.sort(reverse=True)
+            chosen += [p for _, p in new[: WATCH_MAX - len(chosen)]]
+        return [str(self.sessions_dir), *sorted(chosen)]
 
     def _workspace(self, folder: Path) -> dict[str, Any]:
         """workspace.yaml as a dict; {} when missing, too large or not YAML."""
@@ -375,15 +407,24 @@ class CopilotAdapter(SessionAdapter):
         reporting only lines newer than those already seen. Consecutive ``activity``
         events of a session (and sub-agent) in one call are merged into the last one.
         """
-        tails = parse_cursor(cursor)
+        # The cursor this adapter returned last is not parsed again (its tails are never
+        # changed in place: a pass copies one before moving it).
+        last, parsed = self._last_cursor
+        tails = parsed if cursor is not None and cursor == last else parse_cursor(cursor)
         dirs = self._session_dirs()
         if dirs is None:
             return [], cursor
         events: list[LifecycleEvent] = []
         budget = self.poll_bytes
         out: dict[str, Tail] = {}
+        touched = False
         for sid in sorted(dirs):
-            tail = dataclasses.replace(tails[sid]) if sid in tails else Tail()
+            old = tails.get(sid)
+            if old is not None and self._unchanged(f"{dirs[sid]}/{EVENTS}", old):
+                out[sid] = old  # nothing new (an ended session, most of them): one lstat
+                continue
+            touched = True
+            tail = dataclasses.replace(old) if old is not None else Tail()
             if budget > 0:
                 used, seen = self._tail(sid, dirs[sid], tail, events, budget)
                 budget -= used
@@ -395,7 +436,11 @@ class CopilotAdapter(SessionAdapter):
         # canonical: an unchanged state gives back the very same string.
         if not out and cursor is None:
             return events, None
-        return events, dump_cursor(out)
+        if not touched and cursor is not None and out.keys() == tails.keys():
+            return events, cursor  # nothing moved: the very same cursor, no dump
+        new_cursor = dump_cursor(out)
+        self._last_cursor = (new_cursor, out)
+        return events, new_cursor
 
     def _tail(
         self, sid: str, folder: Path, t: Tail, out: list[LifecycleEvent], budget: int
@@ -454,6 +499,21 @@ class CopilotAdapter(SessionAdapter):
         self._report(path, bad, unknown)
         out.extend(evs)
         return t.offset - start, True
+
+    @staticmethod
+    def _unchanged(path: str, t: Tail) -> bool:
+        """True when a pass over ``path`` would do nothing: the same file (inode), no byte
+        past the cursor, no re-read under way, and no open run to check for a crash. One
+        lstat instead of open, fstat and close: an ended session costs next to nothing
+        per pass, however many there are. (A rewrite to the very same size is not seen
+        here, as it was not before: only growth is checked against the CRC.)"""
+        if t.flags & F_REPLAY or t.flags & (F_OPEN | F_CRASHED) == F_OPEN or not t.offset:
+            return False
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_ino == t.ino and st.st_size == t.offset
 
     @staticmethod
     def _rewound(t: Tail, path: Path, why: str) -> None:

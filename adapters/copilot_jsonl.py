@@ -8,6 +8,7 @@ session, how far its file was read and enough to notice a rewrite (inode, checks
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -43,11 +44,13 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 def valid_session_id(session_id: Any) -> bool:
     """A plausible session folder name (Copilot uses UUIDs); never a path, never ``..``
     or a control character (the rule of `llmem_hooks.events.session_id_problem`)."""
-    return (
-        isinstance(session_id, str)
-        and _SESSION_ID.fullmatch(session_id) is not None
-        and session_id_problem(session_id) is None
-    )
+    return isinstance(session_id, str) and _valid_name(session_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _valid_name(name: str) -> bool:
+    """Cached: every pass of the sidecar checks every folder name of session-state."""
+    return _SESSION_ID.fullmatch(name) is not None and session_id_problem(name) is None
 
 
 # -- reading files safely ------------------------------------------------------------------

@@ -18,7 +18,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -504,9 +504,10 @@ class OpenCodeAdapter(SessionAdapter):
         rows = self._with_db(lambda c: c.execute(sql, (json.dumps(ids),)).fetchall(), no_rows)
         return {r[0] for r in rows}
 
-    def watch_paths(self) -> list[str]:
+    def watch_paths(self, sessions: Collection[str] = ()) -> list[str]:
         """The DB's folder: every OpenCode commit modifies ``opencode.db-wal`` there (the
-        ``.db`` itself changes only at checkpoints). The folder may not exist yet."""
+        ``.db`` itself changes only at checkpoints), whichever session it is for: one
+        watch, ``sessions`` is not needed. The folder may not exist yet."""
         return [str(self.db_path.parent)]
 
     # -- transcripts ---------------------------------------------------------------------------

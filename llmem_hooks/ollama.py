@@ -19,16 +19,18 @@ never logged.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from .config import Config, OllamaSettings, section_of
 from .errors import LLMemError
 from .url_validate import strip_credentials, validate_base_url
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 # httpx logs every request URL at INFO, user:password included: keep it quiet.
@@ -101,13 +103,26 @@ class OllamaClient:
         self.base_url = validate_base_url(base_url, allow_remote)
         self.shown_url = strip_credentials(self.base_url)
         self.timeout = timeout
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=timeout,
-            follow_redirects=False,
-            trust_env=False,
-            headers={"User-Agent": "llmem-hooks"},
-        )
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+
+    @property
+    def _http(self) -> httpx.Client:
+        """The HTTP client, built (and httpx imported, ~0.3 s with what it pulls in) on the
+        first request: a command that never reaches the model (a keyword search, a server
+        in back-off) pays nothing for it."""
+        with self._client_lock:
+            if self._client is None:
+                import httpx
+
+                self._client = httpx.Client(
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    follow_redirects=False,
+                    trust_env=False,
+                    headers={"User-Agent": "llmem-hooks"},
+                )
+            return self._client
 
     @classmethod
     def from_config(
@@ -121,7 +136,10 @@ class OllamaClient:
         )
 
     def close(self) -> None:
-        self._http.close()
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     def __enter__(self) -> OllamaClient:
         return self
@@ -138,8 +156,11 @@ class OllamaClient:
         timeout: float | None = None,
     ) -> Any:
         """One request; returns the decoded JSON body or raises an OllamaError."""
+        http = self._http
+        import httpx  # loaded by `_http`
+
         try:
-            resp = self._http.request(
+            resp = http.request(
                 method, path, json=body, timeout=self.timeout if timeout is None else timeout
             )
         except httpx.TimeoutException:

@@ -62,6 +62,9 @@ EXISTENCE_CHECK_S = 1.0  # how often active sessions are checked for deletion
 # it is not taken for deleted until the adapter has shown it, or after this long.
 UNSEEN_GRACE_MS = 60_000
 COALESCE_S = 0.03  # a burst of file events becomes one pass
+# Folders watched at once (watchdog runs a thread per watch): the stores' own folders and
+# the most recently changed followed sessions. Others are read by the safety poll.
+MAX_WATCHES = 6
 LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
@@ -285,7 +288,7 @@ class Sidecar:
         self._last_existence = 0.0
         self._observer: Any = None
         self._handler: Any = None
-        self._watched: set[str] = set()
+        self._watched: dict[str, Any] = {}  # folder -> watchdog's ObservedWatch
         self.errors = Throttled()
         self.worker = HookWorker(worker, self.wake.set, self.errors) if worker is not None else None
         self._ending: set[str] = set()  # endings queued, not yet done
@@ -606,7 +609,7 @@ class Sidecar:
                 wake.set()
 
         self._handler = _Handler()
-        self._watched = set()
+        self._watched = {}
         observer = Observer()
         observer.daemon = True
         observer.start()
@@ -614,25 +617,39 @@ class Sidecar:
         self._ensure_watches()
 
     def _ensure_watches(self) -> None:
-        """Watch each store's folder; while it does not exist yet (the agent never ran),
-        watch its nearest existing parent so its creation wakes us, then switch."""
+        """One observer, a bounded set of watches (each costs watchdog a thread): every
+        store's folder, and the folders of the sessions still followed (at most
+        MAX_WATCHES in all). A store folder that does not exist yet (the agent never ran)
+        is stood in for by its nearest existing parent, so its creation wakes us; then we
+        switch. A watch no longer wanted (an ended session) is dropped."""
         if self._observer is None:
             return
-        for adapter in self.coord.adapters.values():
-            for p in adapter.watch_paths():
-                path = Path(p)
-                folder = path if path.is_dir() or not path.suffix else path.parent
-                target = folder
-                while not target.is_dir() and target.parent != target:
-                    target = target.parent
-                if str(target) in self._watched:
-                    continue
-                try:
-                    self._observer.schedule(self._handler, str(target), recursive=False)
-                except OSError as exc:
-                    log.warning("cannot watch %s: %s", target, exc)
-                    continue
-                self._watched.add(str(target))
+        wanted: list[str] = []
+        followed = tuple(self._clocks)
+        lists = [adapter.watch_paths(followed) for adapter in self.coord.adapters.values()]
+        # Every store's own folder before any session folder, so the cap never drops one.
+        for p in [*(ps[0] for ps in lists if ps), *(p for ps in lists for p in ps[1:])]:
+            path = Path(p)
+            folder = path if path.is_dir() or not path.suffix else path.parent
+            target = folder
+            while not target.is_dir() and target.parent != target:
+                target = target.parent
+            if str(target) not in wanted:
+                wanted.append(str(target))
+        wanted = wanted[:MAX_WATCHES]
+        for gone in [w for w in self._watched if w not in wanted]:
+            with contextlib.suppress(KeyError, OSError):
+                self._observer.unschedule(self._watched[gone])
+            del self._watched[gone]
+        for place in wanted:
+            if place in self._watched:
+                continue
+            try:
+                self._watched[place] = self._observer.schedule(
+                    self._handler, place, recursive=False
+                )
+            except OSError as exc:
+                log.warning("cannot watch %s: %s", place, exc)
 
     def repair(self) -> None:
         """At start: the context file of an active session created within

@@ -438,7 +438,10 @@ def test_list_sort_order_limit_offset(cli: CLI, tmp_path: Path) -> None:
     assert [line.split()[0] for line in plain.out.splitlines()] == ["m2", "m3", "m1"]
 
 
-def test_list_empty(cli: CLI) -> None:
+def test_list_empty(cli: CLI, db: Path) -> None:
+    from llmem_hooks.store import MemoryStore
+
+    MemoryStore(db).close()  # an empty database (a missing one is an error: test_cli_reads)
     r = cli("list")
     assert (r.code, r.out, r.err) == (0, "", "No memories.\n")
 
@@ -640,13 +643,15 @@ def test_db_option_and_env(
     mid = r.out.strip()
     assert row_ids(other) == [mid]
     assert rows(db) == []
-    assert cli("search", "other database", "--json").ids() == []
+    missing = cli("search", "other database", "--json")  # the default one does not exist
+    assert (missing.code, missing.out, missing.err) == (1, "", f"error: no database at {db}\n")
 
     monkeypatch.setenv("LLMEM_DB", str(other))
     assert cli("search", "other database", "--json").ids() == [mid]
     third = tmp_path / "third.db"
-    assert cli("--db", third, "search", "other database", "--json").ids() == []  # --db wins
-    assert rows(db) == []
+    r = cli("--db", third, "search", "other database", "--json")  # --db wins
+    assert (r.code, r.err) == (1, f"error: no database at {third}\n")
+    assert rows(db) == [] and not third.exists()
 
 
 def test_version(cli: CLI) -> None:

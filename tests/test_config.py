@@ -391,7 +391,9 @@ def test_cli_creates_the_config_on_first_use(
     capsys: pytest.CaptureFixture[str], config_path: Path
 ) -> None:
     assert not config_path.exists()
-    code, _, _ = run(capsys, "list")
+    code, _, _ = run(capsys, "list")  # a read creates nothing (tests/test_cli_reads.py)
+    assert code == 1 and not config_path.exists()
+    code, _, _ = run(capsys, "store", "the first memory")
     assert code == 0
     assert yaml.safe_load(config_path.read_text(encoding="utf-8")) == EXPECTED_DEFAULTS
 

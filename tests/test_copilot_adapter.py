@@ -31,7 +31,7 @@ from support.copilot_home import (
 )
 
 from llmem_hooks.adapters import CopilotAdapter, get_adapter_class, registered_adapters
-from llmem_hooks.adapters.copilot import read_share_transcript
+from llmem_hooks.adapters.copilot import WATCH_MAX, read_share_transcript
 from llmem_hooks.events import LifecycleEvent
 from llmem_hooks.session_hooks import default_adapters
 
@@ -211,9 +211,20 @@ def test_sessions_listing(recorded: Path) -> None:
         assert not a.session_exists(bad) and a.get_session(bad) is None
         assert a.get_messages(bad) == []
     assert a.existing([S_RESUMED, S_LEGACY, "gone"]) == {S_RESUMED}
-    paths = a.watch_paths()
+    # The store's folder, then the followed sessions' folders (at most WATCH_MAX, the
+    # most recently changed), never an ended one nobody follows (test_sidecar_rest).
+    for i, sid in enumerate(RECORDED):
+        os.utime(recorded / "session-state" / sid, (1e9 + i, 1e9 + i))
+    assert a.watch_paths() == [str(recorded / "session-state")]
+    paths = a.watch_paths([*RECORDED, "gone", "../x"])
     assert paths[0] == str(recorded / "session-state")
-    assert sorted(paths[1:]) == sorted(str(recorded / "session-state" / s) for s in RECORDED)
+    newest = RECORDED[-WATCH_MAX:]
+    assert sorted(paths[1:]) == sorted(str(recorded / "session-state" / s) for s in newest)
+    assert a.watch_paths([S_RESUMED])[1:] == [str(recorded / "session-state" / S_RESUMED)]
+    # A folder that just appeared, not read yet, is watched before anyone follows it.
+    fresh = recorded / "session-state" / "0a1b2c3d-0000-4000-8000-00000000f00d"
+    fresh.mkdir()
+    assert a.watch_paths() == [str(recorded / "session-state"), str(fresh)]
 
 
 # -- tailing -------------------------------------------------------------------------------
@@ -271,7 +282,7 @@ def test_new_session_folder_is_read_from_the_start(home: CopilotHome) -> None:
         ("turn_done", "turn_end"),
         ("ended", "shutdown"),
     ]
-    assert str(second.folder) in a.watch_paths()
+    assert str(second.folder) in a.watch_paths([second.id])
     # A folder without events.jsonl yet (--resume can leave one) is no session.
     (home.sessions / "0a1b2c3d-0000-4000-8000-000000000000").mkdir()
     assert a.poll(cursor) == ([], cursor)

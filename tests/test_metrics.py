@@ -288,6 +288,7 @@ def db(llmem_home: Path) -> Path:
 
 
 def test_stats_embeddings_empty(capsys: pytest.CaptureFixture[str], db: Path) -> None:
+    MemoryStore(db).close()  # an empty database (a missing one is exit 1: test_cli_reads)
     code, out, _ = run_cli(capsys, "stats", "--embeddings")
     assert code == 0 and "none stored" in out
     code, out, _ = run_cli(capsys, "stats", "--embeddings", "--json")

@@ -105,6 +105,7 @@ def test_db_flag_and_config_paths_leave_existing_folders_alone(
     assert r.returncode == 0, r.stderr
     assert _mode(dbdir) == 0o755
     _config(llmem_home, f"memory:\n  db_path: {dbdir / 'y.db'}\ncontext:\n  dir: {ctxdir}\n")
+    assert cli(llmem_home, "store", "configured folder").returncode == 0
     assert cli(llmem_home, "stats").returncode == 0
     hook = subprocess.run(
         [str(EXE), "hook", "copilot", "sessionStart"],

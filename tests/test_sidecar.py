@@ -92,6 +92,9 @@ def test_stale_pid_file_does_not_count(llmem_home: Path) -> None:
 
 
 def test_status_json(llmem_home: Path, tmp_path: Path) -> None:
+    from llmem_hooks.store import MemoryStore
+
+    MemoryStore(llmem_home / "memory.db").close()  # without one: exit 1 (test_cli_reads)
     proc = subprocess.run(
         [sys.executable, "-m", "llmem_hooks.cli", "status", "--json"],
         env=_env(llmem_home, tmp_path),

@@ -5,6 +5,8 @@
   so it is answered by `llmem_hooks.copilot_hook` before typer (or anything else the
   commands need) is imported. ``llmem-hooks mcp`` (the MCP server, `llmem_hooks.mcp_server`)
   is answered the same way.
+- `llmem_hooks.cli.quick`: plain ``search``, ``list``, ``stats`` and ``--version``
+  without typer (~0.3 s of imports); any other form goes on to typer.
 - `llmem_hooks.cli.app`: the typer commands.
 - `llmem_hooks.cli.render`: how they print (plain text, ``--json``, ``--markdown``).
 
@@ -20,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-SUBMODULES = ("app", "render", "viewer")
+SUBMODULES = ("app", "quick", "render", "viewer")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,6 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..mcp_server import main as mcp_main
 
         return mcp_main(args[1:])
+    from .quick import main as quick_main
+
+    code = quick_main(args)  # plain search / list / stats / --version: no typer
+    if code is not None:
+        return code
     from .app import main as app_main
 
     return app_main(args)

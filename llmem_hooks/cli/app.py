@@ -12,16 +12,12 @@ hook command, run on every session start) without importing this module or typer
 from __future__ import annotations
 
 import json
-import logging
-import os
 import sys
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -30,33 +26,33 @@ try:  # typer >= 0.2x vendors its own copy of click
 except ImportError:  # pragma: no cover - older typer with click as a dependency
     from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
-from ..backoff import BACKOFF_SECONDS, ModelFailure
-from ..config import Config, load_config
-from ..errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
-from ..paths import check_user_path, get_db_path
+from ..errors import NotFoundError, ValidationError
+from ..paths import check_user_path
 from ..redact import find_secrets
 from ..registry import DEFAULT_MEMORY_TYPES
-from ..retrieve import SEARCH_MODES, Retriever, attach_passages
-from ..store import MemoryFilter, MemoryStore, SchemaBehind, archive
+from ..store import archive
 from ..timestamps import parse_iso
 from .dream import dream as _dream
-from .dream import dream_service, store_sizes
-from .render import (
-    Format,
-    one_line,
-    print_embedding_metrics,
-    print_hits,
-    print_memories,
-    print_memory,
-    print_pruned,
-    print_stats,
-    print_status,
+from .dream import dream_service
+from .quick import (  # noqa: F401  (re-exported: the other command modules and tests use them)
+    EXIT_USAGE,
+    MissingDatabase,
+    _config,
+    _db_path,
+    _fmt,
+    _keyword_only_note,
+    _local_embedding,
+    _retriever,
+    begin,
+    exit_code_for,
+    model_state,
+    open_store,
+    run_list,
+    run_search,
+    run_stats,
+    state,
 )
-
-if TYPE_CHECKING:
-    from ..embed import EmbeddingEngine
-
-EXIT_USAGE = 2
+from .render import Format, one_line, print_memory, print_pruned, print_status
 
 app = typer.Typer(
     name="llmem-hooks",
@@ -68,143 +64,8 @@ app = typer.Typer(
 )
 
 
-class _State:
-    """Options given before the command, shared by all commands of one invocation."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.db: Path | None = None
-        self.fmt: Format = Format.plain
-        self.config: dict[str, Any] | None = None
-
-
-state = _State()
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 MarkdownOpt = Annotated[bool, typer.Option("--markdown", help="Print markdown.")]
-
-
-def _fmt(as_json: bool, as_markdown: bool) -> Format:
-    if as_json and as_markdown:
-        raise ValidationError("--json and --markdown cannot be combined")
-    if as_json:
-        return Format.json
-    if as_markdown:
-        return Format.markdown
-    return state.fmt
-
-
-def _config() -> dict[str, Any]:
-    if state.config is None:
-        state.config = load_config()
-    return state.config
-
-
-def _db_path() -> Path:
-    """--db (relative to the current directory), else config.yaml's memory.db_path
-    (validated and made absolute by `load_config`), else ``<LLMEM_HOME>/memory.db``."""
-    if state.db is not None:
-        return check_user_path(state.db.absolute(), "file", "--db")
-    configured = _config()["memory"]["db_path"]
-    return Path(configured) if configured else get_db_path()
-
-
-@contextmanager
-def open_store(read_only: bool = False) -> Iterator[MemoryStore]:
-    """The store named by --db / config / default, closed afterwards. ``read_only`` (the
-    commands that only read): an existing database is opened read-only, so they work on
-    a file the user cannot write and change nothing in it; a missing one is created."""
-    cfg = _config()
-    path = _db_path()
-    try:
-        store = MemoryStore.from_config(cfg, path, read_only=read_only and path.exists())
-    except SchemaBehind:
-        if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
-            raise
-        # An older database we may write (first use after an upgrade): migrate it, as
-        # any writing command would, rather than refuse to read it.
-        typer.echo(f"note: upgrading the schema of {path}", err=True)
-        store = MemoryStore.from_config(cfg, path)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-class _ModelState:
-    """Why the embedding model was not used in this command (None: it was, or it is off)."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.configured = True
-        self.failure: ModelFailure | None = None
-        self.retry_in: float | None = None  # set when an earlier command's failure applied
-        self.other: str | None = None  # any other failure (wrong model, bad answer...)
-
-    def cause(self) -> str:
-        """The real cause, for messages: not configured vs. not reachable vs. timeout."""
-        if not self.configured:
-            return "no embedding model is configured (ollama.enabled is false)"
-        if self.failure is not None:
-            return self.failure.cause()
-        return self.other or "the embedding model did not answer"
-
-    def retry_note(self) -> str:
-        if self.failure is None:
-            return ""
-        if self.retry_in is None:
-            return f"; retrying after {BACKOFF_SECONDS:.0f} s"
-        ago = max(0.0, time.time() - self.failure.at)
-        return f" ({ago:.0f} s ago); retrying in {self.retry_in:.0f} s"
-
-
-model_state = _ModelState()
-
-
-def _local_embedding(text: str) -> tuple[EmbeddingEngine | None, list[float] | None]:
-    """(engine, vector of ``text``) when a local embedder is enabled and answers; else
-    (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
-    and a server that failed in the last minute (any process) is skipped at once.
-    The caller closes the engine."""
-    from ..embed import ModelBackedOff, embedder_from_config
-
-    engine = embedder_from_config(_config(), interactive=True)
-    if engine is None:
-        model_state.configured = False
-        return None, None
-    try:
-        return engine, engine.embed(text)
-    except ModelBackedOff as exc:
-        model_state.failure, model_state.retry_in = exc.failure, exc.retry_in
-    except Exception as exc:  # not running, no model, wrong size...
-        model_state.failure = engine.last_failure
-        model_state.other = str(exc)
-        logging.getLogger(__name__).debug("no embedding: %s", exc)
-    engine.close()
-    return None, None
-
-
-def _keyword_only_note(command: str, explicit: bool) -> None:
-    """Say once on stderr why this command runs without the model. A server that hangs
-    (timeout) is always worth a line; 'nothing listens' is the normal no-Ollama setup,
-    said only when the user asked for the model (--mode hybrid)."""
-    failure = model_state.failure
-    if failure is None and not explicit:
-        return
-    if failure is not None and failure.kind == "down" and not explicit:
-        return
-    typer.echo(f"{command}: {model_state.cause()}{model_state.retry_note()}", err=True)
-
-
-def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
-    """The configured Retriever. With ``probe`` (the query), also the embedding engine if
-    one answers for ``probe`` (its vector is cached, so the search does not ask again)."""
-    embedder = _local_embedding(probe)[0] if probe is not None else None
-    return Retriever.from_settings(store, _config()["retrieval"], embedder)
 
 
 def _agent_guide() -> str:
@@ -384,44 +245,23 @@ def search(
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """Search memories, best match first."""
-    fmt = _fmt(as_json, as_markdown)
-    if mode is not None and mode not in SEARCH_MODES:
-        raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
-    with open_store(read_only=True) as st:
-        retriever = _retriever(st, probe=None if mode == "fts" else query)
-        search_mode = mode or "hybrid"
-        if search_mode != "fts" and retriever.embedder is None:
-            if search_mode == "semantic":
-                raise SearchError(f"semantic search needs an embedder: {model_state.cause()}")
-            _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
-            search_mode = "fts"
-        try:
-            hits = retriever.find(
-                query,
-                MemoryFilter(
-                    type=type,
-                    tags_all=tags or (),
-                    tags_any=any_tag or (),
-                    after=after,
-                    before=before,
-                    entered_by=entered_by,
-                    project=project,
-                ),
-                limit=limit or _config()["retrieval"]["limit"],
-                offset=offset,
-                search_mode=search_mode,
-                fuzzy=fuzzy,
-                threshold=threshold,
-            )
-        finally:
-            if retriever.embedder is not None:
-                from ..embed import EmbeddingEngine
-
-                if isinstance(retriever.embedder, EmbeddingEngine):
-                    retriever.embedder.close()
-    if not full:
-        attach_passages(hits, query, _config()["retrieval"]["passage_chars"])
-    print_hits(hits, fmt, "No memories found.")
+    run_search(
+        query,
+        tags=tags,
+        any_tag=any_tag,
+        after=after,
+        before=before,
+        entered_by=entered_by,
+        type=type,
+        project=project,
+        limit=limit,
+        offset=offset,
+        fuzzy=fuzzy,
+        threshold=threshold,
+        mode=mode,
+        full=full,
+        fmt=_fmt(as_json, as_markdown),
+    )
 
 
 class SortField(StrEnum):
@@ -456,21 +296,18 @@ def list_(
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """List memories (newest first by default)."""
-    fmt = _fmt(as_json, as_markdown)
-    with open_store(read_only=True) as st:
-        rows = st.list_all(
-            type=type,
-            valid_only=not include_invalid,
-            limit=limit,
-            offset=offset,
-            sort=sort.value,
-            order=order.value,
-            tags_all=(tags or "").split(",") if tags else (),
-            project=project,
-            entered_by=entered_by,
-            include_expired=include_invalid,
-        )
-    print_memories(rows, fmt, "No memories.")
+    run_list(
+        sort=sort.value,
+        order=order.value,
+        limit=limit,
+        offset=offset,
+        type=type,
+        tags=tags,
+        project=project,
+        entered_by=entered_by,
+        include_invalid=include_invalid,
+        fmt=_fmt(as_json, as_markdown),
+    )
 
 
 @app.command()
@@ -565,20 +402,6 @@ def prune(
     print_pruned(gone, fmt, dry_run=False, backup=backup)
 
 
-def _embedding_stats(fmt: Format) -> None:
-    """`stats --embeddings`: quality metrics of the stored vectors (llmem_hooks.metrics)."""
-    import time
-
-    from ..metrics import METRICS_MAX_EMBEDDINGS, metrics_from_rows
-
-    started = time.monotonic()
-    with open_store(read_only=True) as st:
-        stored = st.count_embeddings()
-        rows = st.get_embeddings_with_types(limit=METRICS_MAX_EMBEDDINGS)
-    m = metrics_from_rows(rows)
-    print_embedding_metrics(m, stored, time.monotonic() - started, fmt)
-
-
 @app.command()
 def stats(
     as_json: JsonOpt = False,
@@ -589,25 +412,7 @@ def stats(
 ) -> None:
     """Counts by type, tag, agent and project, and the database size; with --embeddings,
     the quality of the stored vectors (anisotropy, similarity range, discrimination gap)."""
-    fmt = _fmt(as_json, as_markdown)
-    if embeddings:
-        _embedding_stats(fmt)
-        return
-    from ..budget import BudgetLimits, ModelBudget
-
-    with open_store(read_only=True) as st:
-        s = st.stats()
-        from ..store.episodes import episode_stats
-
-        limits = Config.coerce(_config()).episodes
-        s["episodes"] = {
-            **episode_stats(st),
-            "retention_days": limits.retention_days,
-            "max_count": limits.max_count,
-        }
-        s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config())).report()
-        s["sizes"] = store_sizes(st)
-    print_stats(s, fmt)
+    run_stats(_fmt(as_json, as_markdown), embeddings)
 
 
 @app.command()
@@ -618,9 +423,12 @@ def doctor(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     from ..doctor import diagnose, exit_code, render
 
     fmt = _fmt(as_json, as_markdown)
-    cfg = _config()
-    with open_store() as st:
-        checks = diagnose(cfg, st)
+    cfg = _config(create=False)  # a diagnosis creates nothing (no home, no database)
+    try:
+        with open_store(read_only=True) as st:
+            checks = diagnose(cfg, st)
+    except MissingDatabase:
+        checks = diagnose(cfg, None)
     if fmt is Format.json:
         typer.echo(json.dumps({"checks": [c.as_dict() for c in checks]}, indent=1))
     else:
@@ -699,7 +507,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     from ..store import sessions as session_state
 
     fmt = _fmt(as_json, as_markdown)
-    cfg = _config()
+    cfg = _config(create=False)
     pid = running_pid()
     service = answers(timeout=0.5) if pid is not None else None
     stores = {name: [str(p) for p in a.watch_paths()] for name, a in default_adapters(cfg).items()}
@@ -734,7 +542,7 @@ def context(
     from ..paths import get_context_dir, read_regular_file, validate_session_id
 
     validate_session_id(session_id)
-    folder = get_context_dir(_config()["context"]["dir"])
+    folder = get_context_dir(_config(create=False)["context"]["dir"])
     path = resume_path(session_id, folder) if resume else context_path(session_id, folder)
     text = read_regular_file(path)  # never through a symlink planted in the folder
     if text is None:
@@ -818,9 +626,7 @@ from . import viewer as _viewer_commands  # noqa: E402, F401
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the typer CLI; map errors to one line on stderr and an exit code."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    state.reset()
-    model_state.reset()
+    begin()
     command = typer.main.get_command(app)
     try:
         rv = command.main(
@@ -841,20 +647,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         typer.echo(f"error: {exc.format_message()}", err=True)
         return EXIT_USAGE
-    except (ValidationError, NotFoundError, ConfigError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        return EXIT_USAGE
-    except LLMemError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        return 1
-    except OSError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        return 1
-    except Exception as exc:  # sqlite errors from a damaged or foreign database file
-        if type(exc).__name__ in ("DatabaseError", "OperationalError", "IntegrityError"):
-            typer.echo(f"error: database: {exc}", err=True)
-            return 1
-        raise
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
+        return code
     return 0
 
 

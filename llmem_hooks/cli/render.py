@@ -10,18 +10,39 @@ a pipe sees only data.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-
-from ..retrieve import SearchHit
-
 if TYPE_CHECKING:
     from ..metrics import EmbeddingMetrics
+    from ..retrieve import SearchHit
+
+# What click's echo strips when the output is not a terminal (colour and cursor codes).
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+def echo(message: str = "", err: bool = False, nl: bool = True) -> None:
+    """``typer.echo`` without importing typer (the fast read commands, `cli.quick`): the
+    line on stdout (stderr with ``err``), flushed; ANSI codes removed unless the stream
+    is a terminal, as click does, so both ways print the same bytes."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    out = f"{message}\n" if nl else message
+    try:
+        tty = stream.isatty()
+    except Exception:  # a closed or replaced stream
+        tty = False
+    if out and not tty:
+        out = _ANSI.sub("", out)
+    if out:
+        stream.write(out)
+    stream.flush()
 
 
 class Format(StrEnum):
@@ -89,7 +110,7 @@ def one_line(mem: Mapping[str, Any], width: int = 100) -> str:
 def print_memories(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:
     """A list of memories (``list``); ``empty`` goes to stderr when there are none."""
     if fmt is Format.json:
-        typer.echo(_dumps([public(m) for m in memories], indent=1))
+        echo(_dumps([public(m) for m in memories], indent=1))
         return
     _print_lines(memories, fmt, empty)
 
@@ -97,7 +118,7 @@ def print_memories(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: st
 def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str) -> None:
     """Search results, best first: as `print_memories`, ``--json`` adds score and match."""
     if fmt is Format.json:
-        typer.echo(_dumps([public_hit(h) for h in hits], indent=1))
+        echo(_dumps([public_hit(h) for h in hits], indent=1))
         return
     _print_lines(
         [h.memory if h.passage is None else {**h.memory, "content": h.passage} for h in hits],
@@ -108,39 +129,37 @@ def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str) -> None:
 
 def _print_lines(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:
     if not memories:
-        typer.echo(empty, err=True)
+        echo(empty, err=True)
         return
     for mem in memories:
         if fmt is Format.markdown:
             tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
-            typer.echo(
-                f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}"
-            )
+            echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}")
         else:
-            typer.echo(one_line(mem))
+            echo(one_line(mem))
 
 
 def print_memory(mem: Mapping[str, Any], relations: list[dict[str, Any]], fmt: Format) -> None:
     """One memory with every field and its relations (``show``)."""
     if fmt is Format.json:
-        typer.echo(_dumps({**public(mem), "relations": relations}, indent=1))
+        echo(_dumps({**public(mem), "relations": relations}, indent=1))
         return
     if fmt is Format.markdown:
-        typer.echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
+        echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
         for f in SHOW_FIELDS[2:]:
             if mem.get(f) not in (None, [], ""):
                 v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                typer.echo(f"- **{f}**: {v}")
+                echo(f"- **{f}**: {v}")
     else:
         for f in SHOW_FIELDS:
             if mem.get(f) not in (None, [], ""):
                 v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                typer.echo(f"{f + ':':<21}{v}")
+                echo(f"{f + ':':<21}{v}")
         if mem.get("summary"):
-            typer.echo(f"{'summary:':<21}{mem['summary']}")
-        typer.echo(f"\n{mem['content']}")
+            echo(f"{'summary:':<21}{mem['summary']}")
+        echo(f"\n{mem['content']}")
     for rel in relations:
-        typer.echo(f"  {rel['relation_type']}: {rel['source_id'][:8]} -> {rel['target_id']}")
+        echo(f"  {rel['relation_type']}: {rel['source_id'][:8]} -> {rel['target_id']}")
 
 
 def print_pruned(
@@ -155,13 +174,13 @@ def print_pruned(
         }
         if backup is not None:
             out["backup"] = str(backup)
-        typer.echo(json.dumps(out))
+        echo(json.dumps(out))
         return
     for mem in gone:
-        typer.echo(one_line(mem))
+        echo(one_line(mem))
     verb = "would delete" if dry_run else "deleted"
     kept = f"; backup: {backup}" if backup is not None else ""
-    typer.echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}{kept}", err=True)
+    echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}{kept}", err=True)
 
 
 def print_embedding_metrics(m: EmbeddingMetrics, stored: int, seconds: float, fmt: Format) -> None:
@@ -170,14 +189,14 @@ def print_embedding_metrics(m: EmbeddingMetrics, stored: int, seconds: float, fm
 
     if fmt is Format.json:
         out = {"embedded_memories": stored, **m.to_dict(), "seconds": round(seconds, 3)}
-        typer.echo(json.dumps(out, indent=1))
+        echo(json.dumps(out, indent=1))
         return
     if not m.count:
-        typer.echo("embeddings: none stored (memories get one when an embed model answers)")
+        echo("embeddings: none stored (memories get one when an embed model answers)")
         return
     bullet = "- " if fmt is Format.markdown else "  "
     measured = f"; measured the newest {m.count}" if m.count < stored else ""
-    typer.echo(f"embeddings: {stored} memories, {m.dimensions} dimensions{measured}")
+    echo(f"embeddings: {stored} memories, {m.dimensions} dimensions{measured}")
     gap = m.discrimination_gap
     lines = [
         f"anisotropy: {m.anisotropy:.3f} (lower is better, warning above "
@@ -196,19 +215,19 @@ def print_embedding_metrics(m: EmbeddingMetrics, stored: int, seconds: float, fm
         f"computed in {seconds:.2f} s",
     ]
     for line in lines:
-        typer.echo(f"{bullet}{line}")
+        echo(f"{bullet}{line}")
     for warning in m.warnings:
-        typer.echo(f"{'- **warning**' if fmt is Format.markdown else 'warning'}: {warning}")
+        echo(f"{'- **warning**' if fmt is Format.markdown else 'warning'}: {warning}")
 
 
 def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
     """``stats``: counts by type, agent, project and tag; model usage against the caps."""
     if fmt is Format.json:
-        typer.echo(json.dumps(s, indent=1))
+        echo(json.dumps(s, indent=1))
         return
     bullet = "- " if fmt is Format.markdown else "  "
-    typer.echo(f"database: {s['db_path']} ({s['db_size_bytes'] / 1024:.0f} KiB)")
-    typer.echo(
+    echo(f"database: {s['db_path']} ({s['db_size_bytes'] / 1024:.0f} KiB)")
+    echo(
         f"memories: {s['active']} active, {s['invalidated']} forgotten, "
         f"{s['expired']} expired, {s['total']} stored; inbox: {s['inbox']}"
     )
@@ -216,7 +235,7 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
     if ep:
         keep = f"{ep['retention_days']:g} days" if ep["retention_days"] else "forever"
         cap = f"at most {ep['max_count']:,}" if ep["max_count"] else "no cap"
-        typer.echo(
+        echo(
             f"episodes: {ep['count']:,} of {ep['sessions']:,} sessions, "
             f"{ep['text_bytes'] / 1024:.0f} KiB of text ({ep['bytes_per_episode']} B each); "
             f"kept {keep}, {cap}"
@@ -228,30 +247,28 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         ("top tags", "by_tag"),
     ):
         if s[key]:
-            typer.echo(f"{title}:")
+            echo(f"{title}:")
             for name, n in s[key].items():
-                typer.echo(f"{bullet}{name}: {n}")
+                echo(f"{bullet}{name}: {n}")
     sizes = s.get("sizes")
     if sizes:
-        typer.echo(f"size by table ({sizes['method']}):")
+        echo(f"size by table ({sizes['method']}):")
         for name, n in sizes["tables"].items():
-            typer.echo(f"{bullet}{name}: {n / 1024:,.0f} KiB")
-        typer.echo("size by project (rows: text, metadata, vectors):")
+            echo(f"{bullet}{name}: {n / 1024:,.0f} KiB")
+        echo("size by project (rows: text, metadata, vectors):")
         for p in sizes["projects"]:
-            typer.echo(
+            echo(
                 f"{bullet}{p['project']}: {p['memories']:,} memories ({p['episodes']:,} episodes),"
                 f" {(p['row_bytes'] or 0) / 1024:,.0f} KiB"
             )
     use, caps = s["model_usage"]["today"], s["model_usage"]["caps"]
-    typer.echo(f"model usage today ({s['model_usage']['day']} UTC):")
-    typer.echo(
+    echo(f"model usage today ({s['model_usage']['day']} UTC):")
+    echo(
         f"{bullet}{use['calls']} calls, {use['tokens']} tokens ({use['prompt_tokens']} prompt"
         f" + {use['output_tokens']} output) of {caps['day_tokens']}, "
         f"{use['seconds']:.1f} s of {caps['day_seconds']:g} s"
     )
-    typer.echo(
-        f"{bullet}per session: {caps['session_tokens']} tokens, {caps['session_seconds']:g} s"
-    )
+    echo(f"{bullet}per session: {caps['session_tokens']} tokens, {caps['session_seconds']:g} s")
 
 
 def print_status(
@@ -270,20 +287,18 @@ def print_status(
         "sessions": list(rows),
     }
     if fmt is Format.json:
-        typer.echo(json.dumps(out, indent=1))
+        echo(json.dumps(out, indent=1))
         return
-    typer.echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
-    typer.echo(
+    echo(f"sidecar: {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
+    echo(
         "query service: "
         + ("answers" if service is not None else "not answering (clients query in-process)")
     )
     for name, paths in stores.items():
-        typer.echo(f"watching {name}: {', '.join(paths) or '-'}")
-    typer.echo(f"sessions seen: {len(rows)}")
+        echo(f"watching {name}: {', '.join(paths) or '-'}")
+    echo(f"sessions seen: {len(rows)}")
     for r in rows:
         ended = f" ({r['end_reason']})" if r["end_reason"] else ""
         seen = datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M")
         last = f", last extraction {r['last_extraction']}" if r["last_extraction"] else ""
-        typer.echo(
-            f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}"
-        )
+        echo(f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}")

@@ -1,0 +1,557 @@
+"""The everyday read commands without typer: ``search``, ``list``, ``stats`` and ``--version``.
+
+typer (with the pydantic it now builds every option's coercion on) costs ~0.3 s before a
+command starts, ten times a bare interpreter; these commands are what a person (or an
+agent through a shell) runs most. `main` parses the plain, well-formed forms of them
+itself and runs the same code the typer commands run (`run_search`, `run_list`,
+`run_stats`, shared with `llmem_hooks.cli.app`); anything else (``--help``, an unknown or
+malformed option, a value out of range) returns None and typer answers, so every error
+and help text stays typer's own. tests/test_cli_quick.py runs each form both ways and
+compares output and exit code.
+
+Also here, because both ways need them: the invocation's state (``--db``, the format),
+the config and database the commands open, and how an error maps to an exit code.
+Read commands create nothing: no LLMEM_HOME, no config.yaml, no database; a missing
+database is ``error: no database at PATH`` and exit 1 (docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, LLMemError, NotFoundError, SearchError, ValidationError
+from .render import Format, echo
+
+if TYPE_CHECKING:
+    from ..backoff import ModelFailure
+    from ..embed import EmbeddingEngine
+    from ..retrieve import Retriever
+    from ..store import MemoryStore
+
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 1  # a database (or LLMEM_HOME) that does not exist
+
+
+class MissingDatabase(LLMemError):
+    """A read command named a database that does not exist (exit 1; nothing is created)."""
+
+
+class _State:
+    """Options given before the command, shared by all commands of one invocation."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.db: Path | None = None
+        self.fmt: Format = Format.plain
+        self.config: dict[str, Any] | None = None
+
+
+state = _State()
+
+
+def _fmt(as_json: bool, as_markdown: bool) -> Format:
+    if as_json and as_markdown:
+        raise ValidationError("--json and --markdown cannot be combined")
+    if as_json:
+        return Format.json
+    if as_markdown:
+        return Format.markdown
+    return state.fmt
+
+
+def _config(create: bool = True) -> dict[str, Any]:
+    """config.yaml, read once per invocation. ``create=False`` (read commands): a missing
+    file gives the defaults and writes nothing (no LLMEM_HOME, no config.yaml)."""
+    if state.config is None:
+        from ..config import load_config
+
+        state.config = load_config(create=create)
+    return state.config
+
+
+def _db_path() -> Path:
+    """--db (relative to the current directory), else config.yaml's memory.db_path
+    (validated and made absolute by `load_config`), else ``<LLMEM_HOME>/memory.db``."""
+    from ..paths import check_user_path, get_db_path
+
+    if state.db is not None:
+        return check_user_path(state.db.absolute(), "file", "--db")
+    configured = _config()["memory"]["db_path"]
+    return Path(configured) if configured else get_db_path()
+
+
+@contextmanager
+def open_store(read_only: bool = False) -> Iterator[MemoryStore]:
+    """The store named by --db / config / default, closed afterwards. ``read_only`` (the
+    commands that only read): the database is opened read-only, so they work on a file
+    the user cannot write and change nothing in it; a missing one is `MissingDatabase`
+    (nothing is created: no folder, no file, no config.yaml)."""
+    from ..store import MemoryStore, SchemaBehind
+
+    cfg = _config(create=not read_only)
+    path = _db_path()
+    if read_only:
+        try:
+            os.stat(path)  # a dangling symlink is missing too; a folder we may not read is
+        except (FileNotFoundError, NotADirectoryError):  # the store's own error
+            raise MissingDatabase(f"no database at {path}") from None
+        except OSError:
+            pass
+    try:
+        store = MemoryStore.from_config(cfg, path, read_only=read_only)
+    except SchemaBehind:
+        if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            raise
+        # An older database we may write (first use after an upgrade): migrate it, as
+        # any writing command would, rather than refuse to read it.
+        echo(f"note: upgrading the schema of {path}", err=True)
+        store = MemoryStore.from_config(cfg, path)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+class _ModelState:
+    """Why the embedding model was not used in this command (None: it was, or it is off)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.configured = True
+        self.failure: ModelFailure | None = None
+        self.retry_in: float | None = None  # set when an earlier command's failure applied
+        self.other: str | None = None  # any other failure (wrong model, bad answer...)
+
+    def cause(self) -> str:
+        """The real cause, for messages: not configured vs. not reachable vs. timeout."""
+        if not self.configured:
+            return "no embedding model is configured (ollama.enabled is false)"
+        if self.failure is not None:
+            return self.failure.cause()
+        return self.other or "the embedding model did not answer"
+
+    def retry_note(self) -> str:
+        from ..backoff import BACKOFF_SECONDS
+
+        if self.failure is None:
+            return ""
+        if self.retry_in is None:
+            return f"; retrying after {BACKOFF_SECONDS:.0f} s"
+        ago = max(0.0, time.time() - self.failure.at)
+        return f" ({ago:.0f} s ago); retrying in {self.retry_in:.0f} s"
+
+
+model_state = _ModelState()
+
+
+def _local_embedding(text: str) -> tuple[EmbeddingEngine | None, list[float] | None]:
+    """(engine, vector of ``text``) when a local embedder is enabled and answers; else
+    (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
+    and a server that failed in the last minute (any process) is skipped at once
+    (without loading the HTTP client). The caller closes the engine."""
+    from ..embed import ModelBackedOff, embedder_from_config
+
+    engine = embedder_from_config(_config(), interactive=True)
+    if engine is None:
+        model_state.configured = False
+        return None, None
+    try:
+        return engine, engine.embed(text)
+    except ModelBackedOff as exc:
+        model_state.failure, model_state.retry_in = exc.failure, exc.retry_in
+    except Exception as exc:  # not running, no model, wrong size...
+        model_state.failure = engine.last_failure
+        model_state.other = str(exc)
+        logging.getLogger(__name__).debug("no embedding: %s", exc)
+    engine.close()
+    return None, None
+
+
+def _keyword_only_note(command: str, explicit: bool) -> None:
+    """Say once on stderr why this command runs without the model. A server that hangs
+    (timeout) is always worth a line; 'nothing listens' is the normal no-Ollama setup,
+    said only when the user asked for the model (--mode hybrid)."""
+    failure = model_state.failure
+    if failure is None and not explicit:
+        return
+    if failure is not None and failure.kind == "down" and not explicit:
+        return
+    echo(f"{command}: {model_state.cause()}{model_state.retry_note()}", err=True)
+
+
+def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
+    """The configured Retriever. With ``probe`` (the query), also the embedding engine if
+    one answers for ``probe`` (its vector is cached, so the search does not ask again)."""
+    from ..retrieve import Retriever
+
+    embedder = _local_embedding(probe)[0] if probe is not None else None
+    return Retriever.from_settings(store, _config()["retrieval"], embedder)
+
+
+# -- the commands' bodies (typer's commands in app.py call these too) ------------------------
+def run_search(
+    query: str,
+    *,
+    tags: str | None = None,
+    any_tag: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    entered_by: str | None = None,
+    type: str | None = None,
+    project: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    fuzzy: bool | None = None,
+    threshold: float | None = None,
+    mode: str | None = None,
+    full: bool = False,
+    fmt: Format = Format.plain,
+) -> None:
+    """`search`: best match first. The model is asked only when it can help: not for
+    ``--mode fts``, and, without ``--mode``, not when the store holds no vector (keyword
+    search then, with no HTTP client built at all)."""
+    from ..retrieve import SEARCH_MODES, attach_passages
+    from ..store import MemoryFilter
+    from .render import print_hits
+
+    if mode is not None and mode not in SEARCH_MODES:
+        raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
+    with open_store(read_only=True) as st:
+        # No vector in the index: nothing for the model to match, so no probe (an index
+        # that cannot load, sqlite-vec missing, still asks: Python scans the vectors).
+        no_vectors = st.vectors.loaded and st.vectors.count() == 0
+        keywords_only = mode == "fts" or (mode is None and no_vectors)
+        retriever = _retriever(st, probe=None if keywords_only else query)
+        search_mode = mode or "hybrid"
+        if search_mode != "fts" and retriever.embedder is None:
+            if search_mode == "semantic":
+                raise SearchError(f"semantic search needs an embedder: {model_state.cause()}")
+            _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
+            search_mode = "fts"
+        try:
+            hits = retriever.find(
+                query,
+                MemoryFilter(
+                    type=type,
+                    tags_all=tags or (),
+                    tags_any=any_tag or (),
+                    after=after,
+                    before=before,
+                    entered_by=entered_by,
+                    project=project,
+                ),
+                limit=limit or _config()["retrieval"]["limit"],
+                offset=offset,
+                search_mode=search_mode,
+                fuzzy=fuzzy,
+                threshold=threshold,
+            )
+        finally:
+            close = getattr(retriever.embedder, "close", None)
+            if close is not None:
+                close()
+    if not full:
+        attach_passages(hits, query, _config()["retrieval"]["passage_chars"])
+    print_hits(hits, fmt, "No memories found.")
+
+
+def run_list(
+    *,
+    sort: str = "created",
+    order: str = "desc",
+    limit: int = 20,
+    offset: int = 0,
+    type: str | None = None,
+    tags: str | None = None,
+    project: str | None = None,
+    entered_by: str | None = None,
+    include_invalid: bool = False,
+    fmt: Format = Format.plain,
+) -> None:
+    """`list`: memories, newest first by default."""
+    from .render import print_memories
+
+    with open_store(read_only=True) as st:
+        rows = st.list_all(
+            type=type,
+            valid_only=not include_invalid,
+            limit=limit,
+            offset=offset,
+            sort=sort,
+            order=order,
+            tags_all=(tags or "").split(",") if tags else (),
+            project=project,
+            entered_by=entered_by,
+            include_expired=include_invalid,
+        )
+    print_memories(rows, fmt, "No memories.")
+
+
+def store_sizes(store: Any) -> dict[str, Any]:
+    """``stats``: bytes per table (dbstat, else an estimate) and per project."""
+    from ..store.dream import project_sizes, table_sizes
+
+    method, tables = table_sizes(store)
+    return {"method": method, "tables": tables, "projects": project_sizes(store)}
+
+
+def run_stats(fmt: Format = Format.plain, embeddings: bool = False) -> None:
+    """`stats`: counts, episodes, model usage, sizes; ``embeddings``: vector quality."""
+    from .render import print_embedding_metrics, print_stats
+
+    if embeddings:
+        from ..metrics import METRICS_MAX_EMBEDDINGS, metrics_from_rows
+
+        started = time.monotonic()
+        with open_store(read_only=True) as st:
+            stored = st.count_embeddings()
+            rows = st.get_embeddings_with_types(limit=METRICS_MAX_EMBEDDINGS)
+        m = metrics_from_rows(rows)
+        print_embedding_metrics(m, stored, time.monotonic() - started, fmt)
+        return
+    from ..budget import BudgetLimits, ModelBudget
+    from ..config import Config
+    from ..store.episodes import episode_stats
+
+    with open_store(read_only=True) as st:
+        s = st.stats()
+        limits = Config.coerce(_config()).episodes
+        s["episodes"] = {
+            **episode_stats(st),
+            "retention_days": limits.retention_days,
+            "max_count": limits.max_count,
+        }
+        s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config())).report()
+        s["sizes"] = store_sizes(st)
+    print_stats(s, fmt)
+
+
+def exit_code_for(exc: BaseException) -> int | None:
+    """Print ``exc`` as one ``error:`` line and return the exit code; None for an
+    exception that is a bug (the caller re-raises it)."""
+    if isinstance(exc, (ValidationError, NotFoundError, ConfigError)):
+        echo(f"error: {exc}", err=True)
+        return EXIT_USAGE
+    if isinstance(exc, (LLMemError, OSError)):
+        echo(f"error: {exc}", err=True)
+        return 1
+    if type(exc).__name__ in ("DatabaseError", "OperationalError", "IntegrityError"):
+        echo(f"error: database: {exc}", err=True)  # a damaged or foreign database file
+        return 1
+    return None
+
+
+def begin() -> None:
+    """What every invocation starts with, both ways: logging to stderr, fresh state."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    state.reset()
+    model_state.reset()
+
+
+# -- the parser for the plain forms ----------------------------------------------------------
+class _Fallback(Exception):
+    """Not a form this parser takes on: typer answers instead."""
+
+
+_INT = re.compile(r"(0|[1-9][0-9]{0,8})")
+_UNIT = re.compile(r"(0|1)(\.[0-9]{1,9})?|\.[0-9]{1,9}")
+
+
+def _int(lo: int, hi: int | None) -> Callable[[str], int]:
+    def convert(text: str) -> int:
+        if not _INT.fullmatch(text) or int(text) < lo or (hi is not None and int(text) > hi):
+            raise _Fallback
+        return int(text)
+
+    return convert
+
+
+def _unit(text: str) -> float:
+    if not _UNIT.fullmatch(text) or float(text) > 1.0:
+        raise _Fallback
+    return float(text)
+
+
+def _choice(*values: str) -> Callable[[str], str]:
+    def convert(text: str) -> str:
+        if text not in values:
+            raise _Fallback
+        return text
+
+    return convert
+
+
+def _text(text: str) -> str:
+    return text
+
+
+# Option name -> (keyword, converter), or (keyword, constant) for a flag.
+_Spec = dict[str, tuple[str, Any, bool]]  # name -> (keyword, converter or value, takes value)
+
+
+def _opt(kw: str, conv: Any = _text) -> tuple[str, Any, bool]:
+    return (kw, conv, True)
+
+
+def _flag(kw: str, value: Any = True) -> tuple[str, Any, bool]:
+    return (kw, value, False)
+
+
+_FORMAT: _Spec = {"--json": _flag("as_json"), "--markdown": _flag("as_markdown")}
+_SEARCH: _Spec = {
+    **_FORMAT,
+    "--tags": _opt("tags"),
+    "--any-tag": _opt("any_tag"),
+    "--after": _opt("after"),
+    "--before": _opt("before"),
+    "--entered-by": _opt("entered_by"),
+    "--type": _opt("type"),
+    "-t": _opt("type"),
+    "--project": _opt("project"),
+    "--limit": _opt("limit", _int(1, 1000)),
+    "-n": _opt("limit", _int(1, 1000)),
+    "--offset": _opt("offset", _int(0, None)),
+    "--fuzzy": _flag("fuzzy", True),
+    "--no-fuzzy": _flag("fuzzy", False),
+    "--threshold": _opt("threshold", _unit),
+    "--mode": _opt("mode"),
+    "--full": _flag("full"),
+}
+_SORTS = ("created", "updated", "accessed", "expires", "confidence", "content", "type")
+_LIST: _Spec = {
+    **_FORMAT,
+    "--sort": _opt("sort", _choice(*_SORTS)),
+    "--order": _opt("order", _choice("asc", "desc")),
+    "--limit": _opt("limit", _int(1, 100_000)),
+    "-n": _opt("limit", _int(1, 100_000)),
+    "--offset": _opt("offset", _int(0, None)),
+    "--type": _opt("type"),
+    "-t": _opt("type"),
+    "--tags": _opt("tags"),
+    "--project": _opt("project"),
+    "--entered-by": _opt("entered_by"),
+    "--all": _flag("include_invalid"),
+}
+_STATS: _Spec = {**_FORMAT, "--embeddings": _flag("embeddings")}
+_COMMANDS: dict[str, tuple[_Spec, int]] = {"search": (_SEARCH, 1), "list": (_LIST, 0)}
+_COMMANDS["stats"] = (_STATS, 0)
+
+
+def _parse(args: Sequence[str], spec: _Spec) -> tuple[dict[str, Any], list[str]]:
+    """Options (last one wins, as click does) and positionals, in any order; anything
+    unusual (``--``, a value that looks like an option, an unknown or glued option)
+    falls back to typer."""
+    opts: dict[str, Any] = {}
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not arg.startswith("-") or arg == "-":
+            positional.append(arg)
+            continue
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name not in spec:
+            raise _Fallback
+        kw, conv, takes_value = spec[name]
+        if not takes_value:
+            if eq:
+                raise _Fallback
+            opts[kw] = conv
+            continue
+        if not eq:
+            if i >= len(args):
+                raise _Fallback
+            value = args[i]
+            i += 1
+        if value.startswith("-"):
+            raise _Fallback
+        opts[kw] = conv(value)
+    return opts, positional
+
+
+def _root(args: list[str]) -> tuple[Path | None, bool, bool, list[str]]:
+    """``--db``, ``--json``, ``--markdown`` before the command; the rest."""
+    db: str | None = None
+    as_json = as_markdown = False
+    while args and args[0].startswith("-"):
+        arg = args.pop(0)
+        if arg == "--json":
+            as_json = True
+        elif arg == "--markdown":
+            as_markdown = True
+        elif arg == "--db" and args:
+            db = args.pop(0)
+        elif arg.startswith("--db="):
+            db = arg[len("--db=") :]
+        else:
+            raise _Fallback
+    if db is None and "LLMEM_DB" in os.environ:
+        db = os.environ["LLMEM_DB"]
+    if db is not None and (not db or db.startswith("-") or os.path.isdir(db)):
+        raise _Fallback  # typer's own message for a folder or an empty name
+    if as_json and as_markdown:
+        raise _Fallback
+    return (Path(db) if db is not None else None), as_json, as_markdown, args
+
+
+def main(argv: Sequence[str]) -> int | None:
+    """Run a plain ``search`` / ``list`` / ``stats`` / ``--version``; None: not one of
+    those (or not plain): the caller hands ``argv`` to typer."""
+    if list(argv) == ["--version"]:
+        from .. import __version__
+
+        echo(__version__)
+        return 0
+    try:
+        db, as_json, as_markdown, rest = _root(list(argv))
+        if not rest or rest[0] not in _COMMANDS:
+            return None
+        spec, npos = _COMMANDS[rest[0]]
+        opts, positional = _parse(rest[1:], spec)
+    except _Fallback:
+        return None
+    if len(positional) != npos:
+        return None
+    begin()
+    state.db = db
+    state.fmt = Format.json if as_json else Format.markdown if as_markdown else Format.plain
+    try:
+        fmt = _fmt(opts.pop("as_json", False), opts.pop("as_markdown", False))
+        if rest[0] == "search":
+            run_search(positional[0], fmt=fmt, **opts)
+        elif rest[0] == "list":
+            run_list(fmt=fmt, **opts)
+        else:
+            run_stats(fmt, **opts)
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
+        return code
+    return 0
+
+
+__all__ = [
+    "EXIT_NOT_FOUND",
+    "EXIT_USAGE",
+    "MissingDatabase",
+    "main",
+    "model_state",
+    "open_store",
+    "run_list",
+    "run_search",
+    "run_stats",
+    "state",
+]
