@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .markers import neutralize
+
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
 
@@ -122,7 +124,7 @@ class ProjectDir:
 
 # -- rendering -------------------------------------------------------------------------------
 def _one_line(text: Any, limit: int = LINE_CHARS) -> str:
-    flat = " ".join(str(text or "").split())
+    flat = " ".join(neutralize(str(text or "")).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -176,7 +178,7 @@ def render_get(result: Mapping[str, Any]) -> str:
             for k in ("type", "agent", "session_id", "created_at", "project", "source", "tags")
             if m.get(k) not in (None, "", [])
         ]
-        body = str(m.get("content") or m.get("text") or "")
+        body = neutralize(str(m.get("content") or m.get("text") or ""))
         blocks.append(f"[{m.get('id', '?')}] " + "; ".join(prov) + "\n" + body.strip())
     if missing:
         blocks.append("Not found: " + "; ".join(missing))

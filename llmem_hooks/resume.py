@@ -17,6 +17,7 @@ from .events import Message
 from .extraction.heuristics import HeuristicExtractor
 from .extraction.summary import one_line, safe_text, session_goal, unique_recent
 from .extraction.transcript import split_sentences, transcript_lines
+from .markers import neutralize
 
 DEFAULT_BUDGET_CHARS = 6000
 MAX_LINE_CHARS = 300
@@ -152,7 +153,8 @@ def build_resume_pack(
     lines = [f"# Resume pack: {title}" if title else "# Resume pack"]
     for name, body in sections:
         lines += ["", f"## {name}", *body]
-    return _fit(lines, budget_chars)
+    # Read in the agent's prompt: nothing in it may imitate our markers (`markers`).
+    return neutralize(_fit(lines, budget_chars))
 
 
 def _fit(lines: list[str], budget: int) -> str:

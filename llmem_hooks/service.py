@@ -41,7 +41,7 @@ from . import service_protocol as proto
 from .config import Config, RecallSettings
 from .context import context_entry, context_path
 from .errors import LLMemError, NotFoundError, ValidationError
-from .extraction.transcript import RECALL_CLOSE, RECALL_OPEN
+from .markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from .passages import excerpt
 from .paths import get_context_dir, read_regular_file
 from .project import project_key
@@ -92,9 +92,14 @@ class ServiceError(LLMemError):
 
 
 def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    """One entry's text on one line, at most ``limit`` characters. The one place where
-    long texts (episodes) are cut: to the lines that hold the prompt's words
+    """One entry's text on one line, at most ``limit`` characters, anything imitating our
+    markers defused (`markers.neutralize`: the line goes between them). The one place
+    where long texts (episodes) are cut: to the lines that hold the prompt's words
     (`passages.excerpt`), else to the opening."""
+    return neutralize(_clip(neutralize(text), prompt_words, limit))
+
+
+def _clip(text: str, prompt_words: Sequence[str], limit: int) -> str:
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
@@ -425,7 +430,7 @@ class QueryService:
         self, hits: Sequence[SearchHit], terms: Sequence[str], budget_tokens: int
     ) -> tuple[str, list[SearchHit]]:
         head = (
-            f"{RECALL_OPEN}\nMemories from earlier sessions that may bear on this prompt "
+            f"{RECALL_OPEN}\n{RECALL_HEADER} "
             "(llmem-hooks; full text: memory_get with the id):\n"
         )
         tail = RECALL_CLOSE
@@ -570,7 +575,7 @@ class QueryService:
             "id": self._short(mem["id"]),
             "full_id": mem["id"],
             "type": mem["type"],
-            "content": mem["content"],
+            "content": neutralize(str(mem["content"])),
             "tags": list(mem.get("tags") or ()),
             "confidence": mem.get("confidence"),
             "agent": mem.get("entered_by"),
