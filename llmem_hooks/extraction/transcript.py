@@ -27,7 +27,7 @@ _BLOCK_LINE = rf"(?:{re.escape(RECALL_HEADER)}[^\n]*|- \[[^\]\n]{{1,64}}\][^\n]*
 # the start of a line (a clipped block: the text ends inside it). Nothing else matches.
 _RECALL_BLOCK = re.compile(
     rf"{re.escape(RECALL_OPEN)}\r?\n(?:{_BLOCK_LINE}\r?\n)*?"
-    rf"(?:{re.escape(RECALL_CLOSE)}|{_BLOCK_LINE}?\Z)"
+    rf"(?:{re.escape(RECALL_CLOSE)}|(?:{_BLOCK_LINE}|- \[[^\n]*)?\Z)"
 )
 
 LineKind = Literal["speech", "code", "tool", "reasoning", "patch", "error"]
