@@ -427,7 +427,12 @@ def recall_block(
         params["directory"] = cwd
     # Half the time for the sidecar, the rest for the in-process fallback if it is stuck.
     result = query(
-        "recall", params, fallback=True, timeout=min(left / 2, 0.5), config=settings.config
+        "recall",
+        params,
+        fallback=True,
+        timeout=min(left / 2, 0.5),
+        config=settings.config,
+        report=log_line,  # a listener that is not ours: one line in the hook log
     )
     block = result.get("block") if isinstance(result, Mapping) else None
     if not isinstance(block, str):

@@ -119,9 +119,7 @@ def _fold(text: str) -> tuple[str, list[tuple[int, int]]]:
             i += 1  # zero-width, joiners, combining marks: invisible between letters
             continue
         else:
-            folded = "".join(
-                _FOLD.get(c, c) for c in unicodedata.normalize("NFKC", ch).casefold()
-            )
+            folded = "".join(_FOLD.get(c, c) for c in unicodedata.normalize("NFKC", ch).casefold())
         for c in folded:
             out.append(_FOLD.get(c, c))
             spans.append((i, i + 1))

@@ -255,8 +255,8 @@ def test_strip_injected() -> None:
     clipped = "<llmem-recall>\n- [abcd1234] (fact, 2026-01-01) x\n- [ab"
     assert strip_injected(f"keep {clipped}") == "keep "
     # A marker in the user's own words is no block of ours: nothing of theirs is dropped.
-    assert strip_injected("keep <llmem-recall> unclosed tail") == "keep <llmem-recall> unclosed tail"
-    assert strip_injected("clipped head </llmem-recall> rest") == "clipped head </llmem-recall> rest"
+    for own in ("keep <llmem-recall> unclosed tail", "clipped head </llmem-recall> rest"):
+        assert strip_injected(own) == own
     assert strip_injected("no marker") == "no marker"
 
 

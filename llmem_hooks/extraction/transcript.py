@@ -5,9 +5,10 @@ Transcript text comes as ``User: ...`` / ``Assistant: ...`` lines with ``Reasoni
 lines are mined for memories, never tool output, reasoning, patches or code fences.
 
 Our own recall blocks (``<llmem-recall>`` ... ``</llmem-recall>``, put into prompts by
-the query service; their shape: `markers`) are cut out here, with private spans, before anything reads a line:
-extraction, episodes and the resume pack all go through `transcript_lines`, so what we
-injected is never learned back (a feedback loop that would grow every turn).
+the query service; their shape: `markers`) are cut out here, with private spans, before
+anything reads a line: extraction, episodes and the resume pack all go through
+`transcript_lines`, so what we injected is never learned back (a feedback loop that
+would grow every turn).
 """
 
 from __future__ import annotations
