@@ -137,13 +137,30 @@ def _suspect(text: str) -> bool:
     )
 
 
+def _tags(text: str) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
+    """Each tag of ours (or look-alike) in ``text``: the span of its opening bracket and
+    of its closing one (None when the tag is not closed)."""
+    folded, spans = _fold(text)
+    found: list[tuple[tuple[int, int], tuple[int, int] | None]] = []
+    for m in _TAG.finditer(folded):
+        end = m.end()
+        limit = min(len(folded), end + _TAG_END)
+        while end < limit and folded[end] not in "<>\n":
+            end += 1
+        close = spans[end] if end < limit and folded[end] == ">" else None
+        found.append((spans[m.start()], close))
+    return found
+
+
 def find(text: str) -> list[tuple[int, int]]:
     """Where ``text`` holds one of our tags or a look-alike: ``(start, end)`` spans of
-    ``text``, from the bracket to the end of the tag's name."""
+    ``text``, from its opening bracket to its closing one (or the end of its name)."""
     if not _suspect(text):
         return []
-    folded, spans = _fold(text)
-    return [(spans[m.start()][0], spans[m.end() - 1][1]) for m in _TAG.finditer(folded)]
+    out = []
+    for (start, _), close in _tags(text):
+        out.append((start, close[1] if close else start + 1))
+    return out
 
 
 def neutralize(text: str) -> str:
@@ -151,16 +168,11 @@ def neutralize(text: str) -> str:
     becomes ``[`` and its closing one ``]``; everything else is kept as it was."""
     if not _suspect(text):
         return text
-    folded, spans = _fold(text)
     edits: list[tuple[int, int, str]] = []
-    for m in _TAG.finditer(folded):
-        edits.append((*spans[m.start()], "["))
-        end = m.end()
-        limit = min(len(folded), end + _TAG_END)
-        while end < limit and folded[end] not in "<>\n":
-            end += 1
-        if end < limit and folded[end] == ">":
-            edits.append((*spans[end], "]"))
+    for opening, closing in _tags(text):
+        edits.append((*opening, "["))
+        if closing is not None:
+            edits.append((*closing, "]"))
     if not edits:
         return text
     parts: list[str] = []
