@@ -377,7 +377,7 @@ class GuardedStdin:
 
     def readline(self) -> str:
         line: str = self.stream.readline()
-        if "\\u" not in line or not re.search(r"\\u[dD][89abAB]", line):
+        if "\\u" not in line or not re.search(r"\\u[dD][89a-fA-F]", line):
             return line  # a surrogate in JSON is always written as an escape
         try:
             message = json.loads(line)
