@@ -96,67 +96,82 @@ _TAG = re.compile(rf"<[\s/]{{0,8}}(?:{_NAME})")
 _TAG_END = 160  # how far a tag's ">" may follow its name
 
 
-def _fold(text: str) -> tuple[str, list[tuple[int, int]]]:
+_SEGMENT = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]")
+_ASCII_FOLD = str.maketrans({chr(c): _FOLD.get(chr(c).lower(), chr(c).lower()) for c in range(128)})
+
+
+def _fold(text: str) -> tuple[str, list[int], list[int]]:
     """``text`` as it reads (NFKC, casefolded, look-alikes and escapes folded, invisible
-    characters dropped), with the span of ``text`` each folded character came from."""
+    characters dropped), with the start and end in ``text`` of each folded character."""
     out: list[str] = []
-    spans: list[tuple[int, int]] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "&%\\":
-            m = _ESCAPE.match(text, i)
-            if m:
-                kind = m.lastgroup or "sl"
-                out.append(_ESCAPED_AS.get(kind, "/"))
-                spans.append((i, m.end()))
-                i = m.end()
-                continue
-        if ch.isascii():
-            folded = _FOLD.get(ch.lower(), ch.lower())
-        elif unicodedata.category(ch) in ("Cf", "Mn", "Me", "Cc"):
-            i += 1  # zero-width, joiners, combining marks: invisible between letters
+    starts: list[int] = []
+    ends: list[int] = []
+    for seg in _SEGMENT.finditer(text):
+        a, run = seg.start(), seg.group()
+        if run.isascii():
+            pos = 0
+            for esc in _ESCAPE.finditer(run) if ("&" in run or "%" in run or "\\" in run) else ():
+                if esc.start() > pos:
+                    out.append(run[pos : esc.start()].translate(_ASCII_FOLD))
+                    starts.extend(range(a + pos, a + esc.start()))
+                    ends.extend(range(a + pos + 1, a + esc.start() + 1))
+                out.append(_ESCAPED_AS.get(esc.lastgroup or "sl", "/"))
+                starts.append(a + esc.start())
+                ends.append(a + esc.end())
+                pos = esc.end()
+            out.append(run[pos:].translate(_ASCII_FOLD))
+            starts.extend(range(a + pos, a + len(run)))
+            ends.extend(range(a + pos + 1, a + len(run) + 1))
             continue
-        else:
-            folded = "".join(_FOLD.get(c, c) for c in unicodedata.normalize("NFKC", ch).casefold())
-        for c in folded:
+        if unicodedata.category(run) in ("Cf", "Mn", "Me", "Cc"):
+            continue  # zero-width, joiners, combining marks: invisible between letters
+        for c in unicodedata.normalize("NFKC", run).casefold():
             out.append(_FOLD.get(c, c))
-            spans.append((i, i + 1))
-        i += 1
-    return "".join(out), spans
+            starts.append(a)
+            ends.append(a + 1)
+    return "".join(out), starts, ends
 
 
-def _suspect(text: str) -> bool:
-    """Cheap test: plain ASCII without "mem", "reminder", "rn" or an escape is harmless."""
-    if not text.isascii():
-        return True
-    low = text.lower()
-    return any(s in low for s in ("<", "&", "%3c", "\\u00", "\\x3c")) and any(
-        s in low for s in ("m", "reminder")
-    )
+# Where a tag may start: a bracket, a look-alike of one, or the start of an escape. Only
+# the text just after such a character is folded (most text holds few of them).
+_START = re.compile("[<&%\\\\" + re.escape(_LT) + "\uff1c\ufe64\u226e\u2329\u3008]")
+_NAME_WINDOW = 96  # raw characters after a start within which a tag's name must be
+_NAME_LETTER = re.compile(r"[mMnN]")  # every name we look for holds one (m, rn, nn)
 
 
 def _tags(text: str) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
     """Each tag of ours (or look-alike) in ``text``: the span of its opening bracket and
-    of its closing one (None when the tag is not closed)."""
-    folded, spans = _fold(text)
+    of its closing one (None when the tag is not closed). Only the text after a possible
+    start is folded (each stretch once), so a long text with few brackets costs little."""
+    regions: list[list[int]] = []
+    for start in _START.finditer(text):
+        p = start.start()
+        head = text[p : p + _NAME_WINDOW]
+        if head.isascii() and not _NAME_LETTER.search(head):
+            continue
+        stop = p + _NAME_WINDOW + _TAG_END
+        if regions and p <= regions[-1][1]:
+            regions[-1][1] = stop
+        else:
+            regions.append([p, stop])
     found: list[tuple[tuple[int, int], tuple[int, int] | None]] = []
-    for m in _TAG.finditer(folded):
-        end = m.end()
-        limit = min(len(folded), end + _TAG_END)
-        while end < limit and folded[end] not in "<>\n":
-            end += 1
-        close = spans[end] if end < limit and folded[end] == ">" else None
-        found.append((spans[m.start()], close))
+    for a, b in regions:
+        folded, starts, ends = _fold(text[a:b])
+        for tag in _TAG.finditer(folded):
+            end = tag.end()
+            limit = min(len(folded), end + _TAG_END)
+            while end < limit and folded[end] not in "<>\n":
+                end += 1
+            close = None
+            if end < limit and folded[end] == ">":
+                close = (a + starts[end], a + ends[end])
+            found.append(((a + starts[tag.start()], a + ends[tag.start()]), close))
     return found
 
 
 def find(text: str) -> list[tuple[int, int]]:
     """Where ``text`` holds one of our tags or a look-alike: ``(start, end)`` spans of
     ``text``, from its opening bracket to its closing one (or the end of its name)."""
-    if not _suspect(text):
-        return []
     out = []
     for (start, _), close in _tags(text):
         out.append((start, close[1] if close else start + 1))
@@ -166,8 +181,6 @@ def find(text: str) -> list[tuple[int, int]]:
 def neutralize(text: str) -> str:
     """``text`` with every tag of ours (and look-alike) defused: its opening bracket
     becomes ``[`` and its closing one ``]``; everything else is kept as it was."""
-    if not _suspect(text):
-        return text
     edits: list[tuple[int, int, str]] = []
     for opening, closing in _tags(text):
         edits.append((*opening, "["))
