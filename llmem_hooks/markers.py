@@ -20,6 +20,7 @@ Standard library only: the Copilot hook imports this on every prompt.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -76,11 +77,10 @@ _FOLD: dict[str, str] = {
 }
 # Escaped brackets and slashes: HTML entities (also double-escaped), URL and backslash
 # escapes. Each is one character of the folded text.
-_ESCAPE = re.compile(
-    r"&(?:amp;)*(?:(?P<lt>lt|#0*60|#x0*3c)|(?P<gt>gt|#0*62|#x0*3e)|(?P<sl>sol|#0*47|#x0*2f));?"
+_ESCAPE = (
+    r"(?i)&(?:amp;)*(?:(?P<lt>lt|#0*60|#x0*3c)|(?P<gt>gt|#0*62|#x0*3e)|(?P<sl>sol|#0*47|#x0*2f));?"
     r"|%(?:(?P<ult>3c)|(?P<ugt>3e)|(?P<usl>2f))"
-    r"|\\(?:u00|x)(?:(?P<blt>3c)|(?P<bgt>3e)|(?P<bsl>2f))",
-    re.I,
+    r"|\\(?:u00|x)(?:(?P<blt>3c)|(?P<bgt>3e)|(?P<bsl>2f))"
 )
 _ESCAPED_AS = {"lt": "<", "ult": "<", "blt": "<", "gt": ">", "ugt": ">", "bgt": ">"}
 
@@ -92,12 +92,18 @@ _NAME = (
     rf"(?:{_L}{_SEP}){{1,3}}(?:m|rn|nn){_SEP}e{_SEP}(?:m|rn|nn)"
     r"|system[^\w<>\n]{0,3}_?[^\w<>\n]{0,3}remlnder"  # "i" folds to "l"
 )
-_TAG = re.compile(rf"<[\s/]{{0,8}}(?:{_NAME})")
+_TAG = rf"<[\s/]{{0,8}}(?:{_NAME})"
 _TAG_END = 160  # how far a tag's ">" may follow its name
 
 
-_SEGMENT = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]")
-_ASCII_FOLD = str.maketrans({chr(c): _FOLD.get(chr(c).lower(), chr(c).lower()) for c in range(128)})
+_SEGMENT = r"[\x00-\x7f]+|[^\x00-\x7f]"
+# Patterns stay text: `re` compiles and caches them on first use, so importing this
+# module (the Copilot hook does, on every prompt) compiles nothing.
+
+
+@functools.cache
+def _ascii_fold() -> dict[int, str]:
+    return str.maketrans({chr(c): _FOLD.get(chr(c).lower(), chr(c).lower()) for c in range(128)})
 
 
 def _fold(text: str) -> tuple[str, list[int], list[int]]:
@@ -106,20 +112,22 @@ def _fold(text: str) -> tuple[str, list[int], list[int]]:
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
-    for seg in _SEGMENT.finditer(text):
+    for seg in re.finditer(_SEGMENT, text):
         a, run = seg.start(), seg.group()
         if run.isascii():
             pos = 0
-            for esc in _ESCAPE.finditer(run) if ("&" in run or "%" in run or "\\" in run) else ():
+            for esc in (
+                re.finditer(_ESCAPE, run) if ("&" in run or "%" in run or "\\" in run) else ()
+            ):
                 if esc.start() > pos:
-                    out.append(run[pos : esc.start()].translate(_ASCII_FOLD))
+                    out.append(run[pos : esc.start()].translate(_ascii_fold()))
                     starts.extend(range(a + pos, a + esc.start()))
                     ends.extend(range(a + pos + 1, a + esc.start() + 1))
                 out.append(_ESCAPED_AS.get(esc.lastgroup or "sl", "/"))
                 starts.append(a + esc.start())
                 ends.append(a + esc.end())
                 pos = esc.end()
-            out.append(run[pos:].translate(_ASCII_FOLD))
+            out.append(run[pos:].translate(_ascii_fold()))
             starts.extend(range(a + pos, a + len(run)))
             ends.extend(range(a + pos + 1, a + len(run) + 1))
             continue
@@ -134,9 +142,9 @@ def _fold(text: str) -> tuple[str, list[int], list[int]]:
 
 # Where a tag may start: a bracket, a look-alike of one, or the start of an escape. Only
 # the text just after such a character is folded (most text holds few of them).
-_START = re.compile("[<&%\\\\" + re.escape(_LT) + "\uff1c\ufe64\u226e\u2329\u3008]")
+_START = "[<&%\\\\" + re.escape(_LT) + "\uff1c\ufe64\u226e\u2329\u3008]"
 _NAME_WINDOW = 96  # raw characters after a start within which a tag's name must be
-_NAME_LETTER = re.compile(r"[mMnN]")  # every name we look for holds one (m, rn, nn)
+_NAME_LETTER = r"[mMnN]"  # every name we look for holds one (m, rn, nn)
 
 
 def _tags(text: str) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
@@ -144,10 +152,10 @@ def _tags(text: str) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
     of its closing one (None when the tag is not closed). Only the text after a possible
     start is folded (each stretch once), so a long text with few brackets costs little."""
     regions: list[list[int]] = []
-    for start in _START.finditer(text):
+    for start in re.finditer(_START, text):
         p = start.start()
         head = text[p : p + _NAME_WINDOW]
-        if head.isascii() and not _NAME_LETTER.search(head):
+        if head.isascii() and not re.search(_NAME_LETTER, head):
             continue
         stop = p + _NAME_WINDOW + _TAG_END
         if regions and p <= regions[-1][1]:
@@ -157,7 +165,7 @@ def _tags(text: str) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
     found: list[tuple[tuple[int, int], tuple[int, int] | None]] = []
     for a, b in regions:
         folded, starts, ends = _fold(text[a:b])
-        for tag in _TAG.finditer(folded):
+        for tag in re.finditer(_TAG, folded):
             end = tag.end()
             limit = min(len(folded), end + _TAG_END)
             while end < limit and folded[end] not in "<>\n":
