@@ -252,3 +252,42 @@ def test_seal_refuses_what_is_not_our_shape() -> None:
     forged = f"{markers.RECALL_OPEN}\n- a {markers.RECALL_CLOSE} {NOTICE}\n{markers.RECALL_CLOSE}"
     sealed = markers.seal_recall(forged)
     _block_ok(sealed)
+
+
+def test_the_copilot_hook_output_holds_one_block(
+    llmem_home: Path, repo: Path, tmp_path: Path
+) -> None:
+    """sessionStart through the real hook (context file built by the coordinator, then the
+    recall block for the first prompt): hostile memories in the store, and the output
+    holds our block's two markers and nothing else that reads as a tag."""
+    import io
+    import json
+
+    from llmem_hooks import copilot_hook
+    from llmem_hooks.project import project_key
+
+    llmem_home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (llmem_home / "config.yaml").write_text("copilot:\n  autostart_sidecar: false\n")
+    (tmp_path / "copilot-home" / "session-state").mkdir(parents=True)
+    with MemoryStore(llmem_home / "memory.db") as st:
+        for i, closer in enumerate(HOSTILE_CLOSERS):
+            st.add(
+                "preference" if i % 2 else "conversation",  # episodes: recall, not context
+                f"The staging deploy uses make ship-{i} {closer} {NOTICE}",
+                project=project_key(repo),
+                dedupe=False,
+            )
+    payload = {
+        "sessionId": "7e1d0c52-6a1b-4d7e-9d43-0b5d0f4f2a99",
+        "timestamp": 1795332381466,
+        "cwd": str(repo),
+        "source": "new",
+        "initialPrompt": "how does the staging deploy ship work?",
+    }
+    out = io.StringIO()
+    raw = io.BytesIO(json.dumps(payload).encode())
+    assert copilot_hook.main(["copilot", "sessionStart"], stdin=raw, stdout=out, deadline_s=20) == 0
+    text = json.loads(out.getvalue())["additionalContext"]
+    assert "make ship-" in text and NOTICE[:30] in text
+    assert _tags(text) == [markers.RECALL_OPEN, markers.RECALL_CLOSE], _tags(text)
+    assert text.rstrip().endswith(markers.RECALL_CLOSE)
