@@ -192,7 +192,7 @@ def render_get(result: Mapping[str, Any]) -> str:
         blocks.append(f"[{m.get('id', '?')}] " + "; ".join(prov) + "\n" + body.strip())
     if missing:
         blocks.append("Not found: " + "; ".join(missing))
-    return "\n\n".join(blocks) if blocks else "Nothing found."
+    return neutralize("\n\n".join(blocks)) if blocks else "Nothing found."
 
 
 def render_timeline(result: Mapping[str, Any], mid: str) -> str:

@@ -454,7 +454,7 @@ class QueryService:
             text = clip_text(str(mem["content"]), terms, limit)
             if find_secrets(text):
                 continue  # the store redacts; never put something that still looks like one
-            line = prefix + text + "\n"
+            line = neutralize(prefix + text) + "\n"  # every field of the line, not only its text
             lines.append(line)
             shown.append(hit)
             room -= len(line)
