@@ -21,7 +21,11 @@ Per-prompt recall, step by step (`recall`):
    content words (or is a semantic neighbour within ``recall.semantic_max_distance``);
 4. one line per hit, ``- [<short id>] (<type>, <date>) <text>``, best first, within
    ``recall.budget_tokens`` (~4 characters a token), between ``<llmem-recall>`` lines
-   that `extraction.transcript` strips, so the block is never learned back.
+   that `extraction.transcript` strips, so the block is never learned back. Every line
+   is defused (`markers.neutralize`): no memory text can close the block early.
+
+``get``, ``forget`` and ``timeline`` reach the caller's project and global memories; an
+id of another project only with ``any_project`` (docs/security.md, "Id scope").
 """
 
 from __future__ import annotations
