@@ -208,6 +208,16 @@ def neutralize(text: str) -> str:
     return "".join(parts)
 
 
+_STRUCTURE = r"\s*(?:#|```|~~~)"
+
+
+def plain_line(text: str) -> str:
+    """A line of someone else's text that stands alone in our markdown (the resume pack's
+    goal): a leading ``#`` or code fence is escaped, so it cannot read as a heading or a
+    fence of ours."""
+    return "\\" + text.lstrip() if re.match(_STRUCTURE, text) else text
+
+
 def seal_recall(block: str) -> str:
     """A recall block as a client passes it on: exactly our opening and closing lines
     around neutralized lines; '' when ``block`` is not shaped like one of ours (a
