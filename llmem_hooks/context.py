@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ContextSettings
+from .markers import neutralize
 from .paths import (
     COMPACT_MARKER_SUFFIX,
     RECALL_LOCK_SUFFIX,
@@ -89,10 +90,11 @@ ENTRY_CHARS = 400  # one memory's line in the context file, at most
 
 def context_entry(content: object) -> str:
     """A memory as its line of the context file shows it (after ``- ``): flat, cut at
-    `ENTRY_CHARS`. Per-prompt recall compares against it to skip what the file gave."""
-    text = " ".join(str(content).split())
+    `ENTRY_CHARS`, anything imitating our markers defused (`markers.neutralize`).
+    Per-prompt recall compares against it to skip what the file gave."""
+    text = " ".join(neutralize(str(content)).split())
     if len(text) > ENTRY_CHARS:
-        text = text[: ENTRY_CHARS - 3].rstrip() + "..."
+        text = neutralize(text[: ENTRY_CHARS - 3].rstrip()) + "..."
     return text
 
 

@@ -427,10 +427,22 @@ def recall_block(
         params["directory"] = cwd
     # Half the time for the sidecar, the rest for the in-process fallback if it is stuck.
     result = query(
-        "recall", params, fallback=True, timeout=min(left / 2, 0.5), config=settings.config
+        "recall",
+        params,
+        fallback=True,
+        timeout=min(left / 2, 0.5),
+        config=settings.config,
+        report=log_line,  # a listener that is not ours: one line in the hook log
     )
     block = result.get("block") if isinstance(result, Mapping) else None
-    return block if isinstance(block, str) else ""
+    if not isinstance(block, str):
+        return ""
+    from .markers import seal_recall
+
+    sealed = seal_recall(block)  # only our shape goes out, nothing in it imitating a marker
+    if block.strip() and not sealed:
+        log_line(f"recall session={sid}: the service's block is not shaped as ours; dropped")
+    return sealed
 
 
 def join_blocks(*parts: str) -> str:

@@ -22,11 +22,15 @@ working directory.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
+
+from .markers import neutralize
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -36,6 +40,10 @@ PROJECT_ENV = "LLMEM_PROJECT_DIR"
 COPILOT_SESSION_ENV = "COPILOT_AGENT_SESSION_ID"
 MAX_LIMIT = 50
 LINE_CHARS = 200  # one line per hit in search/timeline results
+
+# Methods scoped to the caller's project (its directory is added to their params).
+SCOPED = frozenset({"search", "remember", "get", "forget", "timeline"})
+LONE_SURROGATE_MARK = "\ufdd0"  # a noncharacter standing in for a lone UTF-16 surrogate
 
 Call = Callable[[str, dict[str, Any]], Mapping[str, Any]]
 """``call(method, params) -> result``: the query-service seam (tests may pass their own)."""
@@ -47,6 +55,9 @@ INSTRUCTIONS = (
     "later session should know."
 )
 
+SCOPE_NOTE = (
+    " Ids reach this project's and global memories; another project's only with any_project: true."
+)
 # The same words as plugin/llmem.ts's TOOL_SPECS: the same tools in both agents
 # (tests/test_mcp_server.py compares them).
 SEARCH_DESC = (
@@ -67,15 +78,16 @@ REMEMBER_DESC = (
 FORGET_DESC = (
     "Mark a memory as no longer true (kept in history with the reason, never shown again). "
     "Use it when the user says something changed or a memory proved wrong; remember the new"
-    " state separately."
+    " state separately." + SCOPE_NOTE
 )
 GET_DESC = (
     "The full text and provenance (agent, session, time, project) of memories or episodes, "
     "by the short ids shown in recalled memory blocks, memory_search or memory_timeline."
+    + SCOPE_NOTE
 )
 TIMELINE_DESC = (
     "What happened around a memory or episode in its session: the exchanges just before and"
-    " after it, one line each with short ids (full text with memory_get)."
+    " after it, one line each with short ids (full text with memory_get)." + SCOPE_NOTE
 )
 
 
@@ -122,7 +134,7 @@ class ProjectDir:
 
 # -- rendering -------------------------------------------------------------------------------
 def _one_line(text: Any, limit: int = LINE_CHARS) -> str:
-    flat = " ".join(str(text or "").split())
+    flat = " ".join(neutralize(str(text or "")).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -176,11 +188,11 @@ def render_get(result: Mapping[str, Any]) -> str:
             for k in ("type", "agent", "session_id", "created_at", "project", "source", "tags")
             if m.get(k) not in (None, "", [])
         ]
-        body = str(m.get("content") or m.get("text") or "")
+        body = neutralize(str(m.get("content") or m.get("text") or ""))
         blocks.append(f"[{m.get('id', '?')}] " + "; ".join(prov) + "\n" + body.strip())
     if missing:
         blocks.append("Not found: " + "; ".join(missing))
-    return "\n\n".join(blocks) if blocks else "Nothing found."
+    return neutralize("\n\n".join(blocks)) if blocks else "Nothing found."
 
 
 def render_timeline(result: Mapping[str, Any], mid: str) -> str:
@@ -214,7 +226,7 @@ class ServiceCall:
         )
 
         params = dict(params)
-        if method in ("search", "remember"):
+        if method in SCOPED:
             params.setdefault("directory", self.directory())
         if method == "remember" and self.session_id:
             params.setdefault("session_id", self.session_id)
@@ -247,10 +259,29 @@ class ServiceCall:
             self.local = None
 
 
+def _reach(params: dict[str, Any], any_project: bool) -> dict[str, Any]:
+    if any_project:
+        params["any_project"] = True
+    return params
+
+
+def _checked(call: Call) -> Call:
+    """``call``, refusing arguments that held a lone UTF-16 surrogate (`GuardedStdin`
+    marked them): the tool answers with an error result, as for any bad argument."""
+
+    def checked(method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        if LONE_SURROGATE_MARK in json.dumps(params, ensure_ascii=False):
+            raise ValueError("an argument holds a lone UTF-16 surrogate (a cut character)")
+        return call(method, params)
+
+    return checked
+
+
 def build_server(call: Call) -> FastMCP:
     """A `FastMCP` server whose five tools each make one ``call``."""
     from mcp.server.fastmcp import FastMCP
 
+    call = _checked(call)
     server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(name="memory_search", description=SEARCH_DESC, structured_output=False)
@@ -273,16 +304,27 @@ def build_server(call: Call) -> FastMCP:
         return render_remember(call("remember", params))
 
     @server.tool(name="memory_forget", description=FORGET_DESC, structured_output=False)
-    def memory_forget(id: str, reason: str) -> str:
-        return render_forget(call("forget", {"id": id, "reason": reason}), id)
+    def memory_forget(
+        id: str,
+        reason: str,
+        any_project: bool = False,
+    ) -> str:
+        params = _reach({"id": id, "reason": reason}, any_project)
+        return render_forget(call("forget", params), id)
 
     @server.tool(name="memory_get", description=GET_DESC, structured_output=False)
-    def memory_get(ids: list[str]) -> str:
-        return render_get(call("get", {"ids": list(ids)}))
+    def memory_get(
+        ids: list[str],
+        any_project: bool = False,
+    ) -> str:
+        return render_get(call("get", _reach({"ids": list(ids)}, any_project)))
 
     @server.tool(name="memory_timeline", description=TIMELINE_DESC, structured_output=False)
-    def memory_timeline(id: str) -> str:
-        return render_timeline(call("timeline", {"id": id}), id)
+    def memory_timeline(
+        id: str,
+        any_project: bool = False,
+    ) -> str:
+        return render_timeline(call("timeline", _reach({"id": id}, any_project)), id)
 
     return server
 
@@ -318,7 +360,54 @@ def main(argv: Sequence[str]) -> int:
         return 2
     seam = ServiceCall(ProjectDir(args.project_dir))
     try:
-        build_server(seam).run("stdio")
+        serve_stdio(build_server(seam))
     finally:
         seam.close()
     return 0
+
+
+class GuardedStdin:
+    """The server's stdin, line by line, with every lone UTF-16 surrogate in a message
+    (``"\\ud800"``: valid JSON, but no UTF-8 text can carry it) replaced by
+    `LONE_SURROGATE_MARK`. The SDK would refuse the whole line and answer nothing at all;
+    this way the call reaches the tool, which answers with an error result."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def readline(self) -> str:
+        line: str = self.stream.readline()
+        if "\\u" not in line or not re.search(r"\\u[dD][89a-fA-F]", line):
+            return line  # a surrogate in JSON is always written as an escape
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return line  # the SDK answers malformed JSON itself
+        return json.dumps(_unsurrogate(message), ensure_ascii=False) + "\n"
+
+
+def _unsurrogate(value: Any) -> Any:
+    if isinstance(value, str):
+        return re.sub("[\ud800-\udfff]", LONE_SURROGATE_MARK, value)
+    if isinstance(value, list):
+        return [_unsurrogate(v) for v in value]
+    if isinstance(value, dict):
+        return {_unsurrogate(k): _unsurrogate(v) for k, v in value.items()}
+    return value
+
+
+def serve_stdio(server: FastMCP) -> None:
+    """`FastMCP.run("stdio")`, reading through `GuardedStdin`."""
+    from io import TextIOWrapper
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        raw = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        stdin = anyio.wrap_file(cast("IO[str]", GuardedStdin(raw)))
+        async with stdio_server(stdin=stdin) as (read, write):
+            low = server._mcp_server
+            await low.run(read, write, low.create_initialization_options())
+
+    anyio.run(run)

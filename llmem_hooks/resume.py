@@ -17,6 +17,7 @@ from .events import Message
 from .extraction.heuristics import HeuristicExtractor
 from .extraction.summary import one_line, safe_text, session_goal, unique_recent
 from .extraction.transcript import split_sentences, transcript_lines
+from .markers import neutralize, plain_line
 
 DEFAULT_BUDGET_CHARS = 6000
 MAX_LINE_CHARS = 300
@@ -134,7 +135,7 @@ def build_resume_pack(
     lines to ``budget_chars``. Empty when there is nothing to say."""
     sections: list[tuple[str, list[str]]] = []
     goal = _clean(session_goal(messages, limit=MAX_GOAL_CHARS), MAX_GOAL_CHARS)
-    sections.append(("Goal", [goal] if goal else []))
+    sections.append(("Goal", [plain_line(goal)] if goal else []))
     sections.append(("Decisions", [f"- {_clean(d)}" for d in _decisions(messages)]))
     files = [_clean(f) for m in messages for f in m.files]
     sections.append(("Files touched", [f"- {_code(f)}" for f in unique_recent(files, MAX_FILES)]))
@@ -152,7 +153,8 @@ def build_resume_pack(
     lines = [f"# Resume pack: {title}" if title else "# Resume pack"]
     for name, body in sections:
         lines += ["", f"## {name}", *body]
-    return _fit(lines, budget_chars)
+    # Read in the agent's prompt: nothing in it may imitate our markers (`markers`).
+    return neutralize(_fit(lines, budget_chars))
 
 
 def _fit(lines: list[str], budget: int) -> str:

@@ -21,7 +21,11 @@ Per-prompt recall, step by step (`recall`):
    content words (or is a semantic neighbour within ``recall.semantic_max_distance``);
 4. one line per hit, ``- [<short id>] (<type>, <date>) <text>``, best first, within
    ``recall.budget_tokens`` (~4 characters a token), between ``<llmem-recall>`` lines
-   that `extraction.transcript` strips, so the block is never learned back.
+   that `extraction.transcript` strips, so the block is never learned back. Every line
+   is defused (`markers.neutralize`): no memory text can close the block early.
+
+``get``, ``forget`` and ``timeline`` reach the caller's project and global memories; an
+id of another project only with ``any_project`` (docs/security.md, "Id scope").
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from . import service_protocol as proto
 from .config import Config, RecallSettings
 from .context import context_entry, context_path
 from .errors import LLMemError, NotFoundError, ValidationError
-from .extraction.transcript import RECALL_CLOSE, RECALL_OPEN
+from .markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from .passages import excerpt
 from .paths import get_context_dir, read_regular_file
 from .project import project_key
@@ -92,9 +96,14 @@ class ServiceError(LLMemError):
 
 
 def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    """One entry's text on one line, at most ``limit`` characters. The one place where
-    long texts (episodes) are cut: to the lines that hold the prompt's words
+    """One entry's text on one line, at most ``limit`` characters, anything imitating our
+    markers defused (`markers.neutralize`: the line goes between them). The one place
+    where long texts (episodes) are cut: to the lines that hold the prompt's words
     (`passages.excerpt`), else to the opening."""
+    return neutralize(_clip(neutralize(text), prompt_words, limit))
+
+
+def _clip(text: str, prompt_words: Sequence[str], limit: int) -> str:
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
@@ -141,6 +150,12 @@ def _text(value: Any, name: str, limit: int = 10_000) -> str:
     if len(text) > limit:
         raise ServiceError(proto.BAD_PARAMS, f"{name} is longer than {limit} characters")
     return str(text)
+
+
+def _no_nul(text: str, name: str) -> str:
+    if "\x00" in text:
+        raise ServiceError(proto.BAD_PARAMS, f"{name} must not hold a NUL character")
+    return text
 
 
 def _bounded(value: Any, name: str, lo: int, hi: int) -> int:
@@ -235,6 +250,8 @@ class QueryService:
             params = {}
         if not isinstance(params, Mapping):
             raise ServiceError(proto.BAD_PARAMS, "params must be an object")
+        if proto.has_lone_surrogate(dict(params)):
+            raise ServiceError(proto.BAD_PARAMS, "params hold a lone UTF-16 surrogate")
         allowed = METHOD_PARAMS[method]
         unknown = sorted(set(params) - set(allowed))
         if unknown:
@@ -268,9 +285,9 @@ class QueryService:
         (`project.project_key`, cached per folder), else the session's recorded project;
         None: no project known (every memory may match)."""
         if project is not None:
-            return _text(project, "project", 500)
+            return _no_nul(_text(project, "project", 500), "project")
         if directory is not None:
-            return project_key(_text(directory, "directory", 4096))
+            return project_key(_no_nul(_text(directory, "directory", 4096), "directory"))
         if session_id:
             rec = session_state.find(self.store, session_id)
             if rec is not None:
@@ -424,10 +441,7 @@ class QueryService:
     def _render(
         self, hits: Sequence[SearchHit], terms: Sequence[str], budget_tokens: int
     ) -> tuple[str, list[SearchHit]]:
-        head = (
-            f"{RECALL_OPEN}\nMemories from earlier sessions that may bear on this prompt "
-            "(llmem-hooks; full text: memory_get with the id):\n"
-        )
+        head = f"{RECALL_OPEN}\n{RECALL_HEADER} (llmem-hooks; full text: memory_get with the id):\n"
         tail = RECALL_CLOSE
         room = budget_tokens * CHARS_PER_TOKEN - len(head) - len(tail)
         lines: list[str] = []
@@ -444,7 +458,7 @@ class QueryService:
             text = clip_text(str(mem["content"]), terms, limit)
             if find_secrets(text):
                 continue  # the store redacts; never put something that still looks like one
-            line = prefix + text + "\n"
+            line = neutralize(prefix + text) + "\n"  # every field of the line, not only its text
             lines.append(line)
             shown.append(hit)
             room -= len(line)
@@ -541,26 +555,74 @@ class QueryService:
         status = "stored" if stored == new_id else "duplicate"
         return {"id": self._short(stored), "status": status, "redacted": secrets}
 
-    def forget(self, id: str, reason: str) -> dict[str, Any]:
-        """Invalidate a memory: ``{"id", "status": "forgotten" | "already_forgotten"}``."""
+    def _reach(
+        self,
+        project: str | None,
+        directory: str | None,
+        session_id: str | None,
+        any_project: bool | None,
+    ) -> Callable[[Mapping[str, Any]], bool]:
+        """Which memories an id may reach: the caller's project (``project``, else that of
+        ``directory`` or the session) and global ones; every project only with
+        ``any_project`` (or when no project is known at all)."""
+        if any_project is not None and not isinstance(any_project, bool):
+            raise ServiceError(proto.BAD_PARAMS, "any_project must be true or false")
+        if session_id is not None:
+            session_id = _text(session_id, "session_id", 500)
+        scope = None if any_project else self.scope(project, directory, session_id)
+        if scope is None:
+            return lambda mem: True
+        return lambda mem: mem.get("project") in (None, scope)
+
+    def _resolve(self, raw: Any, reach: Callable[[Mapping[str, Any]], bool]) -> dict[str, Any]:
+        """The memory an id names, if the caller may reach it (else `NotFoundError`: an id
+        of another project reads and forgets nothing without ``any_project``)."""
+        text = _text(raw, "id", 200)
+        mem = self.store.get(self.store.resolve_id(text))
+        if mem is None:
+            raise NotFoundError(f"no memory with id {text!r}")
+        if not reach(mem):
+            raise NotFoundError(
+                f"memory {text!r} is not in this project (any_project: true reaches it)"
+            )
+        return dict(mem)
+
+    def forget(
+        self,
+        id: str,
+        reason: str,
+        project: str | None = None,
+        directory: str | None = None,
+        session_id: str | None = None,
+        any_project: bool | None = None,
+    ) -> dict[str, Any]:
+        """Invalidate a memory of the caller's project or a global one (another project's
+        with ``any_project``): ``{"id", "status": "forgotten" | "already_forgotten"}``."""
         reason = _text(reason, "reason", 1000)
-        full = self.store.resolve_id(_text(id, "id", 200))
+        full = self._resolve(id, self._reach(project, directory, session_id, any_project))["id"]
         done = self.store.invalidate(full, reason)
         return {"id": self._short(full), "status": "forgotten" if done else "already_forgotten"}
 
-    def get(self, ids: list[str] | str) -> dict[str, Any]:
-        """Full text and provenance: ``{"memories": [...], "missing": [{"id", "reason"}]}``."""
+    def get(
+        self,
+        ids: list[str] | str,
+        project: str | None = None,
+        directory: str | None = None,
+        session_id: str | None = None,
+        any_project: bool | None = None,
+    ) -> dict[str, Any]:
+        """Full text and provenance: ``{"memories": [...], "missing": [{"id", "reason"}]}``;
+        the caller's project and global memories (every project with ``any_project``)."""
+        reach = self._reach(project, directory, session_id, any_project)
         out: list[dict[str, Any]] = []
         missing: list[dict[str, str]] = []
         for raw in _id_list(ids):
             try:
-                mem = self.store.get(self.store.resolve_id(raw), track_access=True)
-            except (NotFoundError, ValidationError) as exc:
+                mem = self._resolve(raw, reach)
+            except (NotFoundError, ValidationError, ServiceError) as exc:
                 missing.append({"id": raw, "reason": str(exc)})
                 continue
-            if mem is None:
-                missing.append({"id": raw, "reason": "no such memory"})
-                continue
+            self.store.touch_batch([mem["id"]])
             out.append(self._full(mem))
         return {"memories": out, "missing": missing}
 
@@ -570,7 +632,7 @@ class QueryService:
             "id": self._short(mem["id"]),
             "full_id": mem["id"],
             "type": mem["type"],
-            "content": mem["content"],
+            "content": neutralize(str(mem["content"])),
             "tags": list(mem.get("tags") or ()),
             "confidence": mem.get("confidence"),
             "agent": mem.get("entered_by"),
@@ -584,18 +646,28 @@ class QueryService:
             "invalidation_reason": mem.get("invalidation_reason"),
         }
 
-    def timeline(self, id: str, before: int = 3, after: int = 3) -> dict[str, Any]:
+    def timeline(
+        self,
+        id: str,
+        before: int = 3,
+        after: int = 3,
+        project: str | None = None,
+        directory: str | None = None,
+        session_id: str | None = None,
+        any_project: bool | None = None,
+    ) -> dict[str, Any]:
         """What happened around a memory or episode in its session: ``{"id", "session_id",
-        "items": [{"id", "type", "line", "created_at", "anchor"}]}``, oldest first."""
-        full = self.store.resolve_id(_text(id, "id", 200))
+        "items": [{"id", "type", "line", "created_at", "anchor"}]}``, oldest first; within
+        the caller's project and global memories (every project with ``any_project``)."""
+        reach = self._reach(project, directory, session_id, any_project)
         before = _bounded(before, "before", 0, MAX_AROUND)
         after = _bounded(after, "after", 0, MAX_AROUND)
-        mem = self.store.get(full)
-        if mem is None:
-            raise NotFoundError(f"no memory with id {id!r}")
+        mem = self._resolve(id, reach)
+        full = mem["id"]
         items = [
             {**self._line(m), "anchor": m["id"] == full}
-            for m in given.session_neighbours(self.store, dict(mem), before, after)
+            for m in given.session_neighbours(self.store, mem, before, after)
+            if reach(m)
         ]
         return {"id": self._short(full), "session_id": mem.get("session_id"), "items": items}
 
@@ -636,12 +708,13 @@ def _nothing(reason: str) -> dict[str, Any]:
 
 
 # The parameters each method takes (the socket refuses any other).
+_REACH = ("project", "directory", "session_id", "any_project")  # which memories an id reaches
 METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
     "search": ("query", "limit", "type", "project", "directory"),
     "remember": ("content", "type", "tags", "project", "directory", "session_id", "agent"),
-    "forget": ("id", "reason"),
-    "get": ("ids",),
-    "timeline": ("id", "before", "after"),
+    "forget": ("id", "reason", *_REACH),
+    "get": ("ids", *_REACH),
+    "timeline": ("id", "before", "after", *_REACH),
     "status": (),
 }

@@ -6,6 +6,12 @@ same `QueryService` built in this process for the one call (``fallback=True``), 
 answer is the same either way, only slower (a cold store and caches). The OpenCode
 plugin speaks the protocol itself and, with no sidecar, recalls nothing (fails open).
 
+Trust: before anything is sent, the listener must run as our uid (``SO_PEERCRED``; where
+the system cannot say, the socket file must be ours in a folder nobody else can write).
+Where the socket's folder is shared, another user could listen at the path, read the
+prompt and answer with a forged block: such a listener gets nothing and the call is
+made in-process (`UntrustedService`, one log line).
+
 Light on purpose: the standard library and `service_protocol` only until a fallback is
 needed (the Copilot hook runs this on every prompt).
 """
@@ -13,9 +19,12 @@ needed (the Copilot hook runs this on every prompt).
 from __future__ import annotations
 
 import json
+import os
 import socket
+import stat
+import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +43,10 @@ class ServiceUnavailable(LLMemError):
     """No query service answered on the socket (none runs, or it did not reply in time)."""
 
 
+class UntrustedService(ServiceUnavailable):
+    """Something listens on the socket that is not our own user's query service."""
+
+
 class ServiceCallError(LLMemError):
     """The query service answered with an error (``code``: a `service_protocol` code)."""
 
@@ -42,16 +55,54 @@ class ServiceCallError(LLMemError):
         self.code = code
 
 
+_UCRED = struct.Struct("3i")  # pid, uid, gid (Linux struct ucred)
+
+
+def peer_problem(sock: socket.socket, path: Path) -> str | None:
+    """Why the listener at the other end of ``sock`` is not to be trusted, or None: its
+    uid (``SO_PEERCRED``) is not ours; where the system cannot tell, `owner_problem`."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return owner_problem(path)
+    uid = int(_UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _UCRED.size))[1])
+    return None if uid == os.getuid() else f"the listener runs as uid {uid}, not ours"
+
+
+def owner_problem(path: Path) -> str | None:
+    """Why the socket file at ``path`` may not be our service's, or None: it must be a
+    socket we own, in a folder we own that nobody else can write (so nobody could have
+    put theirs there in its place)."""
+    uid = os.getuid()
+    try:
+        st = os.lstat(path)
+        folder = os.lstat(path.parent)
+    except OSError as exc:
+        return f"cannot check {path}: {exc.strerror}"
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != uid:
+        return f"{path} is not a socket of ours (owner uid {st.st_uid})"
+    if not stat.S_ISDIR(folder.st_mode) or folder.st_uid != uid or folder.st_mode & 0o022:
+        return f"{path.parent} is not a folder only we can write"
+    return None
+
+
+def _report(message: str) -> None:
+    import logging
+
+    logging.getLogger(__name__).warning("%s", message)
+
+
 def call(
     method: str,
     params: Mapping[str, Any] | None = None,
     *,
     timeout: float = DEFAULT_TIMEOUT_S,
     home: Path | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``method`` on the sidecar's query service; its result. Raises `ServiceUnavailable`
-    when nothing answers within ``timeout`` (connect within `CONNECT_TIMEOUT_S`), and
-    `ServiceCallError` for an error reply."""
+    when nothing answers within ``timeout`` (connect within `CONNECT_TIMEOUT_S`),
+    `UntrustedService` (after one ``report`` line, default: the log) when the listener is
+    not ours, nothing sent, and `ServiceCallError` for an error reply."""
     path = proto.socket_path(home)
     deadline = time.monotonic() + timeout
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -62,6 +113,14 @@ def call(
                 sock.connect(addr)
         except OSError as exc:
             raise ServiceUnavailable(f"no query service at {path}: {exc}") from None
+        try:
+            problem = peer_problem(sock, path)
+        except OSError as exc:
+            problem = f"cannot check the listener: {exc}"
+        if problem is not None:
+            message = f"query socket {path} not used, nothing sent: {problem}"
+            (report or _report)(message)
+            raise UntrustedService(message)
         try:
             sock.settimeout(max(0.01, deadline - time.monotonic()))
             sock.sendall(proto.encode(proto.request(method, dict(params or {}))))
@@ -111,13 +170,14 @@ def query(
     timeout: float = DEFAULT_TIMEOUT_S,
     home: Path | None = None,
     config: Any = None,
+    report: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """`call`, and when no sidecar answers (or it is busy) and ``fallback``, the same
     method in-process on a `QueryService` of this process (``config``: the settings to
     use, typed or a dict; default config.yaml). Errors of the request itself raise
     `ServiceCallError` either way."""
     try:
-        return call(method, params, timeout=timeout, home=home)
+        return call(method, params, timeout=timeout, home=home, report=report)
     except ServiceUnavailable:
         if not fallback:
             raise

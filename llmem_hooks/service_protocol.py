@@ -89,6 +89,24 @@ def address(path: Path) -> Iterator[str]:
         os.close(fd)
 
 
+def is_version(value: Any) -> bool:
+    """Whether ``value`` is our protocol version: the integer itself (``true`` and ``1.0``
+    compare equal to 1 in Python, and are not it)."""
+    return type(value) is int and value == PROTOCOL_VERSION
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a lone UTF-16 surrogate (``"\\ud800"``): no
+    UTF-8 text can carry it, so neither SQLite, a path nor our reply could."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (ValueError, TypeError, RecursionError):
+        return False
+    return False
+
+
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a line of JSON (no raw newline can occur inside: json escapes it)."""
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

@@ -258,9 +258,13 @@ class ServiceServer:
         if not isinstance(req, dict):
             return proto.error_reply(None, proto.BAD_REQUEST, "the request must be an object")
         rid = req.get("id")
-        if isinstance(rid, dict | list):
+        if isinstance(rid, dict | list) or proto.has_lone_surrogate(rid):
             rid = None
-        if req.get("v") != proto.PROTOCOL_VERSION:
+        if proto.has_lone_surrogate(req):
+            return proto.error_reply(
+                rid, proto.BAD_REQUEST, "the request holds a lone UTF-16 surrogate"
+            )
+        if not proto.is_version(req.get("v")):
             return proto.error_reply(
                 rid,
                 proto.BAD_VERSION,

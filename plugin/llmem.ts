@@ -47,7 +47,7 @@ type Settings = {
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 type Reply = { ok: true; result: Json } | { ok: false; error: string; unreachable: boolean }
-type ArgSpec = { kind: "string" | "integer" | "string[]"; description: string; optional?: boolean }
+type ArgSpec = { kind: "string" | "integer" | "string[]" | "boolean"; description: string; optional?: boolean }
 
 type Cached = { mtimeMs: number; size: number; text: string }
 
@@ -119,10 +119,37 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 let nextRequestId = 0
 
+// Why the socket at `socketPath` is not ours to talk to, or null. Node cannot ask the
+// listener's uid (SO_PEERCRED), so: the socket file must be ours, in a folder that is ours
+// and that nobody else can write (no one could have swapped it). Anything else gets no
+// prompt (docs/security.md, "Socket trust").
+const untrustedSocket = (socketPath: string): string | null => {
+  const uid = typeof process.getuid === "function" ? process.getuid() : null
+  if (uid === null) return null
+  let sock: fs.Stats
+  let dir: fs.Stats
+  try {
+    sock = fs.lstatSync(socketPath)
+    dir = fs.lstatSync(path.dirname(socketPath))
+  } catch {
+    return null // nothing there: the connect below fails as unreachable
+  }
+  if (!sock.isSocket() || sock.uid !== uid) return `${socketPath} is not a socket of ours (owner uid ${sock.uid})`
+  if (!dir.isDirectory() || dir.uid !== uid || (dir.mode & 0o022) !== 0) {
+    return `${path.dirname(socketPath)} is not a folder only we can write`
+  }
+  return null
+}
+
 // One request on a fresh connection, answered by one line, within `timeoutMs`. Never
 // rejects: every failure is a Reply with ok false (`unreachable` when nothing listens).
 const callService = (socketPath: string, method: string, params: Record<string, Json>, timeoutMs: number): Promise<Reply> =>
   new Promise<Reply>((resolve) => {
+    const distrust = untrustedSocket(socketPath)
+    if (distrust) {
+      resolve({ ok: false, error: `untrusted query socket, nothing sent: ${distrust}`, unreachable: false })
+      return
+    }
     const id = ++nextRequestId
     const chunks: Buffer[] = []
     let size = 0
@@ -200,6 +227,29 @@ const callService = (socketPath: string, method: string, params: Record<string, 
 
 // -- the synthetic recall part -------------------------------------------------------------
 
+const RECALL_OPEN = "<llmem-recall>\n"
+const RECALL_CLOSE = "\n</llmem-recall>"
+// A tag of ours (or an agent's wrapper) inside a block, as it would read: the service
+// defuses them (llmem_hooks/markers.py); a block that still holds one is not passed on.
+const TAG_INSIDE = /<[\s/]*(?:l[^\w<>\n]{0,3}){1,3}(?:m|rn)[^\w<>\n]{0,3}e[^\w<>\n]{0,3}(?:m|rn)|<[\s/]*system[^\w<>\n]{0,3}_?[^\w<>\n]{0,3}reminder/
+const readsAs = (text: string): string =>
+  text
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(/[\u00ad\u200b-\u200f\u2060-\u2064\ufeff\u0300-\u036f]/g, "")
+    .replace(/&(?:amp;)*(?:lt|#0*60|#x0*3c);?|%3c|\\(?:u00|x)3c|[‹〈⟨❮❬˂ᐸ⧼《«≺]/g, "<")
+    .replace(/&(?:amp;)*(?:sol|#0*47|#x0*2f);?|%2f|\\(?:u00|x)2f|[∕⁄⧸╱⟋\\]/g, "/")
+    .replace(/[1i|ӏǀℓіı]/g, "l")
+
+// The block as the service sent it when it has our shape and nothing inside imitates a
+// marker; else "" (what we cannot vouch for does not go into the prompt).
+const sealRecall = (block: string): string => {
+  if (!block.trim()) return ""
+  if (!block.startsWith(RECALL_OPEN) || !block.endsWith(RECALL_CLOSE)) return ""
+  const inner = block.slice(RECALL_OPEN.length, block.length - RECALL_CLOSE.length)
+  return TAG_INSIDE.test(readsAs(inner)) ? "" : block
+}
+
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // A part id in OpenCode's form (prt_ + 12 hex of ms*4096+n + 14 base62) that sorts after
@@ -226,6 +276,12 @@ const promptText = (parts: unknown[]): string =>
 // -- agent tools -----------------------------------------------------------------------------
 
 const TYPES = "fact, decision, preference, procedure, event, project_state, conversation"
+// Ids reach the session's project and global memories; another project's only on request.
+const ANY_PROJECT: ArgSpec = {
+  kind: "boolean",
+  description: "true to reach a memory of another project (default: this project and global memories)",
+  optional: true,
+}
 
 const TOOL_SPECS: Record<string, { description: string; method: string; args: Record<string, ArgSpec> }> = {
   memory_search: {
@@ -259,25 +315,32 @@ const TOOL_SPECS: Record<string, { description: string; method: string; args: Re
     method: "forget",
     description:
       "Mark a memory as no longer true (kept in history with the reason, never shown again). Use it when " +
-      "the user says something changed or a memory proved wrong; remember the new state separately.",
+      "the user says something changed or a memory proved wrong; remember the new state separately." +
+      " Ids reach this project's and global memories; another project's only with " +
+      "any_project: true.",
     args: {
       id: { kind: "string", description: "the memory's short id" },
       reason: { kind: "string", description: "why it no longer holds" },
+      any_project: ANY_PROJECT,
     },
   },
   memory_get: {
     method: "get",
     description:
       "The full text and provenance (agent, session, time, project) of memories or episodes, by the short " +
-      "ids shown in recalled memory blocks, memory_search or memory_timeline.",
-    args: { ids: { kind: "string[]", description: "short ids, e.g. [\"1a2b3c4d\"]" } },
+      "ids shown in recalled memory blocks, memory_search or memory_timeline." +
+      " Ids reach this project's and global memories; another project's only with " +
+      "any_project: true.",
+    args: { ids: { kind: "string[]", description: "short ids, e.g. [\"1a2b3c4d\"]" }, any_project: ANY_PROJECT },
   },
   memory_timeline: {
     method: "timeline",
     description:
       "What happened around a memory or episode in its session: the exchanges just before and after it, " +
-      "one line each with short ids (full text with memory_get).",
-    args: { id: { kind: "string", description: "a short id" } },
+      "one line each with short ids (full text with memory_get)." +
+      " Ids reach this project's and global memories; another project's only with " +
+      "any_project: true.",
+    args: { id: { kind: "string", description: "a short id" }, any_project: ANY_PROJECT },
   },
 }
 
@@ -287,6 +350,7 @@ type SchemaBuilder = {
   string(): { describe(d: string): unknown }
   number(): { int(): { min(n: number): { max(n: number): { describe(d: string): unknown } } } }
   array(item: unknown): { describe(d: string): unknown }
+  boolean(): { describe(d: string): unknown }
 }
 
 const withOptional = (schema: unknown, optional: boolean | undefined): unknown =>
@@ -304,7 +368,9 @@ const toolArgs = (args: Record<string, ArgSpec>, z: SchemaBuilder | null): Recor
           ? z.string().describe(spec.description)
           : spec.kind === "integer"
             ? z.number().int().min(1).max(50).describe(spec.description)
-            : z.array(z.string()).describe(spec.description)
+            : spec.kind === "boolean"
+              ? z.boolean().describe(spec.description)
+              : z.array(z.string()).describe(spec.description)
       out[name] = withOptional(base, spec.optional)
     } else {
       const type = spec.kind === "string[]" ? "array" : spec.kind
@@ -332,7 +398,8 @@ const entryLine = (e: Json): string => {
   return `${mark}[${String(e.id ?? "?")}]${meta ? ` (${meta})` : ""} ${oneLine(text)}`
 }
 
-const WITH_DIRECTORY = new Set(["search", "remember"]) // scoped to the caller's project
+// Scoped to the caller's project (ids too: another project's memory needs any_project).
+const WITH_DIRECTORY = new Set(["search", "remember", "get", "forget", "timeline"])
 const LIST_KEYS = ["results", "items", "memories", "entries", "timeline"]
 
 // Compact text for the agent: lists as one line per entry, full records (get) as a header
@@ -368,7 +435,7 @@ const renderResult = (method: string, result: Json): string => {
 const toolParams = (name: string, args: Record<string, unknown>): Record<string, Json> => {
   const params: Record<string, Json> = {}
   for (const [k, v] of Object.entries(args ?? {})) {
-    if (v === null || v === undefined || v === "") continue
+    if (v === null || v === undefined || v === "" || v === false) continue
     if ((k === "ids" || k === "tags") && typeof v === "string") params[k] = v.split(/[\s,]+/).filter(Boolean)
     else params[k] = v as Json
   }
@@ -549,8 +616,10 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
       settings.recall_timeout_ms,
     )
     let block = ""
-    if (reply.ok && isObject(reply.result) && typeof reply.result.block === "string") block = reply.result.block
-    else if (!reply.ok) log(`recall ${sid}: ${reply.error} (${Date.now() - t0} ms)`)
+    if (reply.ok && isObject(reply.result) && typeof reply.result.block === "string") {
+      block = sealRecall(reply.result.block)
+      if (!block && reply.result.block.trim()) log(`recall ${sid}: a block not shaped as ours was dropped`)
+    } else if (!reply.ok) log(`recall ${sid}: ${reply.error} (${Date.now() - t0} ms)`)
     if (messageID) {
       replays.set(messageID, block)
       if (replays.size > REPLAYS_KEPT) replays.delete(replays.keys().next().value as string)

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "config",
         "service_protocol",
         "progress",
+        "markers",
     ),
     # the memory database and what lives beside it
     ("store", "query", "lexicon", "fuzzy", "project", "taxonomy", "backoff", "events"),

@@ -252,8 +252,11 @@ def test_strip_injected() -> None:
     block = "<llmem-recall>\n- [abcd1234] (fact, 2026-01-01) x\n</llmem-recall>"
     assert strip_injected(f"before {block} after") == "before  after"
     assert strip_injected(f"{block}\nreal prompt") == "\nreal prompt"
-    assert strip_injected("keep <llmem-recall> unclosed tail") == "keep "
-    assert strip_injected("clipped head </llmem-recall> rest") == " rest"
+    clipped = "<llmem-recall>\n- [abcd1234] (fact, 2026-01-01) x\n- [ab"
+    assert strip_injected(f"keep {clipped}") == "keep "
+    # A marker in the user's own words is no block of ours: nothing of theirs is dropped.
+    for own in ("keep <llmem-recall> unclosed tail", "clipped head </llmem-recall> rest"):
+        assert strip_injected(own) == own
     assert strip_injected("no marker") == "no marker"
 
 

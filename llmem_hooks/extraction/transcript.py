@@ -5,9 +5,10 @@ Transcript text comes as ``User: ...`` / ``Assistant: ...`` lines with ``Reasoni
 lines are mined for memories, never tool output, reasoning, patches or code fences.
 
 Our own recall blocks (``<llmem-recall>`` ... ``</llmem-recall>``, put into prompts by
-the query service) are cut out here, with private spans, before anything reads a line:
-extraction, episodes and the resume pack all go through `transcript_lines`, so what we
-injected is never learned back (a feedback loop that would grow every turn).
+the query service; their shape: `markers`) are cut out here, with private spans, before
+anything reads a line: extraction, episodes and the resume pack all go through
+`transcript_lines`, so what we injected is never learned back (a feedback loop that
+would grow every turn).
 """
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..events import Message
+from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN
 from ..redact import strip_private
 
-RECALL_OPEN = "<llmem-recall>"
-RECALL_CLOSE = "</llmem-recall>"
-_RECALL_TAG = re.compile(r"</?llmem-recall>", re.I)
+# One line of a block as we emit it: the header, or ``- [<short id>] (<type>, <date>) text``
+# (memory text is flattened to one line and neutralized, `service.QueryService._render`).
+_BLOCK_LINE = rf"(?:{re.escape(RECALL_HEADER)}[^\n]*|- \[[^\]\n]{{1,64}}\][^\n]*)"
+# A whole block: our exact opening line, only lines of ours, our exact closing line at
+# the start of a line (a clipped block: the text ends inside it). Nothing else matches.
+_RECALL_BLOCK = re.compile(
+    rf"{re.escape(RECALL_OPEN)}\r?\n(?:{_BLOCK_LINE}\r?\n)*?"
+    rf"(?:{re.escape(RECALL_CLOSE)}|(?:{_BLOCK_LINE}|- \[[^\n]*)?\Z)"
+)
 
 LineKind = Literal["speech", "code", "tool", "reasoning", "patch", "error"]
 
@@ -44,26 +52,12 @@ _MARKERS: tuple[tuple[LineKind, re.Pattern[str]], ...] = (
 
 
 def strip_injected(text: str) -> str:
-    """``text`` without our recall blocks. An unclosed block drops the rest of the text and
-    a stray closing tag everything before it (a clipped block must not leak back in)."""
-    if "llmem-recall" not in text.lower():
+    """``text`` without our recall blocks: only blocks exactly as we emit them (see
+    `_RECALL_BLOCK`). A marker in the user's own words, a stray closing tag or a block
+    that does not have our shape is kept as it is: stripping never drops user text."""
+    if RECALL_OPEN not in text:
         return text
-    kept: list[str] = []
-    pos = 0
-    inside = False
-    for tag in _RECALL_TAG.finditer(text):
-        closing = tag.group(0).startswith("</")
-        if not closing and not inside:
-            kept.append(text[pos : tag.start()])
-            inside = True
-        elif closing and inside:
-            inside = False
-            pos = tag.end()
-        elif closing:
-            kept, pos = [], tag.end()
-    if not inside:
-        kept.append(text[pos:])
-    return "".join(kept)
+    return _RECALL_BLOCK.sub("", text)
 
 
 def _marker(text: str, *, after_speaker: bool) -> LineKind | None:
