@@ -3,7 +3,8 @@
 An exchange becomes a ``conversation`` memory whose content is what was said (text only;
 each tool call one line: the command or file, and ``failed`` when it failed). Reasoning,
 patches and tool output are never kept, ``<private>`` spans are dropped and the context
-blocks llmem-hooks itself injects are stripped. The store redacts it like every memory.
+blocks llmem-hooks itself injects are stripped. Credentials and private key blocks are
+redacted before anything is cut (`redact_transcript`), and the store redacts again.
 
 Besides its own text, an episode is indexed (``metadata.fts_context``, the low-weight FTS5
 column of migration 10) by the words of the exchange before it and by its time as words:
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from .events import Message
 from .extraction.transcript import transcript_lines
+from .redact import redact_transcript
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
@@ -154,6 +156,9 @@ def message_text(msg: Message) -> str:
     (no reasoning, patches, tool output, private spans, injected context blocks)."""
     out: list[str] = []
     injected = False
+    # Redacted whole, before any cut: a clipped secret is no longer recognizable, and a
+    # key block spans lines. Redacted, never refused (docs/security.md).
+    msg = replace(msg, text=redact_transcript(msg.text))
     for line in transcript_lines(msg):
         text = line.text.rstrip()
         if text.strip() in INJECTED_HEADERS:

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ValidationError
 from ..events import Message
-from ..redact import REDACTED, redact_secrets, strip_private
+from ..redact import REDACTED, redact_transcript, strip_private
 from ..registry import check_memory_type
 from ..store import MAX_CONTENT_CHARS, normalize_tags
 
@@ -184,9 +184,7 @@ _STOPWORDS = word_set(
 def _clean_content(content: str) -> str | None:
     """Private spans out, credentials redacted; None if too little meaning is left."""
     text = strip_private(content)
-    redacted = redact_secrets(text)
-    if redacted is None:
-        return None
+    redacted = redact_transcript(text)
     if redacted != text:
         meaningful = [
             w
