@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from .events import Message
 from .extraction.transcript import transcript_lines
 from .redact import redact_transcript
+from .store.records import MAX_LIST_ITEMS
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
@@ -215,7 +216,10 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         files = [f for m in group for f in m.files]
         if episodes:
             episodes[-1].after = after_words(content)
-        episodes.append(Episode(content, [m.id for m in group], time_ms, context, files))
+        # An agentic turn may hold thousands of messages: the store keeps at most
+        # MAX_LIST_ITEMS ids (the first one is what marks the exchange as stored).
+        ids = [m.id for m in group][:MAX_LIST_ITEMS]
+        episodes.append(Episode(content, ids, time_ms, context, files))
         prev = content
     return episodes
 

@@ -21,6 +21,7 @@ from ..events import Message
 from ..redact import REDACTED, redact_transcript, strip_private
 from ..registry import check_memory_type
 from ..store import MAX_CONTENT_CHARS, normalize_tags
+from ..store.records import MAX_LIST_ITEMS
 
 Scope = Literal["project", "global"]
 
@@ -220,6 +221,7 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
         if key in seen:
             first = seen[key]
             first.source_message_ids.extend(i for i in ids if i not in first.source_message_ids)
+            del first.source_message_ids[MAX_LIST_ITEMS:]
             continue
         try:
             confidence = min(1.0, max(0.0, float(cand.confidence)))
@@ -232,7 +234,7 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
             confidence=confidence,
             tags=tags,
             scope="global" if cand.scope == "global" else "project",
-            source_message_ids=list(dict.fromkeys(ids)),
+            source_message_ids=list(dict.fromkeys(ids))[:MAX_LIST_ITEMS],
             replaces=cand.replaces if isinstance(cand.replaces, str) else None,
         )
         seen[key] = clean
