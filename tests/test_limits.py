@@ -78,7 +78,8 @@ def test_cli_forget_with_a_reason_over_the_limit(tmp_path: Path) -> None:
 
 
 def test_a_reason_that_redaction_makes_too_long_is_refused(store: MemoryStore) -> None:
-    """``PGPASSWORD=otter`` becomes ``PGPASSWORD=[REDACTED]``: the limit holds for what is stored."""
+    """``PGPASSWORD=otter`` becomes ``PGPASSWORD=[REDACTED]``: the limit holds for what
+    is stored."""
     mid = store.add("fact", "we release on tuesdays")
     reason = ("PGPASSWORD=otter " * 200)[:MAX_REASON_CHARS]
     with pytest.raises(ValidationError, match="reason"):

@@ -21,7 +21,7 @@ from ..events import Message
 from ..redact import REDACTED, redact_transcript, strip_private
 from ..registry import check_memory_type
 from ..store import MAX_CONTENT_CHARS, normalize_tags
-from ..store.records import MAX_LIST_ITEMS
+from ..store.records import MAX_LIST_ITEMS, MAX_TAGS
 
 Scope = Literal["project", "global"]
 
@@ -227,7 +227,7 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
             confidence = min(1.0, max(0.0, float(cand.confidence)))
         except (TypeError, ValueError):
             continue
-        tags = valid_tags([*(cand.tags or ()), *auto_tags(content, kind)]) or [kind]
+        tags = valid_tags([*(cand.tags or ()), *auto_tags(content, kind)])[:MAX_TAGS] or [kind]
         clean = Candidate(
             type=kind,
             content=content,
