@@ -544,13 +544,21 @@ _KEY_BLOCK = re.compile(
 )
 
 
+_KEY_END = re.compile(r"-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+
+
 def redact_key_blocks(text: str) -> str:
     """``text`` with each private key block (header to END line) replaced by
-    ``[REDACTED]``; a block without its END line takes the rest of the text with it
-    (fail closed: nothing after a lone header is known to be safe)."""
+    ``[REDACTED]``. Fail closed, as `strip_private` does: a block without its END line
+    takes the rest of the text with it, and an END line left without its header (the key
+    was pasted over two messages) takes everything before it."""
     if "PRIVATE KEY" not in text:
         return text
-    return _KEY_BLOCK.sub(REDACTED, text)
+    text = _KEY_BLOCK.sub(REDACTED, text)
+    stray = None
+    for stray in _KEY_END.finditer(text):
+        pass
+    return text if stray is None else REDACTED + text[stray.end() :]
 
 
 def redact_transcript(text: str) -> str:

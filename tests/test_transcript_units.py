@@ -301,3 +301,26 @@ def test_an_odd_copilot_title_and_message_cost_nothing(store: MemoryStore, tmp_p
     assert len(learned_facts(store)) == 2
     (ep,) = [e for e in episodes(store) if e["session_id"] == odd.id]
     assert "\ufffd" in ep["content"]
+
+
+def test_a_key_pasted_over_two_messages_leaves_neither_half(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """The header and the first lines in one turn, the rest and the END line in the next:
+    each message is redacted on its own, failing closed on both sides."""
+    home = CopilotHome(tmp_path / "copilot")
+    s = home.session()
+    s.exchange(f"the key, part one:\n-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY[0]}", "Go on.")
+    s.exchange(
+        f"{KEY_BODY[1]}\n{KEY_BODY[2]}\n-----END RSA PRIVATE KEY-----\nremember that {FACTS[0]}",
+        "Noted.",
+    )
+    cfg = config()
+    coord = SessionHookCoordinator(
+        store, {"copilot": CopilotAdapter(home.root)}, cfg, tmp_path / "ctx"
+    )
+    Sidecar(coord, cfg).tick()
+    assert len(episodes(store)) == 2
+    assert any("blue-green" in f for f in learned_facts(store))
+    stored = dump(store.db_path)
+    assert not any(line in stored for line in KEY_BODY)
