@@ -555,10 +555,8 @@ def redact_key_blocks(text: str) -> str:
     if "PRIVATE KEY" not in text:
         return text
     text = _KEY_BLOCK.sub(REDACTED, text)
-    stray = None
-    for stray in _KEY_END.finditer(text):
-        pass
-    return text if stray is None else REDACTED + text[stray.end() :]
+    ends = [m.end() for m in _KEY_END.finditer(text)]
+    return REDACTED + text[ends[-1] :] if ends else text
 
 
 def redact_transcript(text: str) -> str:
