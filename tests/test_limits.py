@@ -229,3 +229,11 @@ def test_a_hand_made_file_is_still_checked(tmp_path: Path) -> None:
     path = tmp_path / "in.json"
     path.write_text(json.dumps(doc))
     one_line_usage_error(cli(tmp_path / "m.db", "import", str(path)), "tags")
+
+
+def test_an_inbox_note_keeps_the_limits_of_the_memory_it_becomes(store: MemoryStore) -> None:
+    """A note whose metadata is too large for a memory would make consolidation fail."""
+    with pytest.raises(ValidationError, match="metadata"):
+        store.add_to_inbox("a note", metadata={"k": "v" * MAX_METADATA_BYTES})
+    store.add_to_inbox("we release on tuesdays", attention_score=0.9, metadata={"k": "v" * 60_000})
+    assert len(store.consolidate(min_score=0.5)["promoted"]) == 1
