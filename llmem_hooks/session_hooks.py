@@ -178,7 +178,10 @@ class SessionHookCoordinator:
             rec = self.track(session_id)
             if rec is None or rec.agent not in self.adapters:
                 return RESULT_NO_TRANSCRIPT, 0
-            self.store_episodes(rec, session_id)
+            try:
+                self.store_episodes(rec, session_id)
+            except Exception as exc:  # the episodes' trouble never costs the extraction
+                log.warning("session %s: episodes not stored this pass: %s", session_id, exc)
             done = self.store.get_extraction(rec.agent, session_id)
             cursor = done["cursor"] if done else None
             msgs = self._messages(rec, session_id, after=cursor)
@@ -486,7 +489,7 @@ class SessionHookCoordinator:
             )
         return stored
 
-    def _add_unit(self, what: str, sid: str, mtype: str, content: str, **fields: Any) -> Any:
+    def _add_unit(self, what: str, sid: str, mtype: str, content: str, **fields: Any) -> str:
         """``store.add`` for one unit read from a transcript (an episode, a candidate, a
         summary): one the store refuses is skipped with one log line and costs only itself.
         Returns the new memory's id, or "" when skipped. The store validates before it
