@@ -1,9 +1,9 @@
 """Memory records: the limits, validators and conversions every table module shares.
 
-What a memory may hold (`MAX_CONTENT_CHARS`, tag and id shapes, import limits), the
-`Memory` record (a row as the public dict), the `MemoryFilter` that becomes SQL, and
-embedding packing. No
-connection is opened here: these are pure functions the store's table modules call.
+What a memory may hold (`MAX_CONTENT_CHARS`, tag and id shapes, the limits every write
+path and import share), the `Memory` record (a row as the public dict), the
+`MemoryFilter` that becomes SQL, and embedding packing. No connection is opened here:
+these are pure functions the store's table modules call.
 """
 
 from __future__ import annotations
