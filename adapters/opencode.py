@@ -226,6 +226,10 @@ def _session_from_info(info: dict[str, Any], session_id: str) -> SessionInfo | N
     )
 
 
+def _lenient_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
 def _wal_mode(path: Path) -> bool:
     """Whether the database file's header says WAL (read/write versions 2)."""
     try:
@@ -409,6 +413,9 @@ class OpenCodeAdapter(SessionAdapter):
             isolation_level=None,  # no implicit BEGIN; reads run in explicit transactions
             check_same_thread=False,  # guarded by self._lock
         )
+        # Text that is not UTF-8 (a JS string with a lone surrogate, an emoji cut in half)
+        # reads as U+FFFD: one odd title must not make every session unreadable.
+        conn.text_factory = _lenient_text
         try:
             # Connection-level settings only; neither touches the file.
             conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")

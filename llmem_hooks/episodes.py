@@ -3,7 +3,8 @@
 An exchange becomes a ``conversation`` memory whose content is what was said (text only;
 each tool call one line: the command or file, and ``failed`` when it failed). Reasoning,
 patches and tool output are never kept, ``<private>`` spans are dropped and the context
-blocks llmem-hooks itself injects are stripped. The store redacts it like every memory.
+blocks llmem-hooks itself injects are stripped. Credentials and private key blocks are
+redacted before anything is cut (`redact_transcript`), and the store redacts again.
 
 Besides its own text, an episode is indexed (``metadata.fts_context``, the low-weight FTS5
 column of migration 10) by the words of the exchange before it and by its time as words:
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from .events import Message
 from .extraction.transcript import transcript_lines
+from .redact import redact_transcript
+from .store.records import MAX_LIST_ITEMS
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
@@ -154,6 +157,9 @@ def message_text(msg: Message) -> str:
     (no reasoning, patches, tool output, private spans, injected context blocks)."""
     out: list[str] = []
     injected = False
+    # Redacted whole, before any cut: a clipped secret is no longer recognizable, and a
+    # key block spans lines. Redacted, never refused (docs/security.md).
+    msg = replace(msg, text=redact_transcript(msg.text))
     for line in transcript_lines(msg):
         text = line.text.rstrip()
         if text.strip() in INJECTED_HEADERS:
@@ -210,7 +216,10 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         files = [f for m in group for f in m.files]
         if episodes:
             episodes[-1].after = after_words(content)
-        episodes.append(Episode(content, [m.id for m in group], time_ms, context, files))
+        # An agentic turn may hold thousands of messages: the store keeps at most
+        # MAX_LIST_ITEMS ids (the first one is what marks the exchange as stored).
+        ids = [m.id for m in group][:MAX_LIST_ITEMS]
+        episodes.append(Episode(content, ids, time_ms, context, files))
         prev = content
     return episodes
 

@@ -22,6 +22,27 @@ EventKind = Literal["created", "activity", "turn_done", "compacting", "ended"]
 EVENT_KINDS: tuple[str, ...] = ("created", "activity", "turn_done", "compacting", "ended")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(value: Any) -> Any:
+    """A string with lone UTF-16 surrogates (an emoji cut in half in JSON ``"\\ud83d"``)
+    replaced by U+FFFD; anything else unchanged. Such a string cannot be encoded as UTF-8,
+    so one odd title would fail every write, log line and file that holds it."""
+    if isinstance(value, str) and _SURROGATE.search(value):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+def _clean_fields(obj: Any, names: tuple[str, ...]) -> None:
+    """The adapter/event boundary: what an agent's store said, made encodable once here."""
+    for name in names:
+        value = getattr(obj, name)
+        cleaned = clean_text(value)
+        if cleaned is not value:
+            object.__setattr__(obj, name, cleaned)
+
+
 @dataclass(frozen=True)
 class SessionInfo:
     """What the coordinator needs to know about a session."""
@@ -35,6 +56,9 @@ class SessionInfo:
     created_ms: int = 0
     updated_ms: int = 0
     archived: bool = False
+
+    def __post_init__(self) -> None:
+        _clean_fields(self, ("directory", "native_project_id", "parent_id", "title"))
 
 
 @dataclass(frozen=True)
@@ -57,6 +81,9 @@ class LifecycleEvent:
     child_id: str | None = None
     detail: str = ""
 
+    def __post_init__(self) -> None:
+        _clean_fields(self, ("detail",))
+
 
 @dataclass(frozen=True)
 class Message:
@@ -74,6 +101,12 @@ class Message:
     created_ms: int = 0
     files: tuple[str, ...] = field(default_factory=tuple)
     commands: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        _clean_fields(self, ("text",))
+        if any(_SURROGATE.search(x) for x in (*self.files, *self.commands)):
+            object.__setattr__(self, "files", tuple(map(clean_text, self.files)))
+            object.__setattr__(self, "commands", tuple(map(clean_text, self.commands)))
 
 
 # -- reading an agent's records defensively -------------------------------------------------

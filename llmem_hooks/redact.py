@@ -535,6 +535,37 @@ def redact_secrets(text: str) -> str | None:
     return _apply(text, None)
 
 
+# A key block to its END line, or (no END: it was cut) to the end of the text. Lazy and
+# anchored on the BEGIN header, so a text with many headers is still scanned once.
+_KEY_BLOCK = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----"
+    r".*?(?:-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+
+_KEY_END = re.compile(r"-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+
+
+def redact_key_blocks(text: str) -> str:
+    """``text`` with each private key block (header to END line) replaced by
+    ``[REDACTED]``. Fail closed, as `strip_private` does: a block without its END line
+    takes the rest of the text with it, and an END line left without its header (the key
+    was pasted over two messages) takes everything before it."""
+    if "PRIVATE KEY" not in text:
+        return text
+    text = _KEY_BLOCK.sub(REDACTED, text)
+    ends = [m.end() for m in _KEY_END.finditer(text)]
+    return REDACTED + text[ends[-1] :] if ends else text
+
+
+def redact_transcript(text: str) -> str:
+    """What an agent's transcript said, safe to keep: key blocks and every credential
+    replaced by ``[REDACTED]``. Never None: text read from a transcript is redacted,
+    never refused (one pasted key must not cost a whole exchange or session)."""
+    return _apply(redact_key_blocks(text), None)
+
+
 def redact_json(value: Any) -> Any:
     """A JSON-like value with every string redacted, keys included, and the value of a
     credential-named key (``{"password": "hunter"}``) judged as an assignment.

@@ -104,6 +104,8 @@ class SessionHookCoordinator:
         self.embedder = embedder
         self._clock = clock
         self._last_idle: dict[str, float] = {}
+        self.retention_skipped = 0  # exchanges too old to store, since this coordinator began
+        self._backfilling = False
 
     # -- session bookkeeping -------------------------------------------------------------
     @property
@@ -176,7 +178,10 @@ class SessionHookCoordinator:
             rec = self.track(session_id)
             if rec is None or rec.agent not in self.adapters:
                 return RESULT_NO_TRANSCRIPT, 0
-            self.store_episodes(rec, session_id)
+            try:
+                self.store_episodes(rec, session_id)
+            except Exception as exc:  # the episodes' trouble never costs the extraction
+                log.warning("session %s: episodes not stored this pass: %s", session_id, exc)
             done = self.store.get_extraction(rec.agent, session_id)
             cursor = done["cursor"] if done else None
             msgs = self._messages(rec, session_id, after=cursor)
@@ -217,6 +222,7 @@ class SessionHookCoordinator:
                 self.on_idle(session_id, force=True)
             msgs = self._messages(rec, session_id) or []
             from .extraction.summary import summarize_session
+            from .redact import redact_transcript
 
             if msgs:
                 summary = summarize_session(msgs)
@@ -233,17 +239,28 @@ class SessionHookCoordinator:
                     "source": "session-end",
                 }
                 if summary:
-                    self.store.add("event", summary, tags=["session-summary"], **common)
-                    written += 1
-                if assessment is not None and assessment.content:
-                    self.store.add(
-                        "self_assessment",
-                        assessment.content,
-                        tags=assessment.tags,
-                        metadata=assessment.metadata or None,
-                        **common,
+                    written += bool(
+                        self._add_unit(
+                            "session summary",
+                            session_id,
+                            "event",
+                            redact_transcript(summary),
+                            tags=["session-summary"],
+                            **common,
+                        )
                     )
-                    written += 1
+                if assessment is not None and assessment.content:
+                    written += bool(
+                        self._add_unit(
+                            "self-assessment",
+                            session_id,
+                            "self_assessment",
+                            redact_transcript(assessment.content),
+                            tags=assessment.tags,
+                            metadata=assessment.metadata or None,
+                            **common,
+                        )
+                    )
                 self.store.log_extraction(
                     f"{rec.agent}:{ENDING_LOG}", session_id, cursor=reason, memory_count=written
                 )
@@ -282,12 +299,22 @@ class SessionHookCoordinator:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
         from .episodes import after_words
-        from .store.episodes import episode_message_ids, set_episode_after
+        from .store.episodes import (
+            count_retention,
+            episode_message_ids,
+            retention_cutoff_ms,
+            set_episode_after,
+        )
 
         known = episode_message_ids(self.store, session_id)
         episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
+        # What retention would delete at once is never stored (docs/episodes.md).
+        cutoff = retention_cutoff_ms(self.settings.episodes.retention_days, time.time())
+        too_old = [e for e in episodes if 0 < e.time_ms < cutoff]
+        episodes = [e for e in episodes if not 0 < e.time_ms < cutoff]
         # Outside the write transaction: the embedder may take a while to answer.
         vectors = self._embed([e.content for e in episodes]) if embed else []
+        stored = 0
         with self.store.atomic():
             if last and episodes:  # the stored episode before these learns its follow-up
                 set_episode_after(self.store, last[0]["id"], after_words(episodes[0].content))
@@ -295,27 +322,42 @@ class SessionHookCoordinator:
                 when = (
                     to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None
                 )
-                self.store.add(
-                    "conversation",
-                    ep.content,
-                    source="episode",
-                    metadata=ep.metadata(),
-                    entered_by=rec.agent,
-                    project=rec.project,
-                    session_id=session_id,
-                    source_message_ids=ep.message_ids,
-                    created_at=when,
-                    embedding=vectors[i] if vectors else None,
-                    dedupe=False,
+                stored += bool(
+                    self._add_unit(
+                        "episode",
+                        session_id,
+                        "conversation",
+                        ep.content,
+                        source="episode",
+                        metadata=ep.metadata(),
+                        entered_by=rec.agent,
+                        project=rec.project,
+                        session_id=session_id,
+                        source_message_ids=ep.message_ids,
+                        created_at=when,
+                        embedding=vectors[i] if vectors else None,
+                        dedupe=False,
+                    )
                 )
+            count_retention(self.store, skipped=len(too_old))
             self.store.log_extraction(
                 source,
                 session_id,
                 cursor=msgs[-1].id,
-                memory_count=len(episodes),
+                memory_count=stored,
                 message_count=len(msgs),
             )
-        return len(episodes)
+        if too_old:
+            self.retention_skipped += len(too_old)
+            if not self._backfilling:  # the backfill says it once for all sessions
+                log.info(
+                    "session %s: %d exchange(s) older than the %g-day episode retention"
+                    " not stored as episodes",
+                    session_id,
+                    len(too_old),
+                    self.settings.episodes.retention_days,
+                )
+        return stored
 
     def prune_episodes(self) -> int:
         """Apply ``episodes.retention_days`` and ``episodes.max_count``, after a backup
@@ -328,7 +370,16 @@ class SessionHookCoordinator:
             archive.write_backup("episodes", self.store.export_all(limit=None, ids=ids))
 
         ep = self.settings.episodes
-        return prune_episodes(self.store, ep.retention_days, ep.max_count, backup)
+        removed = prune_episodes(self.store, ep.retention_days, ep.max_count, backup)
+        if removed:
+            log.info(
+                "episode retention: %d episode(s) deleted (older than %g days or beyond %d);"
+                " a backup export is in the backups folder",
+                removed,
+                ep.retention_days,
+                ep.max_count,
+            )
+        return removed
 
     def backfill_episodes(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Once per store (an extraction_log marker): the episodes of every session the
@@ -350,19 +401,37 @@ class SessionHookCoordinator:
                 log.warning("episode backfill: %s sessions unreadable: %s", agent, exc)
                 continue
             for info in infos:
-                if (info.agent, info.id) not in seen:
+                if (info.agent, info.id) in seen:
+                    continue
+                try:
                     rec = self.track(info.id, info)
-                    if rec is not None:
-                        seen[(rec.agent, rec.session_id)] = rec
+                except Exception as exc:  # one odd session never stops the others
+                    log.warning("episode backfill: session %r skipped: %s", info.id, exc)
+                    continue
+                if rec is not None:
+                    seen[(rec.agent, rec.session_id)] = rec
         recs = [r for r in seen.values() if r.agent in self.adapters]
         stored = 0
-        for i, rec in enumerate(recs, 1):
-            try:
-                stored += self.store_episodes(rec, rec.session_id, embed=False)
-            except Exception as exc:  # one session's trouble never stops the others
-                log.warning("episode backfill failed for %r: %s", rec.session_id, exc)
-            if progress is not None:
-                progress(i, len(recs))
+        skipped_before = self.retention_skipped
+        self._backfilling = True
+        try:
+            for i, rec in enumerate(recs, 1):
+                try:
+                    stored += self.store_episodes(rec, rec.session_id, embed=False)
+                except Exception as exc:  # one session's trouble never stops the others
+                    log.warning("episode backfill failed for %r: %s", rec.session_id, exc)
+                if progress is not None:
+                    progress(i, len(recs))
+        finally:
+            self._backfilling = False
+        too_old = self.retention_skipped - skipped_before
+        if too_old:
+            log.info(
+                "episode backfill: %d exchange(s) older than the %g-day episode retention"
+                " not stored",
+                too_old,
+                self.settings.episodes.retention_days,
+            )
         with self.store.atomic():
             self.store.log_extraction(*EPISODE_BACKFILL, cursor="done", memory_count=stored)
         return stored
@@ -389,12 +458,16 @@ class SessionHookCoordinator:
         # Outside the write transaction: the embedder may take a while to answer.
         vectors = self._embed([c.content for c in candidates])
         from .extraction.supersede import supersede_replaced
+        from .redact import redact_transcript
 
+        stored = 0
         with self.store.atomic():
             for c, vec in zip(candidates, vectors, strict=True):
-                mid = self.store.add(
+                added = self._add_unit(
+                    "candidate memory",
+                    session_id,
                     c.type,
-                    c.content,
+                    redact_transcript(c.content),
                     confidence=c.confidence,
                     tags=c.tags,
                     source="extract",
@@ -404,16 +477,28 @@ class SessionHookCoordinator:
                     source_message_ids=c.source_message_ids,
                     embedding=vec,
                 )
-                if c.replaces:  # "we moved from X to Y": what says X is stale now
-                    supersede_replaced(self.store, mid, c, rec.project)
+                stored += bool(added)
+                if added and c.replaces:  # "we moved from X to Y": what says X is stale now
+                    supersede_replaced(self.store, added, c, rec.project)
             self.store.log_extraction(
                 rec.agent,
                 session_id,
                 cursor=msgs[-1].id,
-                memory_count=len(candidates),
+                memory_count=stored,
                 message_count=len(msgs),
             )
-        return len(candidates)
+        return stored
+
+    def _add_unit(self, what: str, sid: str, mtype: str, content: str, **fields: Any) -> str:
+        """``store.add`` for one unit read from a transcript (an episode, a candidate, a
+        summary): one the store refuses is skipped with one log line and costs only itself.
+        Returns the new memory's id, or "" when skipped. The store validates before it
+        writes, so a refusal leaves the caller's transaction clean."""
+        try:
+            return self.store.add(mtype, content, **fields)
+        except ValidationError as exc:
+            log.warning("session %s: %s skipped: %s", sid, what, exc)
+            return ""
 
     def backfill_embeddings(self, limit: int = BACKFILL_BATCH) -> int:
         """Vectors for up to ``limit`` memories stored without one (the embedder was down,

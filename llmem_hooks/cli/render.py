@@ -240,6 +240,11 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
             f"{ep['text_bytes'] / 1024:.0f} KiB of text ({ep['bytes_per_episode']} B each); "
             f"kept {keep}, {cap}"
         )
+        if ep.get("retention_skipped") or ep.get("retention_pruned"):
+            typer.echo(
+                f"{bullet}retention kept out {ep.get('retention_skipped', 0):,} old exchange(s)"
+                f" and deleted {ep.get('retention_pruned', 0):,} episode(s)"
+            )
     for title, key in (
         ("by type", "by_type"),
         ("by agent", "by_agent"),

@@ -18,9 +18,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ValidationError
 from ..events import Message
-from ..redact import REDACTED, redact_secrets, strip_private
+from ..redact import REDACTED, redact_transcript, strip_private
 from ..registry import check_memory_type
 from ..store import MAX_CONTENT_CHARS, normalize_tags
+from ..store.records import MAX_LIST_ITEMS, MAX_TAGS
 
 Scope = Literal["project", "global"]
 
@@ -184,9 +185,7 @@ _STOPWORDS = word_set(
 def _clean_content(content: str) -> str | None:
     """Private spans out, credentials redacted; None if too little meaning is left."""
     text = strip_private(content)
-    redacted = redact_secrets(text)
-    if redacted is None:
-        return None
+    redacted = redact_transcript(text)
     if redacted != text:
         meaningful = [
             w
@@ -222,19 +221,20 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
         if key in seen:
             first = seen[key]
             first.source_message_ids.extend(i for i in ids if i not in first.source_message_ids)
+            del first.source_message_ids[MAX_LIST_ITEMS:]
             continue
         try:
             confidence = min(1.0, max(0.0, float(cand.confidence)))
         except (TypeError, ValueError):
             continue
-        tags = valid_tags([*(cand.tags or ()), *auto_tags(content, kind)]) or [kind]
+        tags = valid_tags([*(cand.tags or ()), *auto_tags(content, kind)])[:MAX_TAGS] or [kind]
         clean = Candidate(
             type=kind,
             content=content,
             confidence=confidence,
             tags=tags,
             scope="global" if cand.scope == "global" else "project",
-            source_message_ids=list(dict.fromkeys(ids)),
+            source_message_ids=list(dict.fromkeys(ids))[:MAX_LIST_ITEMS],
             replaces=cand.replaces if isinstance(cand.replaces, str) else None,
         )
         seen[key] = clean

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..events import Message
-from ..redact import redact_secrets
+from ..redact import redact_key_blocks
 from ..store import MAX_CONTENT_CHARS
 from .candidates import (
     MIN_WORDS,
@@ -735,8 +735,8 @@ class HeuristicExtractor:
         use it, such as a model prompt; the patterns do not need it)."""
         raw: list[Candidate] = []
         for message in messages:
-            if redact_secrets(message.text) is None:
-                continue  # it holds a private key: nothing of it is learned
+            # A pasted key block becomes [REDACTED]; the rest of the message still counts.
+            message = replace(message, text=redact_key_blocks(message.text))
             for hit in _message_hits(message):
                 raw.append(
                     Candidate(

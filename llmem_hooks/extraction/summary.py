@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..events import Message
-from ..redact import redact_secrets, strip_private
+from ..redact import redact_transcript, strip_private
 from .candidates import normalize_key, word_set
 from .transcript import speech_lines, transcript_lines
 
@@ -34,9 +34,8 @@ def one_line(text: str, limit: int) -> str:
 
 
 def safe_text(text: str) -> str:
-    """Private spans gone and credentials redacted; empty when nothing safe is left."""
-    redacted = redact_secrets(strip_private(text))
-    return redacted or ""
+    """Private spans gone, credentials and key blocks redacted (never refused)."""
+    return redact_transcript(strip_private(text))
 
 
 def session_goal(messages: Sequence[Message], limit: int = 500) -> str:

@@ -22,6 +22,7 @@ from . import vocabulary
 from .db import transaction
 from .episodes import EPISODE_WHERE
 from .records import check_content, content_hash, normalize_tags
+from .relations import relation_room
 
 if TYPE_CHECKING:
     from .memories import MemoryStore
@@ -295,6 +296,8 @@ def add_relations(
     done = 0
     with store._lock, transaction(store._conn):
         for source, target in pairs:
+            if not relation_room(store._conn, source):
+                continue  # at the per-memory limit: its export must stay importable
             cur = store._conn.execute(
                 "INSERT OR IGNORE INTO relations(source_id, target_id, target_type,"
                 " relation_type, created_at) VALUES (?, ?, 'memory', ?, ?)",

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 EPISODE_WHERE = "type = 'conversation' AND source = 'episode'"
 PRUNE_BATCH = 5000
+# What retention removed, kept as two extraction_log rows (source_type "episodes", like the
+# backfill marker; memory_count adds up): no migration, and `stats` can say it.
+RETENTION_LOG = "episodes"
+RETENTION_SKIPPED = "retention-skipped"  # exchanges too old to store at all (backfill, idle)
+RETENTION_PRUNED = "retention-pruned"  # stored episodes deleted later by retention or the cap
 
 
 def episode_stats(store: MemoryStore) -> dict[str, Any]:
@@ -39,7 +44,37 @@ def episode_stats(store: MemoryStore) -> dict[str, Any]:
         "bytes_per_episode": round(text_bytes / count) if count else 0,
         "oldest": oldest,
         "newest": newest,
+        **retention_counts(store),
     }
+
+
+def retention_counts(store: MemoryStore) -> dict[str, int]:
+    """How many exchanges retention kept out (never stored: older than the window when
+    read) and how many stored episodes it deleted since the store was created."""
+    out = {"retention_skipped": 0, "retention_pruned": 0}
+    for source_id, count in store._fetchall(
+        "SELECT source_id, memory_count FROM extraction_log"
+        " WHERE source_type = ? AND source_id IN (?, ?)",
+        (RETENTION_LOG, RETENTION_SKIPPED, RETENTION_PRUNED),
+    ):
+        out["retention_skipped" if source_id == RETENTION_SKIPPED else "retention_pruned"] = int(
+            count or 0
+        )
+    return out
+
+
+def count_retention(store: MemoryStore, *, skipped: int = 0, pruned: int = 0) -> None:
+    """Add to the persisted retention counts (joins the caller's transaction)."""
+    with store.atomic():
+        if skipped:
+            store.log_extraction(RETENTION_LOG, RETENTION_SKIPPED, memory_count=skipped)
+        if pruned:
+            store.log_extraction(RETENTION_LOG, RETENTION_PRUNED, memory_count=pruned)
+
+
+def retention_cutoff_ms(retention_days: float, now_s: float) -> int:
+    """Epoch ms before which an exchange is older than ``retention_days`` (0: keep all)."""
+    return int((now_s - retention_days * 86400) * 1000) if retention_days > 0 else 0
 
 
 def episodes_to_prune(
@@ -85,6 +120,7 @@ def prune_episodes(
         with store._lock, transaction(store._conn):
             store._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", batch)
             store.vectors.remove(batch)
+            count_retention(store, pruned=len(batch))
     return len(seqs)
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from ..errors import ValidationError
 from ..timestamps import now_iso
 from .db import transaction
-from .records import INBOX_SOURCES, check_confidence, check_content, json_dict, safe_json
+from .records import INBOX_SOURCES, check_confidence, check_content, check_metadata
 
 
 def add_to_inbox(
@@ -29,7 +29,7 @@ def add_to_inbox(
 ) -> str:
     """Stage a note in the capacity-limited inbox; the lowest-scored items are evicted."""
     content = check_content(content)
-    metadata = safe_json(metadata, "metadata")
+    meta_json = check_metadata(metadata)  # the limits of the memory it may become
     if source not in INBOX_SOURCES:
         raise ValidationError(f"invalid inbox source {source!r} (use {', '.join(INBOX_SOURCES)})")
     score = check_confidence(attention_score, "attention score")
@@ -39,7 +39,7 @@ def add_to_inbox(
         store._conn.execute(
             "INSERT INTO inbox(id, content, source, attention_score, metadata, created_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (item_id, content, source, score, json_dict(metadata), now, now),
+            (item_id, content, source, score, meta_json, now, now),
         )
         store._conn.execute(
             "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox ORDER BY attention_score DESC,"

@@ -35,12 +35,17 @@ from .records import (
     FTS_TEXT_COLUMNS,
     ID_PATTERN,
     MAX_ID_LENGTH,
+    MAX_TAGS,
     MEMORY_COLUMNS,
     REINFORCEMENT,
     SORT_COLUMNS,
     MemoryFilter,
     check_confidence,
     check_content,
+    check_hints,
+    check_metadata,
+    check_reason,
+    check_tags,
     content_hash,
     json_dict,
     json_list,
@@ -48,8 +53,6 @@ from .records import (
     pack_embedding,
     prepare_record,
     row_to_memory,
-    safe_json,
-    safe_text,
 )
 from .vectors import PREFILTER_THRESHOLD, VectorIndex
 
@@ -414,6 +417,9 @@ class MemoryStore:
         return ids
 
     def _set_tags(self, seq: int, tags: list[str]) -> None:
+        """Replace a memory's tags. A merge (a reinforcement, a dream) keeps the first
+        `MAX_TAGS`: more would make the memory's export fail to import."""
+        tags = tags[:MAX_TAGS]
         self._conn.execute("DELETE FROM memory_tags WHERE memory_seq = ?", (seq,))
         ids = self._tag_ids(tags)
         self._conn.executemany(
@@ -496,19 +502,16 @@ class MemoryStore:
         if confidence is not None:
             sets["confidence"] = check_confidence(confidence)
         if metadata is not None:
-            sets["metadata"] = json_dict(safe_json(metadata, "metadata"))
+            sets["metadata"] = check_metadata(metadata)
         if hints is not None:
-            checked: Any = hints
-            if isinstance(hints, list | tuple):
-                checked = [safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
-            sets["hints"] = json_list(checked, "hints")
+            sets["hints"] = json_list(check_hints(hints), "hints")
         if expires_at is not None:
             sets["expires_at"] = parse_iso(expires_at, field="expires_at")
         if embedding is not None:
             sets["embedding"] = self._check_vector(pack_embedding(embedding))
         elif clear_embedding:
             sets["embedding"] = None
-        new_tags = normalize_tags(tags) if tags is not None else None
+        new_tags = check_tags(tags) if tags is not None else None
         with self._lock, transaction(self._conn):
             row = self._conn.execute(
                 "SELECT seq FROM memories WHERE id = ?", (memory_id,)
@@ -530,9 +533,7 @@ class MemoryStore:
 
     def invalidate(self, memory_id: str, reason: str | None = None) -> bool:
         """Soft-delete: the memory stays for history but is no longer returned by default."""
-        if reason is not None and not isinstance(reason, str):
-            raise ValidationError("reason must be a string")
-        reason = safe_text(reason, "reason")
+        reason = check_reason(reason)
         now = now_iso()
         with self._lock, transaction(self._conn):
             row = self._conn.execute(

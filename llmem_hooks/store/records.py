@@ -1,9 +1,9 @@
 """Memory records: the limits, validators and conversions every table module shares.
 
-What a memory may hold (`MAX_CONTENT_CHARS`, tag and id shapes, import limits), the
-`Memory` record (a row as the public dict), the `MemoryFilter` that becomes SQL, and
-embedding packing. No
-connection is opened here: these are pure functions the store's table modules call.
+What a memory may hold (`MAX_CONTENT_CHARS`, tag and id shapes, the limits every write
+path and import share), the `Memory` record (a row as the public dict), the
+`MemoryFilter` that becomes SQL, and embedding packing. No connection is opened here:
+these are pure functions the store's table modules call.
 """
 
 from __future__ import annotations
@@ -38,6 +38,25 @@ REINFORCEMENT = 0.05
 RELATION_TYPES = ("supersedes", "related_to", "derived_from", "references")
 TARGET_TYPES = ("memory", "code")
 INBOX_SOURCES = ("note", "learn", "extract", "consolidation")
+# One set of limits (issue 18): every write path (add, update, invalidate, tags, import)
+# enforces the same ones, so an export of any store imports again (docs/security.md).
+MAX_IMPORT_TEXT = 256  # source, session_id, entered_by, type, relation fields
+MAX_PROJECT_CHARS = 4_096  # a project key may be a folder path (PATH_MAX)
+MAX_REASON_CHARS = 2_000  # invalidation_reason, after redaction
+MAX_TAGS = 64  # tags per memory (each at most 64 characters, see _TAG)
+MAX_LIST_ITEMS = 1_000  # hints, source_message_ids, relations per memory
+MAX_LIST_ITEM_CHARS = 2_000  # characters of one hint or source message id
+MAX_METADATA_BYTES = 65_536  # metadata as JSON, after redaction
+MAX_ACCESS_COUNT = 2**31  # access_count
+MAX_DIMENSIONS = 8_192  # of an embedding
+# The names import used before the limits were shared.
+MAX_IMPORT_REASON = MAX_REASON_CHARS
+MAX_IMPORT_TAGS = MAX_TAGS
+MAX_IMPORT_LIST = MAX_LIST_ITEMS
+MAX_IMPORT_LIST_ITEM = MAX_LIST_ITEM_CHARS
+MAX_IMPORT_METADATA_BYTES = MAX_METADATA_BYTES
+MAX_IMPORT_COUNT = MAX_ACCESS_COUNT
+MAX_IMPORT_DIMENSIONS = MAX_DIMENSIONS
 _TAG = re.compile(r"^[a-z0-9][a-z0-9_.:/+#-]{0,63}$")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 SORT_COLUMNS = {
@@ -187,6 +206,62 @@ def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
     return out
 
 
+def check_tags(tags: Iterable[str] | str | None) -> list[str]:
+    """`normalize_tags` for what is stored: at most `MAX_TAGS` of them."""
+    out = normalize_tags(tags)
+    if len(out) > MAX_TAGS:
+        raise ValidationError(f"{len(out)} tags; the limit is {MAX_TAGS} per memory")
+    return out
+
+
+def check_list(value: Any, what: str) -> Any:
+    """Hints and source message ids: at most `MAX_LIST_ITEMS`, each at most
+    `MAX_LIST_ITEM_CHARS` (what import accepts; the shapes are `json_list`'s to check)."""
+    if isinstance(value, list | tuple):
+        if len(value) > MAX_LIST_ITEMS:
+            raise ValidationError(
+                f"{what} holds {len(value):,} items; the limit is {MAX_LIST_ITEMS:,}"
+            )
+        for item in value:
+            if isinstance(item, str) and len(item) > MAX_LIST_ITEM_CHARS:
+                raise ValidationError(
+                    f"an item of {what} is {len(item):,} characters;"
+                    f" the limit is {MAX_LIST_ITEM_CHARS:,}"
+                )
+    return value
+
+
+def check_reason(value: Any) -> str | None:
+    """An invalidation reason: a string, redacted, at most `MAX_REASON_CHARS`."""
+    if value is not None and not isinstance(value, str):
+        raise ValidationError("reason must be a string")
+    reason = safe_text(value or None, "reason")
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        raise ValidationError(
+            f"reason is {len(reason):,} characters; the limit is {MAX_REASON_CHARS:,}"
+        )
+    return reason
+
+
+def check_metadata(value: Any) -> str:
+    """Metadata as stored: redacted, a JSON object of at most `MAX_METADATA_BYTES`."""
+    safe = safe_json(value, "metadata")
+    if safe is not None:
+        if not isinstance(safe, Mapping):
+            raise ValidationError("metadata must be a JSON object")
+        try:  # NaN and Infinity are not JSON: an export holding them would not import
+            json.dumps(safe, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValidationError("metadata must be plain, finite JSON") from None
+    out = json_dict(safe)
+    size = len(out.encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise ValidationError(
+            f"metadata is {size:,} bytes of JSON; the limit is {MAX_METADATA_BYTES:,}"
+        )
+    return out
+
+
 def content_hash(content: str) -> str:
     """Hash of the content with case and whitespace folded, for exact-duplicate detection."""
     norm = " ".join(fuzzy.fold(content).split())
@@ -204,6 +279,10 @@ def pack_embedding(vec: Sequence[float] | bytes | None) -> bytes | None:
     )
     if len(blob) > MAX_EMBEDDING_BYTES or len(blob) % 4:
         raise ValidationError("embedding must be packed float32 and at most 1 MB")
+    if len(blob) // 4 > MAX_DIMENSIONS:
+        raise ValidationError(
+            f"embedding has {len(blob) // 4:,} dimensions; the limit is {MAX_DIMENSIONS:,}"
+        )
     return blob
 
 
@@ -234,6 +313,11 @@ def check_content(content: Any, what: str = "content") -> str:
         raise ValidationError(
             f"{what} holds a private key; store where the key lives instead, not the key"
         )
+    if len(redacted) > MAX_CONTENT_CHARS:  # [REDACTED] is longer than a short password
+        raise ValidationError(
+            f"{what} is {len(redacted):,} characters once credentials are redacted;"
+            f" the limit is {MAX_CONTENT_CHARS:,}"
+        )
     return redacted
 
 
@@ -263,6 +347,13 @@ def check_identity(value: Any, what: str) -> Any:
     if isinstance(value, str) and value and _holds_secret(value):
         raise ValidationError(f"{what} looks like it holds a credential; refused")
     return value
+
+
+def check_hints(hints: Any) -> Any:
+    """Hints as stored: each redacted, then within the list limits."""
+    if isinstance(hints, list | tuple):
+        hints = [safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
+    return check_list(hints, "hints")
 
 
 def safe_json(value: Any, what: str) -> Any:
@@ -313,16 +404,6 @@ def json_dict(value: Any, what: str = "metadata") -> str:
         raise ValidationError(f"{what} is not JSON-serializable: {exc}") from None
 
 
-# Limits on imported records (an export file is untrusted input: it may be hand-written).
-MAX_IMPORT_TEXT = 256  # source, session_id, entered_by, type, relation fields
-MAX_PROJECT_CHARS = 4_096  # a project key may be a folder path (PATH_MAX)
-MAX_IMPORT_REASON = 2_000  # invalidation_reason
-MAX_IMPORT_TAGS = 64  # tags per memory (each at most 64 characters, see _TAG)
-MAX_IMPORT_LIST = 1_000  # hints, source_message_ids, relations per memory
-MAX_IMPORT_LIST_ITEM = 2_000  # characters of one hint or source message id
-MAX_IMPORT_METADATA_BYTES = 65_536  # metadata as JSON
-MAX_IMPORT_COUNT = 2**31  # access_count
-MAX_IMPORT_DIMENSIONS = 8_192
 _IMPORT_TIMES = ("created_at", "updated_at", "accessed_at", "expires_at", "valid_until")
 
 
@@ -336,6 +417,23 @@ def check_identity_length(value: Any, key: str) -> None:
     limit = _identity_limit(key)
     if isinstance(value, str) and len(value) > limit:
         raise ValidationError(f"{key} is {len(value):,} characters; the limit is {limit}")
+
+
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_name(value: Any, key: str) -> None:
+    """Names a record is grouped and filed under (issue 18): none holds a control
+    character (NUL, a newline: it would forge log lines and break paths); a session id
+    or an agent name is also never a path (``/``, ``\\``, ``..``), as both end up in
+    file names and filters. A project may be a folder path, so only control characters
+    are refused there."""
+    if not isinstance(value, str) or not value:
+        return
+    if _CONTROL_CHARS.search(value):
+        raise ValidationError(f"{key} holds a control character (NUL, newline, ...); refused")
+    if key in ("session_id", "entered_by") and ("/" in value or "\\" in value or ".." in value):
+        raise ValidationError(f"{key} must not contain '/', '\\' or '..'")
 
 
 def _import_field_error(field: str, problem: str) -> ValidationError:
@@ -488,7 +586,7 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
     created = (
         parse_iso(data["created_at"], field="created_at") if data.get("created_at") else now_iso()
     )
-    tags = normalize_tags(data.get("tags"))
+    tags = check_tags(data.get("tags"))
     embedding = data.get("embedding")
     if isinstance(embedding, str):
         try:
@@ -507,17 +605,20 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
         summary = check_content(summary, "summary")
     for key in ("source", "entered_by", "project", "session_id"):
         check_identity_length(data.get(key), key)
+        check_name(data.get(key), key)
         check_identity(data.get(key), key)
-    hints = data.get("hints")
-    if isinstance(hints, list | tuple):
-        hints = [safe_text(h, "hints") if isinstance(h, str) else h for h in hints]
-    message_ids = data.get("source_message_ids")
+    hints = check_hints(data.get("hints"))
+    message_ids = check_list(data.get("source_message_ids"), "source_message_ids")
     if isinstance(message_ids, list | tuple):
         for mid_ in message_ids:
             check_identity(mid_, "source_message_ids")
     access_count = data.get("access_count") or 0
-    if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
-        raise ValidationError("access_count must be a non-negative integer")
+    if (
+        isinstance(access_count, bool)
+        or not isinstance(access_count, int)
+        or not 0 <= access_count <= MAX_ACCESS_COUNT
+    ):
+        raise ValidationError(f"access_count must be an integer from 0 to {MAX_ACCESS_COUNT}")
     opt_time = {
         key: parse_iso(data[key], field=key) if data.get(key) else None
         for key in ("expires_at", "valid_until", "accessed_at", "updated_at")
@@ -529,19 +630,19 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
         "summary": summary,
         "source": opt_text("source") or "manual",
         "confidence": confidence,
-        "metadata": json_dict(safe_json(data.get("metadata"), "metadata")),
+        "metadata": check_metadata(data.get("metadata")),
         "hints": json_list(hints, "hints"),
         "created_at": created,
         "updated_at": opt_time["updated_at"] or created,
         "accessed_at": opt_time["accessed_at"],
         "access_count": access_count,
         "valid_until": opt_time["valid_until"],
-        "invalidation_reason": safe_text(opt_text("invalidation_reason"), "invalidation_reason"),
+        "invalidation_reason": check_reason(opt_text("invalidation_reason")),
         "expires_at": opt_time["expires_at"],
         "entered_by": opt_text("entered_by"),
         "project": opt_text("project"),
         "session_id": opt_text("session_id"),
-        "source_message_ids": json_list(data.get("source_message_ids"), "source_message_ids"),
+        "source_message_ids": json_list(message_ids, "source_message_ids"),
         "content_hash": content_hash(content),
         "tags": tags,
         "tag_text": " ".join(tags),

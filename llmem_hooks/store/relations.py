@@ -14,7 +14,14 @@ if TYPE_CHECKING:
 from ..errors import NotFoundError, ValidationError
 from ..timestamps import now_iso, parse_iso
 from .db import transaction
-from .records import MAX_TRAVERSAL_DEPTH, RELATION_TYPES, TARGET_TYPES, check_id, check_identity
+from .records import (
+    MAX_LIST_ITEMS,
+    MAX_TRAVERSAL_DEPTH,
+    RELATION_TYPES,
+    TARGET_TYPES,
+    check_id,
+    check_identity,
+)
 
 
 def check_relation(
@@ -40,6 +47,16 @@ def check_relation(
     return (source_id, target_id, target_type, relation_type, when)
 
 
+def relation_room(conn: Any, source_id: str) -> bool:
+    """Whether ``source_id`` may have one more outgoing relation (`MAX_LIST_ITEMS`, the
+    limit import checks: a memory with more would make its export fail to import)."""
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM relations WHERE source_id = ? LIMIT ?)",
+        (source_id, MAX_LIST_ITEMS),
+    ).fetchone()
+    return int(row[0]) < MAX_LIST_ITEMS
+
+
 def add_relation(
     store: MemoryStore,
     source_id: str,
@@ -53,6 +70,10 @@ def add_relation(
         for mid in (source_id, target_id) if target_type == "memory" else (source_id,):
             if not store._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone():
                 raise NotFoundError(f"no memory with id {mid}")
+        if not relation_room(store._conn, source_id):
+            raise ValidationError(
+                f"memory {source_id} has {MAX_LIST_ITEMS:,} relations; the limit per memory"
+            )
         store._conn.execute(
             "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
             " created_at) VALUES (?, ?, ?, ?, ?)",
