@@ -241,7 +241,7 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
             f"kept {keep}, {cap}"
         )
         if ep.get("retention_skipped") or ep.get("retention_pruned"):
-            typer.echo(
+            echo(
                 f"{bullet}retention kept out {ep.get('retention_skipped', 0):,} old exchange(s)"
                 f" and deleted {ep.get('retention_pruned', 0):,} episode(s)"
             )
