@@ -27,16 +27,18 @@ import logging
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import fuzzy
 from .config import RetrievalSettings
-from .errors import SearchError, ValidationError
+from .errors import SearchError, SearchTimeout, ValidationError
 from .passages import fit
 from .query import ParsedQuery, parse_query, quote, words
 from .store import Memory, MemoryFilter, MemoryStore, pack_embedding
+from .store.db import is_interrupted
 
 if TYPE_CHECKING:
     from .embed import Embedder
@@ -54,6 +56,7 @@ DEFAULT_RRF_K = 10
 # the customary 60 flattens the model's order until it hardly matters).
 DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
 FUZZY_MIN_RESULTS = 5
+SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._bounded`)
 MAX_WORD_COMBINATIONS = 4
 COMMON_WORD_SHARE = 0.02
 COMMON_WORD_FLOOR = 500
@@ -226,6 +229,7 @@ class Retriever:
         fuzzy_threshold: float = fuzzy.DEFAULT_THRESHOLD,
         type_priority: Mapping[str, float] | None = None,
         clock: Callable[[], datetime] | None = None,
+        time_limit: float | None = SEARCH_TIME_LIMIT_S,
     ) -> None:
         for name, value in (
             ("alpha", alpha),
@@ -243,6 +247,7 @@ class Retriever:
         self.fuzzy_threshold = fuzzy_threshold
         self.type_priority = dict(type_priority or DEFAULT_TYPE_PRIORITY)
         self._clock = clock or (lambda: datetime.now(UTC))
+        self.time_limit = time_limit
 
     @classmethod
     def from_settings(
@@ -366,18 +371,19 @@ class Retriever:
         fts_hits: list[SearchHit] = []
         sem_hits: list[SearchHit] = []
         parsed = parse_query(query)
-        authors = self._authors_named(parsed)
-        if search_mode in ("fts", "hybrid"):
-            fts_hits = self._fts(
-                parsed,
-                flt,
-                pool,
-                fuzzy,
-                self.fuzzy_threshold if threshold is None else threshold,
-            )
-            fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
-        if search_mode in ("semantic", "hybrid"):
-            sem_hits = self._semantic(query, flt, pool)
+        with self._bounded():
+            authors = self._authors_named(parsed)
+            if search_mode in ("fts", "hybrid"):
+                fts_hits = self._fts(
+                    parsed,
+                    flt,
+                    pool,
+                    fuzzy,
+                    self.fuzzy_threshold if threshold is None else threshold,
+                )
+                fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
+            if search_mode in ("semantic", "hybrid"):
+                sem_hits = self._semantic(query, flt, pool)
         if search_mode == "fts":
             alpha = 0.0
         elif search_mode == "semantic":
@@ -387,6 +393,21 @@ class Retriever:
         if track_access and results:
             self.store.touch_batch([h.id for h in results])
         return results
+
+    @contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """The search's statements under `time_limit` seconds (SQLite's progress handler,
+        `MemoryStore.time_limit`); one cut off is a `SearchTimeout`, not a 40 s wait."""
+        try:
+            with self.store.time_limit(self.time_limit):
+                yield
+        except Exception as exc:
+            if not is_interrupted(exc):
+                raise
+            raise SearchTimeout(
+                f"the search took longer than {self.time_limit:g} s and was stopped;"
+                " search for fewer or rarer words"
+            ) from None
 
     def format_context(self, query: str, budget_chars: int = 4000, **kwargs: Any) -> str:
         """Search results as a markdown list an LLM reads well, cut at ``budget_chars``

@@ -22,6 +22,13 @@ Per-prompt recall, step by step (`recall`):
 4. one line per hit, ``- [<short id>] (<type>, <date>) <text>``, best first, within
    ``recall.budget_tokens`` (~4 characters a token), between ``<llmem-recall>`` lines
    that `extraction.transcript` strips, so the block is never learned back.
+
+Reads run on a read-only connection of their own (`_reading`: a small pool of read-only
+`MemoryStore`s on the same file; WAL lets them read side by side), so a costly search on
+one link never waits for, or holds up, a recall on another; writes (what recall gave a
+session, ``remember``, ``forget``) go through the service's one store. Each search stops
+after `Retriever.time_limit` seconds (SQLite's progress handler): ``search`` answers
+``bad_params`` with the reason, ``recall`` answers nothing (reason ``too_slow``).
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -40,12 +48,12 @@ from typing import TYPE_CHECKING, Any
 from . import service_protocol as proto
 from .config import Config, RecallSettings
 from .context import context_entry, context_path
-from .errors import LLMemError, NotFoundError, ValidationError
+from .errors import LLMemError, NotFoundError, SearchTimeout, ValidationError
 from .extraction.transcript import RECALL_CLOSE, RECALL_OPEN
 from .passages import excerpt
 from .paths import get_context_dir, read_regular_file
 from .project import project_key
-from .query import STOP_WORDS, parse_query, quote, words
+from .query import MAX_QUERY_CHARS, STOP_WORDS, parse_query, quote, words
 from .redact import find_secrets
 from .retrieve import Retriever, SearchHit, coverage_counter
 from .store import MemoryFilter, MemoryStore
@@ -70,6 +78,8 @@ GIVEN_RETENTION_DAYS = 30
 DF_CACHE_S = 300.0  # how long a word's memory count is reused
 DF_CACHE_MAX = 20_000
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
+MAX_IDLE_READERS = 4  # read connections kept open between requests
+STATUS_COUNT_TTL_S = 30.0  # `status` recounts the memories at most this often
 # Small talk: words that carry no topic of their own ("thanks, continue", "great work";
 # bench/recall_floor.py's small-talk prompts).
 FILLER_WORDS = frozenset(
@@ -171,8 +181,12 @@ class QueryService:
         embedder: EmbeddingEngine | None = None,
         served_by: str = "in-process",
         owns_store: bool = False,
+        readers: bool | None = None,
     ) -> None:
         self.store = store
+        # Read connections of its own (`_reading`): by default when the store is its own
+        # (a caller's store is shared as given: the caller closes what it opened).
+        self._use_readers = owns_store if readers is None else readers
         self.settings = Config.coerce(config)
         self.recall_settings: RecallSettings = self.settings.recall
         self.embedder = embedder
@@ -184,6 +198,10 @@ class QueryService:
         self._lock = threading.Lock()
         self._context_lines: dict[str, tuple[int, frozenset[str]]] = {}
         self._df: dict[str, tuple[int, float]] = {}
+        self._idle: list[tuple[MemoryStore, Retriever]] = []
+        self._local = threading.local()  # the reader this thread's request holds
+        self._closed = False
+        self._count: tuple[int, float, int] | None = None  # (count, when, max seq then)
 
     @classmethod
     def open(
@@ -212,10 +230,71 @@ class QueryService:
         return cls(store, settings, embedder=embedder, served_by=served_by, owns_store=True)
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for store, _ in idle:
+            store.close()
         if self.embedder is not None:
             self.embedder.close()
         if self._owns_store:
             self.store.close()
+
+    # -- read connections -------------------------------------------------------------
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Run this request's reads on a read-only store of its own (module doc): taken
+        from the idle ones or opened, given back after. A store in memory (tests) or one
+        whose twin cannot open is shared instead (one connection behind its lock)."""
+        if getattr(self._local, "reader", None) is not None:
+            yield  # nested: the request holds one already
+            return
+        with self._lock:
+            reader = self._idle.pop() if self._idle else None
+        if reader is None:
+            reader = self._open_reader()
+        elif self.embedder is not None:
+            reader[0].vectors.refresh()  # the writer may have set the index up since
+        self._local.reader = reader
+        try:
+            yield
+        finally:
+            self._local.reader = None
+            if reader[0] is not self.store:
+                with self._lock:
+                    keep = not self._closed and len(self._idle) < MAX_IDLE_READERS
+                    if keep:
+                        self._idle.append(reader)
+                if not keep:
+                    reader[0].close()
+
+    def _open_reader(self) -> tuple[MemoryStore, Retriever]:
+        if not self._use_readers or str(self.store.db_path) == ":memory:":
+            return self.store, self.retriever
+        try:
+            store = MemoryStore(
+                self.store.db_path,
+                read_only=True,
+                load_vec=self.store.vectors.enabled,
+                prefilter_threshold=self.store.vectors.prefilter_threshold,
+            )
+        except Exception as exc:  # e.g. a schema the writer has not upgraded yet
+            log.debug("query service: no read connection of its own: %s", exc)
+            return self.store, self.retriever
+        retriever = Retriever.from_settings(store, self.settings.retrieval, self.embedder)
+        retriever.time_limit = self.retriever.time_limit
+        return store, retriever
+
+    @property
+    def _rstore(self) -> MemoryStore:
+        """The store this thread reads from: its request's reader, else the main one."""
+        reader = getattr(self._local, "reader", None)
+        return self.store if reader is None else reader[0]
+
+    @property
+    def _rretriever(self) -> Retriever:
+        reader = getattr(self._local, "reader", None)
+        return self.retriever if reader is None else reader[1]
 
     def __enter__(self) -> QueryService:
         return self
@@ -272,7 +351,7 @@ class QueryService:
         if directory is not None:
             return project_key(_text(directory, "directory", 4096))
         if session_id:
-            rec = session_state.find(self.store, session_id)
+            rec = session_state.find(self._rstore, session_id)
             if rec is not None:
                 return rec.project
         return None
@@ -291,17 +370,16 @@ class QueryService:
 
     def _find(self, query: str, flt: MemoryFilter, limit: int) -> list[SearchHit]:
         mode = self._mode(query)
+        retriever = self._rretriever
         try:
-            return self.retriever.find(
-                query, flt, limit=limit, search_mode=mode, track_access=False
-            )
-        except ValidationError:
+            return retriever.find(query, flt, limit=limit, search_mode=mode, track_access=False)
+        except (ValidationError, SearchTimeout):
             raise
         except Exception as exc:
             if mode == "fts":
                 raise
             log.debug("semantic search failed, keyword only: %s", exc)
-            return self.retriever.find(
+            return retriever.find(
                 query, flt, limit=limit, search_mode="fts", track_access=False
             )
 
@@ -316,6 +394,21 @@ class QueryService:
     ) -> dict[str, Any]:
         """The block to put in front of ``prompt``: ``{"block": str ("" for nothing),
         "ids": [short ids], "memory_ids": [full ids], "tokens": int, "reason": str}``."""
+        with self._reading():
+            try:
+                return self._recall(session_id, prompt, project, directory, budget_tokens)
+            except SearchTimeout as exc:
+                log.info("recall: %s", exc)
+                return _nothing("too_slow")
+
+    def _recall(
+        self,
+        session_id: str,
+        prompt: str,
+        project: str | None,
+        directory: str | None,
+        budget_tokens: int | None,
+    ) -> dict[str, Any]:
         session_id = _text(session_id, "session_id", 500)
         prompt = _require(prompt, "prompt", str)
         cfg = self.recall_settings
@@ -328,7 +421,7 @@ class QueryService:
         if not self._passes_floor(terms, df):
             return _nothing("below_floor")
         scope = self.scope(project, directory, session_id)
-        exclude = given.given_ids(self.store, session_id)
+        exclude = given.given_ids(self._rstore, session_id)
         flt = MemoryFilter(project=scope, exclude_ids=tuple(exclude))
         query = " ".join(self._search_words(terms, df))
         hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
@@ -370,7 +463,7 @@ class QueryService:
             if hit is not None and now - hit[1] < DF_CACHE_S:
                 out[term] = hit[0]
                 continue
-            out[term] = self.store.count_matching(quote(term))
+            out[term] = self._rstore.count_matching(quote(term))
             with self._lock:
                 if len(self._df) > DF_CACHE_MAX:
                     self._df.clear()
@@ -378,7 +471,7 @@ class QueryService:
         return out
 
     def _cap(self, share: float) -> float:
-        return max(RARE_MIN_COUNT, share * self.store.size_hint())
+        return max(RARE_MIN_COUNT, share * self._rstore.size_hint())
 
     def _passes_floor(self, terms: Sequence[str], df: Mapping[str, int]) -> bool:
         """Enough topic to search on: `min_content_words` content words, or a rare one
@@ -459,7 +552,7 @@ class QueryService:
             log.warning("recall: could not record what session %s was given: %s", session_id, exc)
 
     def _short(self, memory_id: str) -> str:
-        return given.short_id(self.store, memory_id)
+        return given.short_id(self._rstore, memory_id)
 
     # -- agent tools ----------------------------------------------------------------------
     def search(
@@ -472,14 +565,18 @@ class QueryService:
     ) -> dict[str, Any]:
         """``{"results": [{"id", "type", "line", "session_id", "created_at"}]}``, best
         first; the caller's project plus global memories."""
-        query = _text(query, "query", proto.MAX_LINE_BYTES)
+        query = _text(query, "query", MAX_QUERY_CHARS)
         limit = _bounded(limit, "limit", 1, MAX_LIMIT)
         if type is not None:
             type = _text(type, "type", 100)
-        flt = MemoryFilter(type=type, project=self.scope(project, directory))
-        hits = self._find(query, flt, limit)
-        terms = parse_query(query).terms
-        return {"results": [self._line(h.memory, terms) for h in hits]}
+        with self._reading():
+            flt = MemoryFilter(type=type, project=self.scope(project, directory))
+            try:
+                hits = self._find(query, flt, limit)
+            except SearchTimeout as exc:
+                raise ServiceError(proto.BAD_PARAMS, str(exc)) from None
+            terms = parse_query(query).terms
+            return {"results": [self._line(h.memory, terms) for h in hits]}
 
     def _line(self, mem: Mapping[str, Any], terms: Sequence[str] = ()) -> dict[str, Any]:
         return {
@@ -604,12 +701,14 @@ class QueryService:
         "recall": {"enabled", "budget_tokens"}, "uptime_s"}``."""
         from . import __version__
 
+        with self._reading():
+            memories = self._memory_count()
         return {
             "version": __version__,
             "protocol": proto.PROTOCOL_VERSION,
             "served_by": self.served_by,
             "pid": os.getpid(),
-            "memories": self.store.count(),
+            "memories": memories,
             "embedder": self.embedder is not None,
             "recall": {
                 "enabled": self.recall_settings.enabled,
@@ -617,6 +716,24 @@ class QueryService:
             },
             "uptime_s": round(time.monotonic() - self.started, 1),
         }
+
+
+    def _memory_count(self) -> int:
+        """The valid memories, cheaply: counting them reads every row (~100 ms at 110k),
+        so the count is redone at most every `STATUS_COUNT_TTL_S`; in between, the rows
+        added since (the highest row number, O(1)) are added to it. A memory forgotten
+        meanwhile shows up at the next count (docs/query-service.md)."""
+        store = self._rstore
+        top = store.size_hint()
+        now = time.monotonic()
+        with self._lock:
+            cached = self._count
+        if cached is not None and now - cached[1] < STATUS_COUNT_TTL_S:
+            return cached[0] + max(0, top - cached[2])
+        count = store.count()
+        with self._lock:
+            self._count = (count, now, top)
+        return count
 
 
 def _coverage(parsed: Any, covered: Callable[[Any], int], hit: SearchHit) -> float:

@@ -27,7 +27,7 @@ from ..paths import FILE_MODE, ensure_private_dir, get_db_path
 from ..registry import check_memory_type, register_memory_type
 from ..timestamps import now_iso, parse_iso
 from . import archive, inbox, relations, sessions, vectors, vocabulary
-from .db import connect, connect_readonly, is_sqlite_file, transaction
+from .db import connect, connect_readonly, is_sqlite_file, time_limit, transaction
 from .migrations import migrate, schema_lag
 from .records import (
     DEFAULT_CONFIDENCE,
@@ -201,6 +201,11 @@ class MemoryStore:
         (a hook with a deadline shortens it)."""
         with self._lock:
             self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(ms))}")
+
+    def time_limit(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:
+        """This store's statements abort after ``seconds`` (`db.time_limit`): a search's
+        bound, so one costly query cannot hold the connection for long."""
+        return time_limit(self._conn, seconds)
 
     def close(self) -> None:
         with self._lock:
