@@ -175,7 +175,8 @@ def main() -> None:
     if args.vocab == "realistic":
         db = question_speed.db_path(args.memories, args.episodes, args.work, args.vocab)
         shares = word_shares(db)
-        print("everyday words, share of rows: " + ", ".join(f"{w} {v:.0%}" for w, v in shares.items()))
+        listed = ", ".join(f"{w} {v:.0%}" for w, v in shares.items())
+        print(f"everyday words, share of rows: {listed}")
     print("| query | calls | p50 ms | p95 ms | max ms |")
     print("|---|---:|---:|---:|---:|")
     for name, m in res.items():

@@ -379,9 +379,7 @@ class QueryService:
             if mode == "fts":
                 raise
             log.debug("semantic search failed, keyword only: %s", exc)
-            return retriever.find(
-                query, flt, limit=limit, search_mode="fts", track_access=False
-            )
+            return retriever.find(query, flt, limit=limit, search_mode="fts", track_access=False)
 
     # -- recall -------------------------------------------------------------------------
     def recall(
@@ -716,7 +714,6 @@ class QueryService:
             },
             "uptime_s": round(time.monotonic() - self.started, 1),
         }
-
 
     def _memory_count(self) -> int:
         """The valid memories, cheaply: counting them reads every row (~100 ms at 110k),
