@@ -52,10 +52,10 @@ CONFIG = {"ollama": {"enabled": False}}
 # What a real prompt adds to its topic (``--vocab realistic``): everyday words only.
 PROMPT_CLAUSES = (
     "I kept getting this error after the change.",
-    "I ran the tests again and the build still fails.",
-    "can you look at the code first and check the file?",
+    "I ran it again and it still fails.",
+    "can you look at the code first?",
     "the function works now, but I made a new change.",
-    "I updated the file and kept the old output.",
+    "I updated the script and kept the old output.",
     "",
 )
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -60,6 +62,11 @@ SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._b
 MAX_WORD_COMBINATIONS = 4
 COMMON_WORD_SHARE = 0.02
 COMMON_WORD_FLOOR = 500
+# A word form or synonym (`lexicon`) in more than this share of the memories is not
+# searched for ("keeps" is widened to "kept" only while "kept" says something).
+ALTERNATIVE_SHARE = 0.2
+DF_CACHE_S = 300.0  # how long a count of `DocCounts` is reused
+DF_CACHE_MAX = 20_000
 SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
 DEFAULT_TYPE_PRIORITY: dict[str, float] = {
     "decision": 1.2,
@@ -134,6 +141,32 @@ class SearchHit:
             if value is not None:
                 out[key] = value
         return out
+
+
+class DocCounts:
+    """How many memories match an FTS5 expression (a word and its stems), counted only
+    up to the cap the caller decides with and cached for `DF_CACHE_S`: counting a common
+    word costs milliseconds every time, and the answer ("more than the cap") changes
+    slowly. Thread-safe; the query service shares one between its read connections."""
+
+    def __init__(self, ttl: float = DF_CACHE_S) -> None:
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._counts: dict[str, tuple[int, bool, float]] = {}  # match -> n, capped, when
+
+    def count(self, store: MemoryStore, match: str, cap: int) -> int:
+        """The number of matches, or ``cap + 1`` when there are more than ``cap``."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._counts.get(match)
+        if hit is not None and now - hit[2] < self.ttl and (not hit[1] or hit[0] > cap):
+            return min(hit[0], cap + 1)
+        n = store.count_matching(match, limit=cap + 1)
+        with self._lock:
+            if len(self._counts) >= DF_CACHE_MAX:
+                self._counts.clear()
+            self._counts[match] = (n, n > cap, now)
+        return n
 
 
 def attach_passages(hits: Sequence[SearchHit], query: str, budget: int) -> None:
@@ -248,6 +281,8 @@ class Retriever:
         self.type_priority = dict(type_priority or DEFAULT_TYPE_PRIORITY)
         self._clock = clock or (lambda: datetime.now(UTC))
         self.time_limit = time_limit
+        self.counts = DocCounts()
+        self.alternative_share = ALTERNATIVE_SHARE
 
     @classmethod
     def from_settings(
@@ -429,6 +464,8 @@ class Retriever:
     ) -> list[SearchHit]:
         if not parsed.strict_match:
             return []
+        if not parsed.explicit and self._drop_common_alternatives(parsed):
+            parsed.strict_match = parsed.all_of(parsed.terms)
         corrected: dict[str, list[str]] = {}
         if use_fuzzy is not False and not parsed.explicit:
             # A word no memory contains is most likely a typo ("dokcer"): widen it to its
@@ -480,6 +517,23 @@ class Retriever:
                 hit.corrections = corrections
                 hits.append(hit)
         return hits
+
+    def _cap(self, share: float) -> int:
+        return int(max(COMMON_WORD_FLOOR, share * self.store.size_hint()))
+
+    def _drop_common_alternatives(self, parsed: ParsedQuery) -> bool:
+        """Leave out the other forms and synonyms of a question's words that are in more
+        than `alternative_share` of the memories (never fewer than `COMMON_WORD_FLOOR`):
+        they say little, and each costs FTS5 a ranking of every memory that holds it
+        ("keeps" -> "kept" in two rows of three). True when one was dropped."""
+        cap = self._cap(self.alternative_share)
+        dropped = False
+        for term, alts in list(parsed.alternatives.items()):
+            kept = [a for a in alts if self.counts.count(self.store, quote(a), cap) <= cap]
+            if len(kept) < len(alts):
+                dropped = True
+                parsed.alternatives[term] = kept
+        return dropped
 
     def _authors_named(self, parsed: ParsedQuery) -> set[str]:
         """The question's words that name a stored author (``entered_by``: a person, a
@@ -540,8 +594,8 @@ class Retriever:
             if math.comb(k, m) > MAX_WORD_COMBINATIONS:
                 break
             yield parsed.at_least(m)
-        df = {t: self.store.count_matching(parsed.group(t)) for t in parsed.terms}
-        cap = max(COMMON_WORD_FLOOR, COMMON_WORD_SHARE * self.store.size_hint())
+        cap = self._cap(COMMON_WORD_SHARE)
+        df = {t: self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms}
         rare = [t for t in parsed.terms if 0 < df[t] <= cap]
         if not rare:
             present = [t for t in parsed.terms if df[t] > 0]

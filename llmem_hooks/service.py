@@ -55,7 +55,7 @@ from .paths import get_context_dir, read_regular_file
 from .project import project_key
 from .query import MAX_QUERY_CHARS, STOP_WORDS, parse_query, quote, words
 from .redact import find_secrets
-from .retrieve import Retriever, SearchHit, coverage_counter
+from .retrieve import DocCounts, Retriever, SearchHit, coverage_counter
 from .store import MemoryFilter, MemoryStore
 from .store import recall as given
 from .store import sessions as session_state
@@ -75,8 +75,6 @@ MAX_GET_IDS = 20
 MAX_LIMIT = 50
 MAX_AROUND = 20
 GIVEN_RETENTION_DAYS = 30
-DF_CACHE_S = 300.0  # how long a word's memory count is reused
-DF_CACHE_MAX = 20_000
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
 MAX_IDLE_READERS = 4  # read connections kept open between requests
 STATUS_COUNT_TTL_S = 30.0  # `status` recounts the memories at most this often
@@ -192,12 +190,12 @@ class QueryService:
         self.embedder = embedder
         self.served_by = served_by
         self._owns_store = owns_store
-        self.retriever = Retriever.from_settings(store, self.settings.retrieval, embedder)
+        self._counts = DocCounts()
+        self.retriever = self._retriever(store)
         self.context_dir = get_context_dir(self.settings.context.dir)
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._context_lines: dict[str, tuple[int, frozenset[str]]] = {}
-        self._df: dict[str, tuple[int, float]] = {}
         self._idle: list[tuple[MemoryStore, Retriever]] = []
         self._local = threading.local()  # the reader this thread's request holds
         self._closed = False
@@ -281,9 +279,16 @@ class QueryService:
         except Exception as exc:  # e.g. a schema the writer has not upgraded yet
             log.debug("query service: no read connection of its own: %s", exc)
             return self.store, self.retriever
-        retriever = Retriever.from_settings(store, self.settings.retrieval, self.embedder)
+        retriever = self._retriever(store)
         retriever.time_limit = self.retriever.time_limit
         return store, retriever
+
+    def _retriever(self, store: MemoryStore) -> Retriever:
+        """A retriever on ``store`` sharing the service's word counts (`DocCounts`)."""
+        retriever = Retriever.from_settings(store, self.settings.retrieval, self.embedder)
+        retriever.counts = self._counts
+        retriever.alternative_share = self.recall_settings.common_word_share
+        return retriever
 
     @property
     def _rstore(self) -> MemoryStore:
@@ -451,22 +456,11 @@ class QueryService:
         }
 
     def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many memories hold each word (stems count), from a cache the warm sidecar
-        keeps for `DF_CACHE_S`: counting a common word costs milliseconds every time."""
-        now = time.monotonic()
-        out: dict[str, int] = {}
-        for term in terms:
-            with self._lock:
-                hit = self._df.get(term)
-            if hit is not None and now - hit[1] < DF_CACHE_S:
-                out[term] = hit[0]
-                continue
-            out[term] = self._rstore.count_matching(quote(term))
-            with self._lock:
-                if len(self._df) > DF_CACHE_MAX:
-                    self._df.clear()
-                self._df[term] = (out[term], now)
-        return out
+        """How many memories hold each word (stems count), counted up to the common-word
+        cap (more is "common" whatever the number) and cached in the warm sidecar
+        (`DocCounts`)."""
+        cap = int(self._cap(self.recall_settings.common_word_share))
+        return {t: self._counts.count(self._rstore, quote(t), cap) for t in terms}
 
     def _cap(self, share: float) -> float:
         return max(RARE_MIN_COUNT, share * self._rstore.size_hint())

@@ -623,12 +623,19 @@ class MemoryStore:
         with self._lock:
             return self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
 
-    def count_matching(self, match: str) -> int:
-        """How many memories (valid or not) match an FTS5 expression; cheap, no ranking."""
+    def count_matching(self, match: str, limit: int | None = None) -> int:
+        """How many memories (valid or not) match an FTS5 expression; cheap, no ranking.
+        ``limit``: stop counting there (a common word costs no more than that)."""
+        expr = f"{FTS_TEXT_COLUMNS} : ({match})"
         with self._lock:
+            if limit is None:
+                return self._conn.execute(
+                    "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (expr,)
+                ).fetchone()[0]
             return self._conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                (f"{FTS_TEXT_COLUMNS} : ({match})",),
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
+                " LIMIT ?)",
+                (expr, max(0, int(limit))),
             ).fetchone()[0]
 
     def has_author(self, names: Sequence[str]) -> bool:
