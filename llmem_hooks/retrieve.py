@@ -23,6 +23,7 @@ memories may match is one `MemoryFilter` (``filter=``); the reference's filter k
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -65,6 +66,7 @@ COMMON_WORD_FLOOR = 500
 # A word form or synonym (`lexicon`) in more than this share of the memories is not
 # searched for ("keeps" is widened to "kept" only while "kept" says something).
 ALTERNATIVE_SHARE = 0.2
+RELAX_BUDGET_FACTOR = 10  # see `Retriever._too_costly`
 DF_CACHE_S = 300.0  # how long a count of `DocCounts` is reused
 DF_CACHE_MAX = 20_000
 SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
@@ -95,6 +97,7 @@ FILTER_KEYWORDS = {
 }
 
 Match = Literal["fts", "fuzzy", "semantic"]
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"')  # a quoted FTS5 string
 PASSAGE_HITS = 5  # the results that share the passage budget (what a reader takes in)
 PASSAGE_TAIL_CHARS = 200  # what each later result shows at most
 
@@ -152,21 +155,43 @@ class DocCounts:
     def __init__(self, ttl: float = DF_CACHE_S) -> None:
         self.ttl = ttl
         self._lock = threading.Lock()
-        self._counts: dict[str, tuple[int, bool, float]] = {}  # match -> n, capped, when
+        # (match, project, project only) -> count, whether it was cut at a cap, when
+        self._counts: dict[tuple[str, str | None, bool], tuple[int, bool, float]] = {}
+        self._suggested: dict[tuple[str, float], tuple[list[str], float]] = {}
 
-    def count(self, store: MemoryStore, match: str, cap: int) -> int:
-        """The number of matches, or ``cap + 1`` when there are more than ``cap``."""
+    def count(
+        self, store: MemoryStore, match: str, cap: int, flt: MemoryFilter | None = None
+    ) -> int:
+        """The number of matches (within ``flt``'s project, if any; ``match`` "": the
+        project's rows), or ``cap + 1`` when there are more than ``cap``."""
+        key = (match, flt.project if flt else None, bool(flt and flt.project_only))
         now = time.monotonic()
         with self._lock:
-            hit = self._counts.get(match)
+            hit = self._counts.get(key)
         if hit is not None and now - hit[2] < self.ttl and (not hit[1] or hit[0] > cap):
             return min(hit[0], cap + 1)
-        n = store.count_matching(match, limit=cap + 1)
+        n = store.fts_count(match or None, flt, cap + 1)
         with self._lock:
             if len(self._counts) >= DF_CACHE_MAX:
                 self._counts.clear()
-            self._counts[match] = (n, n > cap, now)
+            self._counts[key] = (n, n > cap, now)
         return n
+
+    def suggestions(self, store: MemoryStore, term: str, threshold: float) -> list[str]:
+        """`MemoryStore.suggest_terms`, cached like the counts (scoring the vocabulary's
+        candidates in Python costs milliseconds a word)."""
+        key = (term, threshold)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._suggested.get(key)
+        if hit is not None and now - hit[1] < self.ttl:
+            return hit[0]
+        found = store.suggest_terms(term, threshold)
+        with self._lock:
+            if len(self._suggested) >= DF_CACHE_MAX:
+                self._suggested.clear()
+            self._suggested[key] = (found, now)
+        return found
 
 
 def attach_passages(hits: Sequence[SearchHit], query: str, budget: int) -> None:
@@ -283,6 +308,9 @@ class Retriever:
         self.time_limit = time_limit
         self.counts = DocCounts()
         self.alternative_share = ALTERNATIVE_SHARE
+        # Per-prompt recall sets it: a stage that would rank more rows than this (a
+        # common word) lists the newest matches unranked instead (`_stage`).
+        self.row_budget: int | None = None
 
     @classmethod
     def from_settings(
@@ -477,7 +505,7 @@ class Retriever:
             if corrected:
                 parsed.strict_match = parsed.all_of(parsed.terms)
         try:
-            rows = self.store.fts_search(parsed.strict_match, flt, pool)
+            rows = self._stage(parsed.strict_match, flt, pool)
         except Exception as exc:  # an FTS5 syntax error from an odd operator combination
             if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                 raise ValidationError(f"invalid search query {parsed.raw!r}: {exc}") from None
@@ -489,7 +517,7 @@ class Retriever:
         relaxed: list[SearchHit] = []
         want = pool - len(hits)
         for match in stages:
-            for row in self.store.fts_search(match, _excluding(flt, seen), want - len(relaxed)):
+            for row in self._stage(match, _excluding(flt, seen), want - len(relaxed)):
                 relaxed.append(_hit(row, "fts"))
                 seen.add(row["id"])
             if len(relaxed) >= want:
@@ -510,13 +538,48 @@ class Retriever:
         # but the memories say "docker").
         corrections = self._corrections(parsed.terms, threshold, known_too=True)
         if corrections:
-            for row in self.store.fts_search(
+            for row in self._stage(
                 parsed.any_of(parsed.terms, corrections), _excluding(flt, seen), pool
             ):
                 hit = _hit(row, "fuzzy")
                 hit.corrections = corrections
                 hits.append(hit)
         return hits
+
+    def _stage(self, match: str, flt: MemoryFilter, limit: int) -> list[dict[str, Any]]:
+        """One FTS stage: BM25-ranked, unless `row_budget` is set and ranking would cost
+        more: then the newest matches, which costs FTS5 ``limit`` rows. BM25's cost is
+        not the rows it ranks but every phrase's whole doclist (FTS5 counts each
+        phrase's rows for its IDF), the project scope's included: "gateway" in one
+        project ranks 665 rows and pays for 26,000. So the estimate is the sum of the
+        phrases' row counts (each counted up to the budget, cached)."""
+        budget = self.row_budget
+        if budget is None:
+            return self.store.fts_search(match, flt, limit)
+        cost = 0
+        for phrase in dict.fromkeys(_PHRASE.findall(match)):
+            cost += self.counts.count(self.store, f'"{phrase}"', budget)
+            if cost > budget:
+                break
+        if flt.project and cost <= budget:
+            cost += self.counts.count(self.store, "", budget, flt)  # the scope's phrases
+        return self.store.fts_search(match, flt, limit, ranked=cost <= budget)
+
+    def _too_costly(self, parsed: ParsedQuery) -> bool:
+        """With a `row_budget` (recall): whether the "m of k words" stage would read more
+        than `RELAX_BUDGET_FACTOR` budgets of rows. FTS5 reads each combination's
+        doclists again, whatever it finds: four 8,000-row words cost ~14 ms for nothing;
+        the any-word stage after it, ordered by how many of the words a hit holds, finds
+        the same memories through the rarer words."""
+        if self.row_budget is None:
+            return False
+        cap = RELAX_BUDGET_FACTOR * self.row_budget
+        total = 0
+        for t in parsed.terms:
+            total += self.counts.count(self.store, parsed.group(t), cap)
+            if total > cap:
+                return True
+        return False
 
     def _cap(self, share: float) -> int:
         return int(max(COMMON_WORD_FLOOR, share * self.store.size_hint()))
@@ -591,13 +654,15 @@ class Retriever:
         if parsed.explicit or k < 2:
             return
         for m in range(k - 1, 1, -1):
-            if math.comb(k, m) > MAX_WORD_COMBINATIONS:
+            if math.comb(k, m) > MAX_WORD_COMBINATIONS or self._too_costly(parsed):
                 break
             yield parsed.at_least(m)
         cap = self._cap(COMMON_WORD_SHARE)
         df = {t: self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms}
         rare = [t for t in parsed.terms if 0 < df[t] <= cap]
-        if not rare:
+        if not rare:  # the rarest of the common words: exact counts (cached)
+            top = self.store.size_hint()
+            df = {t: self.counts.count(self.store, parsed.group(t), top) for t in parsed.terms}
             present = [t for t in parsed.terms if df[t] > 0]
             rare = sorted(present, key=lambda t: df[t])[:1]
         if rare:
@@ -612,9 +677,14 @@ class Retriever:
         for term in terms:
             if fuzzy.extract_terms(term) != {term}:
                 continue
-            if not known_too and self.store.has_match(quote(term)):
-                continue
-            alts = self.store.suggest_terms(term, threshold)
+            if not known_too and self.counts.count(self.store, quote(term), 0) > 0:
+                continue  # a word some memory holds (cached: recall asks on every prompt)
+            cap = self._cap(self.alternative_share)
+            alts = [
+                a
+                for a in self.counts.suggestions(self.store, term, threshold)
+                if self.counts.count(self.store, quote(a), cap) <= cap
+            ]  # a common word is no correction worth its cost ("outdated" -> "updated")
             if alts:
                 out[term] = alts
         return out
@@ -753,18 +823,18 @@ def _stem(word: str) -> str:
     return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
 
 
+@functools.lru_cache(maxsize=4096)
+def _stems_pattern(alts: tuple[str, ...]) -> re.Pattern[str]:
+    """A word's stems as one pattern (compiled once: recall counts every hit)."""
+    return re.compile(
+        r"(?<!\w)(?:" + "|".join(re.escape(_stem(a)) for a in alts) + ")", re.IGNORECASE
+    )
+
+
 def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
     """A function giving how many of the question's words (or their synonyms) a memory
     holds; inflections count (listen ~ listens, deploy ~ deploying)."""
-    patterns = [
-        re.compile(
-            r"(?<!\w)(?:"
-            + "|".join(re.escape(_stem(a)) for a in (t, *parsed.alternatives.get(t, ())))
-            + ")",
-            re.IGNORECASE,
-        )
-        for t in parsed.terms
-    ]
+    patterns = [_stems_pattern((t, *parsed.alternatives.get(t, ()))) for t in parsed.terms]
 
     def count(mem: Mapping[str, Any]) -> int:
         tags = " ".join(mem.get("tags") or ())

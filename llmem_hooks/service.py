@@ -76,6 +76,7 @@ MAX_LIMIT = 50
 MAX_AROUND = 20
 GIVEN_RETENTION_DAYS = 30
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
+RECALL_ROW_BUDGET = 1_000  # a search stage ranks at most this many rows (`Retriever._stage`)
 MAX_IDLE_READERS = 4  # read connections kept open between requests
 STATUS_COUNT_TTL_S = 30.0  # `status` recounts the memories at most this often
 # Small talk: words that carry no topic of their own ("thanks, continue", "great work";
@@ -288,6 +289,7 @@ class QueryService:
         retriever = Retriever.from_settings(store, self.settings.retrieval, self.embedder)
         retriever.counts = self._counts
         retriever.alternative_share = self.recall_settings.common_word_share
+        retriever.row_budget = RECALL_ROW_BUDGET
         return retriever
 
     @property
@@ -484,7 +486,11 @@ class QueryService:
         The coverage floor still counts every word of the prompt."""
         cap = self._cap(self.recall_settings.common_word_share)
         kept = [t for t in terms if df[t] <= cap]
-        return kept or [min(terms, key=lambda t: df[t])]
+        if kept:
+            return kept
+        store = self._rstore
+        top = store.size_hint()  # exact counts (cached): `df` stops at the cap
+        return [min(terms, key=lambda t: self._counts.count(store, quote(t), top))]
 
     def _context_texts(self, session_id: str) -> frozenset[str]:
         """The entries of the session's start-of-session context file (what it was given

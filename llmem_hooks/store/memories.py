@@ -75,6 +75,19 @@ def _check_db_file(path: Path, read_only: bool) -> None:
         raise ValidationError(f"database: {path} is not an SQLite database; nothing was changed")
 
 
+def _scoped_match(match: str | None, flt: MemoryFilter) -> str:
+    """``match`` on the text columns, narrowed inside FTS5 to the filter's project and the
+    global memories (see m005_fts_scope; the SQL filter applies as well). ``match`` None:
+    the scope alone."""
+    if flt.project:
+        scopes = [f'"p{flt.project.encode().hex().upper()}"']
+        if not flt.project_only:
+            scopes.append('"global"')
+        scope = f"fts_scope : ({' OR '.join(scopes)})"
+        return scope if match is None else f"{FTS_TEXT_COLUMNS} : ({match}) AND {scope}"
+    return f"{FTS_TEXT_COLUMNS} : ({match})"
+
+
 class MemoryStore:
     """Memories in one SQLite file (default ``<LLMEM_HOME>/memory.db``).
 
@@ -582,35 +595,53 @@ class MemoryStore:
 
     # -- search and listing --------------------------------------------------------------
     def fts_search(
-        self, match: str, flt: MemoryFilter | None = None, limit: int = 10, offset: int = 0
+        self,
+        match: str,
+        flt: MemoryFilter | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        *,
+        ranked: bool = True,
     ) -> list[dict[str, Any]]:
         """Memories matching the FTS5 expression ``match``, best BM25 first.
 
         Each result carries ``_bm25`` (lower is better, as FTS5 reports it).
+        ``ranked=False``: newest first instead, with no BM25 (``_bm25`` None): FTS5 then
+        stops at ``limit`` instead of ranking every match (a common word's tens of
+        thousands cost tens of milliseconds).
         """
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
-        if flt.project:  # narrow inside FTS5 (see m005_fts_scope); the SQL filter stays
-            scopes = [f'"p{flt.project.encode().hex().upper()}"']
-            if not flt.project_only:
-                scopes.append('"global"')
-            match = f"{FTS_TEXT_COLUMNS} : ({match}) AND fts_scope : ({' OR '.join(scopes)})"
-        else:
-            match = f"{FTS_TEXT_COLUMNS} : ({match})"
+        order = "memories_fts.rank" if ranked else "memories_fts.rowid DESC"
+        bm25 = "memories_fts.rank" if ranked else "NULL"
         sql = (
             f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
-            "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
+            f"{bm25} AS _bm25 FROM memories_fts JOIN memories m "
             "ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
+            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY {order} LIMIT ? OFFSET ?"
         )
         with self._lock:
-            rows = self._conn.execute(sql, [match, *params, limit, offset]).fetchall()
+            rows = self._conn.execute(
+                sql, [_scoped_match(match, flt), *params, limit, offset]
+            ).fetchall()
         out = []
         for row in rows:
             mem = row_to_memory(row)
             mem["_bm25"] = mem.pop("_bm25")
             out.append(mem)
         return out
+
+    def fts_count(self, match: str | None, flt: MemoryFilter | None, limit: int) -> int:
+        """How many rows `fts_search` would see for ``match`` within ``flt``'s project
+        (the FTS5 side only: the SQL filter is not applied), counted up to ``limit``.
+        ``match`` None: the rows of the project's scope (its own and the global ones)."""
+        expr = _scoped_match(match, flt or MemoryFilter())
+        with self._lock:
+            return self._conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
+                " LIMIT ?)",
+                (expr, max(0, int(limit))),
+            ).fetchone()[0]
 
     def suggest_terms(self, term: str, threshold: float) -> list[str]:
         """Spellings close to ``term`` from the vocabulary of every memory's words (the
