@@ -78,7 +78,7 @@ GIVEN_RETENTION_DAYS = 30
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
 RECALL_ROW_BUDGET = 1_000  # a search stage ranks at most this many rows (`Retriever._stage`)
 MAX_IDLE_READERS = 4  # read connections kept open between requests
-STATUS_COUNT_TTL_S = 30.0  # `status` recounts the memories at most this often
+STATUS_COUNT_TTL_S = 300.0  # `status` recounts the memories at most this often
 # Small talk: words that carry no topic of their own ("thanks, continue", "great work";
 # bench/recall_floor.py's small-talk prompts).
 FILLER_WORDS = frozenset(

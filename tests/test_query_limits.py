@@ -172,7 +172,7 @@ def test_cli_search_over_the_bounds_is_one_line_and_exit_2(tmp_path: Path) -> No
 
 
 def test_status_counts_cheaply_and_stays_right(noisy_db: Path, llmem_home: Path) -> None:
-    """`status` recounts at most every 30 s; rows added in between are added to it."""
+    """`status` recounts at most every 5 minutes; rows added in between are added to it."""
     cfg = {"ollama": {"enabled": False}, "memory": {"db_path": str(noisy_db)}}
     with QueryService.open(cfg, embeddings=False) as service:
         first = service.status()["memories"]
