@@ -59,6 +59,7 @@ from .retrieve import DocCounts, Retriever, SearchHit, coverage_counter
 from .store import MemoryFilter, MemoryStore
 from .store import recall as given
 from .store import sessions as session_state
+from .store.db import is_interrupted
 from .timestamps import to_iso
 
 if TYPE_CHECKING:
@@ -400,10 +401,13 @@ class QueryService:
         """The block to put in front of ``prompt``: ``{"block": str ("" for nothing),
         "ids": [short ids], "memory_ids": [full ids], "tokens": int, "reason": str}``."""
         with self._reading():
-            try:
-                return self._recall(session_id, prompt, project, directory, budget_tokens)
-            except SearchTimeout as exc:
-                log.info("recall: %s", exc)
+            try:  # the whole recall's reads within the search's time limit
+                with self._rstore.time_limit(self._rretriever.time_limit):
+                    return self._recall(session_id, prompt, project, directory, budget_tokens)
+            except Exception as exc:
+                if not isinstance(exc, SearchTimeout) and not is_interrupted(exc):
+                    raise
+                log.info("recall stopped at its time limit: %s", exc)
                 return _nothing("too_slow")
 
     def _recall(
