@@ -66,7 +66,10 @@ COMMON_WORD_FLOOR = 500
 # A word form or synonym (`lexicon`) in more than this share of the memories is not
 # searched for ("keeps" is widened to "kept" only while "kept" says something).
 ALTERNATIVE_SHARE = 0.2
-RELAX_BUDGET_FACTOR = 10  # see `Retriever._too_costly`
+# A guessed spelling in more than this share is no correction: "outdated" is not
+# "updated" when every other row says "updated" (a typo of a common word, "dokcer", still
+# finds "docker" in a fifth of the rows).
+CORRECTION_SHARE = 0.4
 DF_CACHE_S = 300.0  # how long a count of `DocCounts` is reused
 DF_CACHE_MAX = 20_000
 SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
@@ -97,7 +100,6 @@ FILTER_KEYWORDS = {
 }
 
 Match = Literal["fts", "fuzzy", "semantic"]
-_PHRASE = re.compile(r'"((?:[^"]|"")*)"')  # a quoted FTS5 string
 PASSAGE_HITS = 5  # the results that share the passage budget (what a reader takes in)
 PASSAGE_TAIL_CHARS = 200  # what each later result shows at most
 
@@ -308,9 +310,9 @@ class Retriever:
         self.time_limit = time_limit
         self.counts = DocCounts()
         self.alternative_share = ALTERNATIVE_SHARE
-        # Per-prompt recall sets it: a stage that would rank more rows than this (a
-        # common word) lists the newest matches unranked instead (`_stage`).
-        self.row_budget: int | None = None
+        # Per-prompt recall sets it: a "m of k words" stage whose words hold more rows
+        # than this is skipped (`_too_costly`).
+        self.relax_budget: int | None = None
 
     @classmethod
     def from_settings(
@@ -505,7 +507,7 @@ class Retriever:
             if corrected:
                 parsed.strict_match = parsed.all_of(parsed.terms)
         try:
-            rows = self._stage(parsed.strict_match, flt, pool)
+            rows = self.store.fts_search(parsed.strict_match, flt, pool)
         except Exception as exc:  # an FTS5 syntax error from an odd operator combination
             if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                 raise ValidationError(f"invalid search query {parsed.raw!r}: {exc}") from None
@@ -517,7 +519,7 @@ class Retriever:
         relaxed: list[SearchHit] = []
         want = pool - len(hits)
         for match in stages:
-            for row in self._stage(match, _excluding(flt, seen), want - len(relaxed)):
+            for row in self.store.fts_search(match, _excluding(flt, seen), want - len(relaxed)):
                 relaxed.append(_hit(row, "fts"))
                 seen.add(row["id"])
             if len(relaxed) >= want:
@@ -538,7 +540,7 @@ class Retriever:
         # but the memories say "docker").
         corrections = self._corrections(parsed.terms, threshold, known_too=True)
         if corrections:
-            for row in self._stage(
+            for row in self.store.fts_search(
                 parsed.any_of(parsed.terms, corrections), _excluding(flt, seen), pool
             ):
                 hit = _hit(row, "fuzzy")
@@ -546,34 +548,15 @@ class Retriever:
                 hits.append(hit)
         return hits
 
-    def _stage(self, match: str, flt: MemoryFilter, limit: int) -> list[dict[str, Any]]:
-        """One FTS stage: BM25-ranked, unless `row_budget` is set and ranking would cost
-        more: then the newest matches, which costs FTS5 ``limit`` rows. BM25's cost is
-        not the rows it ranks but every phrase's whole doclist (FTS5 counts each
-        phrase's rows for its IDF), the project scope's included: "gateway" in one
-        project ranks 665 rows and pays for 26,000. So the estimate is the sum of the
-        phrases' row counts (each counted up to the budget, cached)."""
-        budget = self.row_budget
-        if budget is None:
-            return self.store.fts_search(match, flt, limit)
-        cost = 0
-        for phrase in dict.fromkeys(_PHRASE.findall(match)):
-            cost += self.counts.count(self.store, f'"{phrase}"', budget)
-            if cost > budget:
-                break
-        if flt.project and cost <= budget:
-            cost += self.counts.count(self.store, "", budget, flt)  # the scope's phrases
-        return self.store.fts_search(match, flt, limit, ranked=cost <= budget)
-
     def _too_costly(self, parsed: ParsedQuery) -> bool:
-        """With a `row_budget` (recall): whether the "m of k words" stage would read more
-        than `RELAX_BUDGET_FACTOR` budgets of rows. FTS5 reads each combination's
+        """With a `relax_budget` (recall): whether the "m of k words" stage would read
+        more rows than that. FTS5 reads each combination's
         doclists again, whatever it finds: four 8,000-row words cost ~14 ms for nothing;
         the any-word stage after it, ordered by how many of the words a hit holds, finds
         the same memories through the rarer words."""
-        if self.row_budget is None:
+        if self.relax_budget is None:
             return False
-        cap = RELAX_BUDGET_FACTOR * self.row_budget
+        cap = self.relax_budget
         total = 0
         for t in parsed.terms:
             total += self.counts.count(self.store, parsed.group(t), cap)
@@ -679,7 +662,7 @@ class Retriever:
                 continue
             if not known_too and self.counts.count(self.store, quote(term), 0) > 0:
                 continue  # a word some memory holds (cached: recall asks on every prompt)
-            cap = self._cap(self.alternative_share)
+            cap = self._cap(CORRECTION_SHARE)
             alts = [
                 a
                 for a in self.counts.suggestions(self.store, term, threshold)

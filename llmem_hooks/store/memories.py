@@ -600,25 +600,18 @@ class MemoryStore:
         flt: MemoryFilter | None = None,
         limit: int = 10,
         offset: int = 0,
-        *,
-        ranked: bool = True,
     ) -> list[dict[str, Any]]:
         """Memories matching the FTS5 expression ``match``, best BM25 first.
 
         Each result carries ``_bm25`` (lower is better, as FTS5 reports it).
-        ``ranked=False``: newest first instead, with no BM25 (``_bm25`` None): FTS5 then
-        stops at ``limit`` instead of ranking every match (a common word's tens of
-        thousands cost tens of milliseconds).
         """
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
-        order = "memories_fts.rank" if ranked else "memories_fts.rowid DESC"
-        bm25 = "memories_fts.rank" if ranked else "NULL"
         sql = (
             f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
-            f"{bm25} AS _bm25 FROM memories_fts JOIN memories m "
+            "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
             "ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY {order} LIMIT ? OFFSET ?"
+            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
         )
         with self._lock:
             rows = self._conn.execute(
