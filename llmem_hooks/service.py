@@ -227,7 +227,16 @@ class QueryService:
             given.prune_given(store, cutoff)
         except Exception as exc:  # a busy database: next time
             log.debug("recall_given retention skipped: %s", exc)
-        return cls(store, settings, embedder=embedder, served_by=served_by, owns_store=True)
+        # One call in a process (the in-process fallback) needs no second connection.
+        readers = served_by != "in-process"
+        return cls(
+            store,
+            settings,
+            embedder=embedder,
+            served_by=served_by,
+            owns_store=True,
+            readers=readers,
+        )
 
     def close(self) -> None:
         with self._lock:
