@@ -310,9 +310,6 @@ class Retriever:
         self.time_limit = time_limit
         self.counts = DocCounts()
         self.alternative_share = ALTERNATIVE_SHARE
-        # Per-prompt recall sets it: a "m of k words" stage whose words hold more rows
-        # than this is skipped (`_too_costly`).
-        self.relax_budget: int | None = None
 
     @classmethod
     def from_settings(
@@ -548,22 +545,6 @@ class Retriever:
                 hits.append(hit)
         return hits
 
-    def _too_costly(self, parsed: ParsedQuery) -> bool:
-        """With a `relax_budget` (recall): whether the "m of k words" stage would read
-        more rows than that. FTS5 reads each combination's
-        doclists again, whatever it finds: four 8,000-row words cost ~14 ms for nothing;
-        the any-word stage after it, ordered by how many of the words a hit holds, finds
-        the same memories through the rarer words."""
-        if self.relax_budget is None:
-            return False
-        cap = self.relax_budget
-        total = 0
-        for t in parsed.terms:
-            total += self.counts.count(self.store, parsed.group(t), cap)
-            if total > cap:
-                return True
-        return False
-
     def _cap(self, share: float) -> int:
         return int(max(COMMON_WORD_FLOOR, share * self.store.size_hint()))
 
@@ -637,7 +618,7 @@ class Retriever:
         if parsed.explicit or k < 2:
             return
         for m in range(k - 1, 1, -1):
-            if math.comb(k, m) > MAX_WORD_COMBINATIONS or self._too_costly(parsed):
+            if math.comb(k, m) > MAX_WORD_COMBINATIONS:
                 break
             yield parsed.at_least(m)
         cap = self._cap(COMMON_WORD_SHARE)

@@ -77,7 +77,6 @@ MAX_LIMIT = 50
 MAX_AROUND = 20
 GIVEN_RETENTION_DAYS = 30
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
-RECALL_RELAX_BUDGET = 30_000  # see `Retriever.relax_budget` (bench/recall_floor.py)
 MAX_IDLE_READERS = 4  # read connections kept open between requests
 STATUS_COUNT_TTL_S = 300.0  # `status` recounts the memories at most this often
 # Small talk: words that carry no topic of their own ("thanks, continue", "great work";
@@ -298,7 +297,6 @@ class QueryService:
         """A retriever on ``store`` sharing the service's word counts (`DocCounts`)."""
         retriever = Retriever.from_settings(store, self.settings.retrieval, self.embedder)
         retriever.counts = self._counts
-        retriever.relax_budget = RECALL_RELAX_BUDGET
         return retriever
 
     @property

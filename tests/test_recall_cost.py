@@ -66,23 +66,3 @@ def test_a_guessed_spelling_is_never_a_common_word(everyday_store: MemoryStore) 
     assert hits and "qemu emulator" in hits[0].memory["content"]
     searches = [sql for sql in seen if "MATCH" in sql and "ORDER BY" in sql]
     assert not any('"updated"' in sql for sql in searches)
-
-
-def test_the_m_of_k_stage_is_skipped_when_its_words_fill_the_store(
-    everyday_store: MemoryStore,
-) -> None:
-    """With a relax budget (recall's), "all words but one" is not tried when its words
-    hold more rows than the budget (FTS5 reads every combination's doclists again, for
-    nothing here); the any-word stage after it still finds the answer. Without one (the
-    CLI's search) the stage runs as before."""
-    question = "small change qemu zebra"  # no memory holds all four
-    retriever = Retriever(everyday_store)
-    seen = _traced(everyday_store)
-    retriever.find(question, search_mode="fts", track_access=False)
-    assert any(") OR (" in sql for sql in seen)  # the "3 of 4" combinations
-    seen.clear()
-    retriever.relax_budget = 1000
-    hits = retriever.find(question, search_mode="fts", track_access=False)
-    everyday_store.conn.set_trace_callback(None)
-    assert not any(") OR (" in sql for sql in seen if "ORDER BY" in sql)
-    assert any("qemu emulator" in h.memory["content"] for h in hits)
