@@ -169,8 +169,9 @@ def _id_list(value: Any, name: str = "ids") -> list[str]:
 
 
 class QueryService:
-    """The operations of the module doc over one `MemoryStore`. Thread-safe (the store
-    serializes its connection; the few caches here take their own lock)."""
+    """The operations of the module doc over one `MemoryStore`. Thread-safe: reads run on
+    a read-only connection per request in flight (`_reading`), writes on the store, which
+    serializes its connection; the few caches here take their own lock."""
 
     def __init__(
         self,
