@@ -40,6 +40,20 @@ from llmem_hooks.store import MemoryFilter
 
 CORPUS_VERSION = 3  # 2: episodes carry their context words; 3: fts_after
 SPEAKERS = ["user", "assistant", "reviewer", "alice", "bob"]
+# ``--vocab realistic``: the everyday words of developer talk, as an agent's transcripts
+# repeat them. Each sentence joins a row with probability `EVERYDAY_SHARE` and no word is
+# in two of them; a search also matches a row by its context columns (the exchange before
+# and after), so each word is found in about half of the rows (`recall_latency` prints
+# the shares). "kept", "ran", "made" are there on purpose: their other forms (keep, run,
+# make) are search synonyms (`lexicon.IRREGULAR_VERBS`).
+EVERYDAY = (
+    "I kept the change small and ran it again.",
+    "The output made a new error in the code.",
+    "Let me look at the function first; it works now.",
+    "Updated the script and added a note about it.",
+    "Still the same issue with the old version.",
+)
+EVERYDAY_SHARE = 0.25
 
 
 def episode(rng: random.Random, project: str, session: str, when: datetime) -> dict[str, Any]:
@@ -82,15 +96,24 @@ def episode(rng: random.Random, project: str, session: str, when: datetime) -> d
     }
 
 
-def build(memories: int, episodes: int, work: Path, seed: int = 5) -> list[corpus.Memory]:
-    """The store at ``work``/questions-M-E.db (cached); returns the generated memories."""
+def everyday(rng: random.Random) -> str:
+    """The everyday sentences one row of the realistic corpus adds (often none)."""
+    return " ".join(s for s in EVERYDAY if rng.random() < EVERYDAY_SHARE)
+
+
+def build(
+    memories: int, episodes: int, work: Path, seed: int = 5, vocab: str = "rare"
+) -> list[corpus.Memory]:
+    """The store at ``work``/questions-M-E.db (cached); returns the generated memories.
+    ``vocab="realistic"``: every memory and episode also holds `everyday` sentences
+    (another file, questions-M-E-realistic.db)."""
     mems = corpus.generate(memories)
-    path = db_path(memories, episodes, work)
+    path = db_path(memories, episodes, work, vocab)
     stamp = path.with_suffix(".ok")
     if (
         path.exists()
         and stamp.exists()
-        and stamp.read_text() == (f"{memories}:{episodes}:{seed}:{CORPUS_VERSION}")
+        and stamp.read_text() == (f"{memories}:{episodes}:{seed}:{CORPUS_VERSION}:{vocab}")
     ):
         return mems
     for suffix in ("", "-wal", "-shm"):
@@ -99,8 +122,13 @@ def build(memories: int, episodes: int, work: Path, seed: int = 5) -> list[corpu
     rng = random.Random(seed)
     projects = corpus.projects_for(memories)
     start = datetime(2026, 1, 1, tzinfo=UTC)
+    vrng = random.Random(seed + 1)
     with MemoryStore(path) as store:
-        store.import_memories(list(corpus.records(mems)))
+        recs = list(corpus.records(mems))
+        if vocab == "realistic":
+            for rec in recs:
+                rec["content"] = f"{rec['content']} {everyday(vrng)}".strip()
+        store.import_memories(recs)
         batch: list[dict[str, Any]] = []
         session, project, when = "", projects[0], start
         for i in range(episodes):
@@ -110,6 +138,8 @@ def build(memories: int, episodes: int, work: Path, seed: int = 5) -> list[corpu
                 when = start + timedelta(minutes=rng.randrange(0, 60 * 24 * 300))
             when += timedelta(minutes=rng.randrange(1, 9))
             ep = episode(rng, project, session, when)
+            if vocab == "realistic":
+                ep["content"] = f"{ep['content']} {everyday(vrng)}".strip()
             # the context words the sidecar writes (llmem_hooks.episodes): the exchange
             # before, the time as words, and (added later) the exchange after
             prev = batch[-1] if batch and batch[-1]["session_id"] == session else None
@@ -124,7 +154,7 @@ def build(memories: int, episodes: int, work: Path, seed: int = 5) -> list[corpu
                 batch = []
         if batch:
             store.import_memories(batch)
-    stamp.write_text(f"{memories}:{episodes}:{seed}:{CORPUS_VERSION}")
+    stamp.write_text(f"{memories}:{episodes}:{seed}:{CORPUS_VERSION}:{vocab}")
     return mems
 
 
@@ -132,8 +162,9 @@ def when_ms(when: datetime) -> int:
     return int(when.timestamp() * 1000)
 
 
-def db_path(memories: int, episodes: int, work: Path) -> Path:
-    return work / f"questions-{memories}-{episodes}.db"
+def db_path(memories: int, episodes: int, work: Path, vocab: str = "rare") -> Path:
+    tail = "" if vocab == "rare" else f"-{vocab}"
+    return work / f"questions-{memories}-{episodes}{tail}.db"
 
 
 def questions(mems: list[corpus.Memory], count: int, seed: int = 3) -> list[tuple[str, str | None]]:

@@ -1,7 +1,7 @@
 """Recall latency over the query service's socket, against the raw FTS5 floor, one run.
 
 Usage: python bench/recall_latency.py [--memories 10000] [--episodes 100000]
-           [--prompts 240] [--rounds 3] [--work DIR] [--sidecar]
+           [--prompts 240] [--rounds 3] [--work DIR] [--sidecar] [--vocab realistic]
 
 Target (issue 12 §1): ``recall`` p95 <= 15 ms at 10k memories + 100k episodes, measured
 from a client of the socket (`service_client.call`: connect, one request, one reply).
@@ -15,12 +15,19 @@ questions (each in its project, through ``project``), a new session id per round
 the "already given" rule does not empty the later rounds. The floor, in the same run and
 interleaved: the raw FTS5 query of the same prompt's content words, OR-ed, BM25, LIMIT
 10, on a store connection of this process (no socket).
+
+``--vocab realistic`` (issue 18): every memory and episode also holds everyday developer
+sentences ("I kept the change small and ran the tests again ...", `question_speed.EVERYDAY`)
+whose words each fill 40-60% of the rows, and each prompt gets one such clause too ("I
+kept getting this error after the change"), as real prompts do. The bench prints the
+share of rows each everyday word fills, so the claim is checked in every run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -42,12 +49,36 @@ from llmem_hooks.store import MemoryFilter
 from llmem_hooks.store import recall as given
 
 CONFIG = {"ollama": {"enabled": False}}
+# What a real prompt adds to its topic (``--vocab realistic``): everyday words only.
+PROMPT_CLAUSES = (
+    "I kept getting this error after the change.",
+    "I ran it again and it still fails.",
+    "can you look at the code first?",
+    "the function works now, but I made a new change.",
+    "I updated the script and kept the old output.",
+    "",
+)
+
+
+def everyday_prompts(prompts: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    rng = random.Random(13)
+    return [(f"{text} {rng.choice(PROMPT_CLAUSES)}".strip(), p) for text, p in prompts]
+
+
+def word_shares(db: Path) -> dict[str, float]:
+    """The share of rows holding each everyday word (stems count, as FTS5 matches)."""
+    with MemoryStore(db, read_only=True) as store:
+        total = store.count(valid_only=False)
+        found = {w for s in question_speed.EVERYDAY for w in prompt_words(s)}
+        return {w: store.count_matching(f'"{w}"') / total for w in sorted(found)}
 
 
 def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    mems = question_speed.build(args.memories, args.episodes, args.work)
+    mems = question_speed.build(args.memories, args.episodes, args.work, vocab=args.vocab)
     prompts = question_speed.questions(mems, args.prompts)
-    db = question_speed.db_path(args.memories, args.episodes, args.work)
+    if args.vocab == "realistic":
+        prompts = everyday_prompts(prompts)
+    db = question_speed.db_path(args.memories, args.episodes, args.work, args.vocab)
     home = args.work / "recall-home"
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.environ["LLMEM_HOME"] = str(home)
@@ -133,10 +164,19 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work", type=Path, default=corpus.CACHE_DIR)
     ap.add_argument("--sidecar", action="store_true", help="serve from a real `llmem-hooks run`")
+    ap.add_argument("--vocab", choices=("rare", "realistic"), default="rare")
     args = ap.parse_args()
     res = measure(args)
     server = "`llmem-hooks run`" if args.sidecar else "ServiceServer thread"
-    print(f"server: {server}; {args.memories:,} memories + {args.episodes:,} episodes")
+    print(
+        f"server: {server}; {args.memories:,} memories + {args.episodes:,} episodes;"
+        f" vocabulary: {args.vocab}"
+    )
+    if args.vocab == "realistic":
+        db = question_speed.db_path(args.memories, args.episodes, args.work, args.vocab)
+        shares = word_shares(db)
+        listed = ", ".join(f"{w} {v:.0%}" for w, v in shares.items())
+        print(f"everyday words, share of rows: {listed}")
     print("| query | calls | p50 ms | p95 ms | max ms |")
     print("|---|---:|---:|---:|---:|")
     for name, m in res.items():

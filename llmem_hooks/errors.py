@@ -32,3 +32,7 @@ class ConfigError(LLMemError, ValueError):
 
 class SearchError(LLMemError):
     """A search could not run (e.g. semantic search without an embedder)."""
+
+
+class SearchTimeout(SearchError):
+    """A search ran past its time limit and was stopped (docs/query-service.md)."""

@@ -17,6 +17,11 @@ prefixes is parsed as a question over all its words (relaxation applies), and th
 phrases are kept in ``ParsedQuery.phrases`` for the retriever to rank their holders first.
 A query of quotes and keywords only (``"tagged release"``, ``docker "compose up"``) stays
 grep-like and strict.
+
+Bounds (docs/query-service.md, *Query limits*): a query is at most `MAX_QUERY_CHARS`
+characters; a query in search syntax holds at most `MAX_QUERY_TERMS` words, phrases and
+prefixes (an OR-chain of thousands of words cost tens of seconds), else ValidationError;
+a question keeps its first `MAX_QUERY_TERMS` content words.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from .errors import ValidationError
 from .lexicon import ALTERNATIVES, alternatives
 
 OPERATORS = frozenset({"AND", "OR", "NOT"})
+MAX_QUERY_CHARS = 4_000
+MAX_QUERY_TERMS = 32
 
 STOP_WORDS = frozenset(
     """
@@ -125,7 +132,13 @@ def content_words(text: str) -> list[str]:
 
 
 def parse_query(query: str) -> ParsedQuery:
-    """Turn user input into FTS5 expressions (see the module docstring)."""
+    """Turn user input into FTS5 expressions (see the module docstring). Raises
+    ValidationError for a query over the bounds of the module docstring."""
+    if len(query or "") > MAX_QUERY_CHARS:
+        raise ValidationError(
+            f"invalid search query: longer than {MAX_QUERY_CHARS} characters"
+            f" ({len(query)}); search for a few distinctive words"
+        )
     parsed = ParsedQuery(raw=query)
     tokens: list[str] = []  # FTS5 pieces
     plain: list[str] = []  # free text, for the content words
@@ -168,7 +181,7 @@ def parse_query(query: str) -> ParsedQuery:
                 tokens.append(("__WORD__", " ".join(ws)))  # type: ignore[arg-type]
                 plain.append(" ".join(ws))
     tokens.extend(")" * depth)
-    parsed.terms = content_words(" ".join(plain))
+    parsed.terms = content_words(" ".join(plain))[:MAX_QUERY_TERMS]
     parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
     first = words(query or "")[:1]
     parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
@@ -192,6 +205,12 @@ def parse_query(query: str) -> ParsedQuery:
             out.append(tok)
     parsed.alternatives = {t: alts for t in parsed.terms if (alts := alternatives(t))}
     if parsed.explicit:
+        pieces = sum(1 for t in out if t not in OPERATORS and t not in ("(", ")"))
+        if pieces > MAX_QUERY_TERMS:
+            raise ValidationError(
+                f"invalid search query: {pieces} words or phrases; at most {MAX_QUERY_TERMS}"
+                " in search syntax"
+            )
         parsed.strict_match = _tidy(out)
     else:  # a question or plain words: AND of the content words, each with its synonyms
         parsed.strict_match = parsed.all_of(parsed.terms)

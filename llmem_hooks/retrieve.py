@@ -23,20 +23,25 @@ memories may match is one `MemoryFilter` (``filter=``); the reference's filter k
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import fuzzy
 from .config import RetrievalSettings
-from .errors import SearchError, ValidationError
+from .errors import SearchError, SearchTimeout, ValidationError
 from .passages import fit
 from .query import ParsedQuery, parse_query, quote, words
 from .store import Memory, MemoryFilter, MemoryStore, pack_embedding
+from .store.db import is_interrupted
 
 if TYPE_CHECKING:
     from .embed import Embedder
@@ -54,9 +59,19 @@ DEFAULT_RRF_K = 10
 # the customary 60 flattens the model's order until it hardly matters).
 DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
 FUZZY_MIN_RESULTS = 5
+SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._bounded`)
 MAX_WORD_COMBINATIONS = 4
 COMMON_WORD_SHARE = 0.02
 COMMON_WORD_FLOOR = 500
+# A word form or synonym (`lexicon`) in more than this share of the memories is not
+# searched for ("keeps" is widened to "kept" only while "kept" says something).
+ALTERNATIVE_SHARE = 0.2
+# A guessed spelling in more than this share is no correction: "outdated" is not
+# "updated" when every other row says "updated" (a typo of a common word, "dokcer", still
+# finds "docker" in a fifth of the rows).
+CORRECTION_SHARE = 0.4
+DF_CACHE_S = 300.0  # how long a count of `DocCounts` is reused
+DF_CACHE_MAX = 20_000
 SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
 DEFAULT_TYPE_PRIORITY: dict[str, float] = {
     "decision": 1.2,
@@ -131,6 +146,54 @@ class SearchHit:
             if value is not None:
                 out[key] = value
         return out
+
+
+class DocCounts:
+    """How many memories match an FTS5 expression (a word and its stems), counted only
+    up to the cap the caller decides with and cached for `DF_CACHE_S`: counting a common
+    word costs milliseconds every time, and the answer ("more than the cap") changes
+    slowly. Thread-safe; the query service shares one between its read connections."""
+
+    def __init__(self, ttl: float = DF_CACHE_S) -> None:
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        # (match, project, project only) -> count, whether it was cut at a cap, when
+        self._counts: dict[tuple[str, str | None, bool], tuple[int, bool, float]] = {}
+        self._suggested: dict[tuple[str, float], tuple[list[str], float]] = {}
+
+    def count(
+        self, store: MemoryStore, match: str, cap: int, flt: MemoryFilter | None = None
+    ) -> int:
+        """The number of matches (within ``flt``'s project, if any; ``match`` "": the
+        project's rows), or ``cap + 1`` when there are more than ``cap``."""
+        key = (match, flt.project if flt else None, bool(flt and flt.project_only))
+        now = time.monotonic()
+        with self._lock:
+            hit = self._counts.get(key)
+        if hit is not None and now - hit[2] < self.ttl and (not hit[1] or hit[0] > cap):
+            return min(hit[0], cap + 1)
+        n = store.fts_count(match or None, flt, cap + 1)
+        with self._lock:
+            if len(self._counts) >= DF_CACHE_MAX:
+                self._counts.clear()
+            self._counts[key] = (n, n > cap, now)
+        return n
+
+    def suggestions(self, store: MemoryStore, term: str, threshold: float) -> list[str]:
+        """`MemoryStore.suggest_terms`, cached like the counts (scoring the vocabulary's
+        candidates in Python costs milliseconds a word)."""
+        key = (term, threshold)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._suggested.get(key)
+        if hit is not None and now - hit[1] < self.ttl:
+            return hit[0]
+        found = store.suggest_terms(term, threshold)
+        with self._lock:
+            if len(self._suggested) >= DF_CACHE_MAX:
+                self._suggested.clear()
+            self._suggested[key] = (found, now)
+        return found
 
 
 def attach_passages(hits: Sequence[SearchHit], query: str, budget: int) -> None:
@@ -226,6 +289,7 @@ class Retriever:
         fuzzy_threshold: float = fuzzy.DEFAULT_THRESHOLD,
         type_priority: Mapping[str, float] | None = None,
         clock: Callable[[], datetime] | None = None,
+        time_limit: float | None = SEARCH_TIME_LIMIT_S,
     ) -> None:
         for name, value in (
             ("alpha", alpha),
@@ -243,6 +307,9 @@ class Retriever:
         self.fuzzy_threshold = fuzzy_threshold
         self.type_priority = dict(type_priority or DEFAULT_TYPE_PRIORITY)
         self._clock = clock or (lambda: datetime.now(UTC))
+        self.time_limit = time_limit
+        self.counts = DocCounts()
+        self.alternative_share = ALTERNATIVE_SHARE
 
     @classmethod
     def from_settings(
@@ -366,18 +433,19 @@ class Retriever:
         fts_hits: list[SearchHit] = []
         sem_hits: list[SearchHit] = []
         parsed = parse_query(query)
-        authors = self._authors_named(parsed)
-        if search_mode in ("fts", "hybrid"):
-            fts_hits = self._fts(
-                parsed,
-                flt,
-                pool,
-                fuzzy,
-                self.fuzzy_threshold if threshold is None else threshold,
-            )
-            fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
-        if search_mode in ("semantic", "hybrid"):
-            sem_hits = self._semantic(query, flt, pool)
+        with self._bounded():
+            authors = self._authors_named(parsed)
+            if search_mode in ("fts", "hybrid"):
+                fts_hits = self._fts(
+                    parsed,
+                    flt,
+                    pool,
+                    fuzzy,
+                    self.fuzzy_threshold if threshold is None else threshold,
+                )
+                fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
+            if search_mode in ("semantic", "hybrid"):
+                sem_hits = self._semantic(query, flt, pool)
         if search_mode == "fts":
             alpha = 0.0
         elif search_mode == "semantic":
@@ -387,6 +455,21 @@ class Retriever:
         if track_access and results:
             self.store.touch_batch([h.id for h in results])
         return results
+
+    @contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """The search's statements under `time_limit` seconds (SQLite's progress handler,
+        `MemoryStore.time_limit`); one cut off is a `SearchTimeout`, not a 40 s wait."""
+        try:
+            with self.store.time_limit(self.time_limit):
+                yield
+        except Exception as exc:
+            if not is_interrupted(exc):
+                raise
+            raise SearchTimeout(
+                f"the search took longer than {self.time_limit:g} s and was stopped;"
+                " search for fewer or rarer words"
+            ) from None
 
     def format_context(self, query: str, budget_chars: int = 4000, **kwargs: Any) -> str:
         """Search results as a markdown list an LLM reads well, cut at ``budget_chars``
@@ -408,6 +491,8 @@ class Retriever:
     ) -> list[SearchHit]:
         if not parsed.strict_match:
             return []
+        if not parsed.explicit and self._drop_common_alternatives(parsed):
+            parsed.strict_match = parsed.all_of(parsed.terms)
         corrected: dict[str, list[str]] = {}
         if use_fuzzy is not False and not parsed.explicit:
             # A word no memory contains is most likely a typo ("dokcer"): widen it to its
@@ -459,6 +544,23 @@ class Retriever:
                 hit.corrections = corrections
                 hits.append(hit)
         return hits
+
+    def _cap(self, share: float) -> int:
+        return int(max(COMMON_WORD_FLOOR, share * self.store.size_hint()))
+
+    def _drop_common_alternatives(self, parsed: ParsedQuery) -> bool:
+        """Leave out the other forms and synonyms of a question's words that are in more
+        than `alternative_share` of the memories (never fewer than `COMMON_WORD_FLOOR`):
+        they say little, and each costs FTS5 a ranking of every memory that holds it
+        ("keeps" -> "kept" in two rows of three). True when one was dropped."""
+        cap = self._cap(self.alternative_share)
+        dropped = False
+        for term, alts in list(parsed.alternatives.items()):
+            kept = [a for a in alts if self.counts.count(self.store, quote(a), cap) <= cap]
+            if len(kept) < len(alts):
+                dropped = True
+                parsed.alternatives[term] = kept
+        return dropped
 
     def _authors_named(self, parsed: ParsedQuery) -> set[str]:
         """The question's words that name a stored author (``entered_by``: a person, a
@@ -519,10 +621,12 @@ class Retriever:
             if math.comb(k, m) > MAX_WORD_COMBINATIONS:
                 break
             yield parsed.at_least(m)
-        df = {t: self.store.count_matching(parsed.group(t)) for t in parsed.terms}
-        cap = max(COMMON_WORD_FLOOR, COMMON_WORD_SHARE * self.store.size_hint())
+        cap = self._cap(COMMON_WORD_SHARE)
+        df = {t: self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms}
         rare = [t for t in parsed.terms if 0 < df[t] <= cap]
-        if not rare:
+        if not rare:  # the rarest of the common words: exact counts (cached)
+            top = self.store.size_hint()
+            df = {t: self.counts.count(self.store, parsed.group(t), top) for t in parsed.terms}
             present = [t for t in parsed.terms if df[t] > 0]
             rare = sorted(present, key=lambda t: df[t])[:1]
         if rare:
@@ -537,9 +641,14 @@ class Retriever:
         for term in terms:
             if fuzzy.extract_terms(term) != {term}:
                 continue
-            if not known_too and self.store.has_match(quote(term)):
-                continue
-            alts = self.store.suggest_terms(term, threshold)
+            if not known_too and self.counts.count(self.store, quote(term), 0) > 0:
+                continue  # a word some memory holds (cached: recall asks on every prompt)
+            cap = self._cap(CORRECTION_SHARE)
+            alts = [
+                a
+                for a in self.counts.suggestions(self.store, term, threshold)
+                if self.counts.count(self.store, quote(a), cap) <= cap
+            ]  # a common word is no correction worth its cost ("outdated" -> "updated")
             if alts:
                 out[term] = alts
         return out
@@ -678,18 +787,18 @@ def _stem(word: str) -> str:
     return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
 
 
+@functools.lru_cache(maxsize=4096)
+def _stems_pattern(alts: tuple[str, ...]) -> re.Pattern[str]:
+    """A word's stems as one pattern (compiled once: recall counts every hit)."""
+    return re.compile(
+        r"(?<!\w)(?:" + "|".join(re.escape(_stem(a)) for a in alts) + ")", re.IGNORECASE
+    )
+
+
 def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
     """A function giving how many of the question's words (or their synonyms) a memory
     holds; inflections count (listen ~ listens, deploy ~ deploying)."""
-    patterns = [
-        re.compile(
-            r"(?<!\w)(?:"
-            + "|".join(re.escape(_stem(a)) for a in (t, *parsed.alternatives.get(t, ())))
-            + ")",
-            re.IGNORECASE,
-        )
-        for t in parsed.terms
-    ]
+    patterns = [_stems_pattern((t, *parsed.alternatives.get(t, ()))) for t in parsed.terms]
 
     def count(mem: Mapping[str, Any]) -> int:
         tags = " ".join(mem.get("tags") or ())

@@ -26,6 +26,13 @@ Per-prompt recall, step by step (`recall`):
 
 ``get``, ``forget`` and ``timeline`` reach the caller's project and global memories; an
 id of another project only with ``any_project`` (docs/security.md, "Id scope").
+
+Reads run on a read-only connection of their own (`_reading`: a small pool of read-only
+`MemoryStore`s on the same file; WAL lets them read side by side), so a costly search on
+one link never waits for, or holds up, a recall on another; writes (what recall gave a
+session, ``remember``, ``forget``) go through the service's one store. Each search stops
+after `Retriever.time_limit` seconds (SQLite's progress handler): ``search`` answers
+``bad_params`` with the reason, ``recall`` answers nothing (reason ``too_slow``).
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -44,17 +52,18 @@ from typing import TYPE_CHECKING, Any
 from . import service_protocol as proto
 from .config import Config, RecallSettings
 from .context import context_entry, context_path
-from .errors import LLMemError, NotFoundError, ValidationError
+from .errors import LLMemError, NotFoundError, SearchTimeout, ValidationError
 from .markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from .passages import excerpt
 from .paths import get_context_dir, read_regular_file
 from .project import project_key
-from .query import STOP_WORDS, parse_query, quote, words
+from .query import MAX_QUERY_CHARS, STOP_WORDS, parse_query, quote, words
 from .redact import find_secrets
-from .retrieve import Retriever, SearchHit, coverage_counter
+from .retrieve import DocCounts, Retriever, SearchHit, coverage_counter
 from .store import MemoryFilter, MemoryStore
 from .store import recall as given
 from .store import sessions as session_state
+from .store.db import is_interrupted
 from .timestamps import to_iso
 
 if TYPE_CHECKING:
@@ -71,9 +80,9 @@ MAX_GET_IDS = 20
 MAX_LIMIT = 50
 MAX_AROUND = 20
 GIVEN_RETENTION_DAYS = 30
-DF_CACHE_S = 300.0  # how long a word's memory count is reused
-DF_CACHE_MAX = 20_000
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
+MAX_IDLE_READERS = 4  # read connections kept open between requests
+STATUS_COUNT_TTL_S = 300.0  # `status` recounts the memories at most this often
 # Small talk: words that carry no topic of their own ("thanks, continue", "great work";
 # bench/recall_floor.py's small-talk prompts).
 FILLER_WORDS = frozenset(
@@ -175,8 +184,9 @@ def _id_list(value: Any, name: str = "ids") -> list[str]:
 
 
 class QueryService:
-    """The operations of the module doc over one `MemoryStore`. Thread-safe (the store
-    serializes its connection; the few caches here take their own lock)."""
+    """The operations of the module doc over one `MemoryStore`. Thread-safe: reads run on
+    a read-only connection per request in flight (`_reading`), writes on the store, which
+    serializes its connection; the few caches here take their own lock."""
 
     def __init__(
         self,
@@ -186,19 +196,27 @@ class QueryService:
         embedder: EmbeddingEngine | None = None,
         served_by: str = "in-process",
         owns_store: bool = False,
+        readers: bool | None = None,
     ) -> None:
         self.store = store
+        # Read connections of its own (`_reading`): by default when the store is its own
+        # (a caller's store is shared as given: the caller closes what it opened).
+        self._use_readers = owns_store if readers is None else readers
         self.settings = Config.coerce(config)
         self.recall_settings: RecallSettings = self.settings.recall
         self.embedder = embedder
         self.served_by = served_by
         self._owns_store = owns_store
-        self.retriever = Retriever.from_settings(store, self.settings.retrieval, embedder)
+        self._counts = DocCounts()
+        self.retriever = self._retriever(store)
         self.context_dir = get_context_dir(self.settings.context.dir)
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._context_lines: dict[str, tuple[int, frozenset[str]]] = {}
-        self._df: dict[str, tuple[int, float]] = {}
+        self._idle: list[tuple[MemoryStore, Retriever]] = []
+        self._local = threading.local()  # the reader this thread's request holds
+        self._closed = False
+        self._count: tuple[int, float, int] | None = None  # (count, when, max seq then)
 
     @classmethod
     def open(
@@ -224,13 +242,89 @@ class QueryService:
             given.prune_given(store, cutoff)
         except Exception as exc:  # a busy database: next time
             log.debug("recall_given retention skipped: %s", exc)
-        return cls(store, settings, embedder=embedder, served_by=served_by, owns_store=True)
+        # One call in a process (the in-process fallback) needs no second connection.
+        readers = served_by != "in-process"
+        return cls(
+            store,
+            settings,
+            embedder=embedder,
+            served_by=served_by,
+            owns_store=True,
+            readers=readers,
+        )
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for store, _ in idle:
+            store.close()
         if self.embedder is not None:
             self.embedder.close()
         if self._owns_store:
             self.store.close()
+
+    # -- read connections -------------------------------------------------------------
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Run this request's reads on a read-only store of its own (module doc): taken
+        from the idle ones or opened, given back after. A store in memory (tests) or one
+        whose twin cannot open is shared instead (one connection behind its lock)."""
+        if getattr(self._local, "reader", None) is not None:
+            yield  # nested: the request holds one already
+            return
+        with self._lock:
+            reader = self._idle.pop() if self._idle else None
+        if reader is None:
+            reader = self._open_reader()
+        elif self.embedder is not None:
+            reader[0].vectors.refresh()  # the writer may have set the index up since
+        self._local.reader = reader
+        try:
+            yield
+        finally:
+            self._local.reader = None
+            if reader[0] is not self.store:
+                with self._lock:
+                    keep = not self._closed and len(self._idle) < MAX_IDLE_READERS
+                    if keep:
+                        self._idle.append(reader)
+                if not keep:
+                    reader[0].close()
+
+    def _open_reader(self) -> tuple[MemoryStore, Retriever]:
+        if not self._use_readers or str(self.store.db_path) == ":memory:":
+            return self.store, self.retriever
+        try:
+            store = MemoryStore(
+                self.store.db_path,
+                read_only=True,
+                load_vec=self.store.vectors.enabled,
+                prefilter_threshold=self.store.vectors.prefilter_threshold,
+            )
+        except Exception as exc:  # e.g. a schema the writer has not upgraded yet
+            log.debug("query service: no read connection of its own: %s", exc)
+            return self.store, self.retriever
+        retriever = self._retriever(store)
+        retriever.time_limit = self.retriever.time_limit
+        return store, retriever
+
+    def _retriever(self, store: MemoryStore) -> Retriever:
+        """A retriever on ``store`` sharing the service's word counts (`DocCounts`)."""
+        retriever = Retriever.from_settings(store, self.settings.retrieval, self.embedder)
+        retriever.counts = self._counts
+        return retriever
+
+    @property
+    def _rstore(self) -> MemoryStore:
+        """The store this thread reads from: its request's reader, else the main one."""
+        reader = getattr(self._local, "reader", None)
+        return self.store if reader is None else reader[0]
+
+    @property
+    def _rretriever(self) -> Retriever:
+        reader = getattr(self._local, "reader", None)
+        return self.retriever if reader is None else reader[1]
 
     def __enter__(self) -> QueryService:
         return self
@@ -289,7 +383,7 @@ class QueryService:
         if directory is not None:
             return project_key(_no_nul(_text(directory, "directory", 4096), "directory"))
         if session_id:
-            rec = session_state.find(self.store, session_id)
+            rec = session_state.find(self._rstore, session_id)
             if rec is not None:
                 return rec.project
         return None
@@ -308,19 +402,16 @@ class QueryService:
 
     def _find(self, query: str, flt: MemoryFilter, limit: int) -> list[SearchHit]:
         mode = self._mode(query)
+        retriever = self._rretriever
         try:
-            return self.retriever.find(
-                query, flt, limit=limit, search_mode=mode, track_access=False
-            )
-        except ValidationError:
+            return retriever.find(query, flt, limit=limit, search_mode=mode, track_access=False)
+        except (ValidationError, SearchTimeout):
             raise
         except Exception as exc:
             if mode == "fts":
                 raise
             log.debug("semantic search failed, keyword only: %s", exc)
-            return self.retriever.find(
-                query, flt, limit=limit, search_mode="fts", track_access=False
-            )
+            return retriever.find(query, flt, limit=limit, search_mode="fts", track_access=False)
 
     # -- recall -------------------------------------------------------------------------
     def recall(
@@ -333,6 +424,24 @@ class QueryService:
     ) -> dict[str, Any]:
         """The block to put in front of ``prompt``: ``{"block": str ("" for nothing),
         "ids": [short ids], "memory_ids": [full ids], "tokens": int, "reason": str}``."""
+        with self._reading():
+            try:  # the whole recall's reads within the search's time limit
+                with self._rstore.time_limit(self._rretriever.time_limit):
+                    return self._recall(session_id, prompt, project, directory, budget_tokens)
+            except Exception as exc:
+                if not isinstance(exc, SearchTimeout) and not is_interrupted(exc):
+                    raise
+                log.info("recall stopped at its time limit: %s", exc)
+                return _nothing("too_slow")
+
+    def _recall(
+        self,
+        session_id: str,
+        prompt: str,
+        project: str | None,
+        directory: str | None,
+        budget_tokens: int | None,
+    ) -> dict[str, Any]:
         session_id = _text(session_id, "session_id", 500)
         prompt = _require(prompt, "prompt", str)
         cfg = self.recall_settings
@@ -345,7 +454,7 @@ class QueryService:
         if not self._passes_floor(terms, df):
             return _nothing("below_floor")
         scope = self.scope(project, directory, session_id)
-        exclude = given.given_ids(self.store, session_id)
+        exclude = given.given_ids(self._rstore, session_id)
         flt = MemoryFilter(project=scope, exclude_ids=tuple(exclude))
         query = " ".join(self._search_words(terms, df))
         hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
@@ -377,25 +486,14 @@ class QueryService:
         }
 
     def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many memories hold each word (stems count), from a cache the warm sidecar
-        keeps for `DF_CACHE_S`: counting a common word costs milliseconds every time."""
-        now = time.monotonic()
-        out: dict[str, int] = {}
-        for term in terms:
-            with self._lock:
-                hit = self._df.get(term)
-            if hit is not None and now - hit[1] < DF_CACHE_S:
-                out[term] = hit[0]
-                continue
-            out[term] = self.store.count_matching(quote(term))
-            with self._lock:
-                if len(self._df) > DF_CACHE_MAX:
-                    self._df.clear()
-                self._df[term] = (out[term], now)
-        return out
+        """How many memories hold each word (stems count), counted up to the common-word
+        cap (more is "common" whatever the number) and cached in the warm sidecar
+        (`DocCounts`)."""
+        cap = int(self._cap(self.recall_settings.common_word_share))
+        return {t: self._counts.count(self._rstore, quote(t), cap) for t in terms}
 
     def _cap(self, share: float) -> float:
-        return max(RARE_MIN_COUNT, share * self.store.size_hint())
+        return max(RARE_MIN_COUNT, share * self._rstore.size_hint())
 
     def _passes_floor(self, terms: Sequence[str], df: Mapping[str, int]) -> bool:
         """Enough topic to search on: `min_content_words` content words, or a rare one
@@ -416,7 +514,11 @@ class QueryService:
         The coverage floor still counts every word of the prompt."""
         cap = self._cap(self.recall_settings.common_word_share)
         kept = [t for t in terms if df[t] <= cap]
-        return kept or [min(terms, key=lambda t: df[t])]
+        if kept:
+            return kept
+        store = self._rstore
+        top = store.size_hint()  # exact counts (cached): `df` stops at the cap
+        return [min(terms, key=lambda t: self._counts.count(store, quote(t), top))]
 
     def _context_texts(self, session_id: str) -> frozenset[str]:
         """The entries of the session's start-of-session context file (what it was given
@@ -473,7 +575,7 @@ class QueryService:
             log.warning("recall: could not record what session %s was given: %s", session_id, exc)
 
     def _short(self, memory_id: str) -> str:
-        return given.short_id(self.store, memory_id)
+        return given.short_id(self._rstore, memory_id)
 
     # -- agent tools ----------------------------------------------------------------------
     def search(
@@ -486,14 +588,18 @@ class QueryService:
     ) -> dict[str, Any]:
         """``{"results": [{"id", "type", "line", "session_id", "created_at"}]}``, best
         first; the caller's project plus global memories."""
-        query = _text(query, "query", proto.MAX_LINE_BYTES)
+        query = _text(query, "query", MAX_QUERY_CHARS)
         limit = _bounded(limit, "limit", 1, MAX_LIMIT)
         if type is not None:
             type = _text(type, "type", 100)
-        flt = MemoryFilter(type=type, project=self.scope(project, directory))
-        hits = self._find(query, flt, limit)
-        terms = parse_query(query).terms
-        return {"results": [self._line(h.memory, terms) for h in hits]}
+        with self._reading():
+            flt = MemoryFilter(type=type, project=self.scope(project, directory))
+            try:
+                hits = self._find(query, flt, limit)
+            except SearchTimeout as exc:
+                raise ServiceError(proto.BAD_PARAMS, str(exc)) from None
+            terms = parse_query(query).terms
+            return {"results": [self._line(h.memory, terms) for h in hits]}
 
     def _line(self, mem: Mapping[str, Any], terms: Sequence[str] = ()) -> dict[str, Any]:
         return {
@@ -676,12 +782,14 @@ class QueryService:
         "recall": {"enabled", "budget_tokens"}, "uptime_s"}``."""
         from . import __version__
 
+        with self._reading():
+            memories = self._memory_count()
         return {
             "version": __version__,
             "protocol": proto.PROTOCOL_VERSION,
             "served_by": self.served_by,
             "pid": os.getpid(),
-            "memories": self.store.count(),
+            "memories": memories,
             "embedder": self.embedder is not None,
             "recall": {
                 "enabled": self.recall_settings.enabled,
@@ -689,6 +797,23 @@ class QueryService:
             },
             "uptime_s": round(time.monotonic() - self.started, 1),
         }
+
+    def _memory_count(self) -> int:
+        """The valid memories, cheaply: counting them reads every row (~100 ms at 110k),
+        so the count is redone at most every `STATUS_COUNT_TTL_S`; in between, the rows
+        added since (the highest row number, O(1)) are added to it. A memory forgotten
+        meanwhile shows up at the next count (docs/query-service.md)."""
+        store = self._rstore
+        top = store.size_hint()
+        now = time.monotonic()
+        with self._lock:
+            cached = self._count
+        if cached is not None and now - cached[1] < STATUS_COUNT_TTL_S:
+            return cached[0] + max(0, top - cached[2])
+        count = store.count()
+        with self._lock:
+            self._count = (count, now, top)
+        return count
 
 
 def _coverage(parsed: Any, covered: Callable[[Any], int], hit: SearchHit) -> float:

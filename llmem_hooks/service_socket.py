@@ -301,4 +301,8 @@ def serve(config: Config | Mapping[str, Any], home: Path | None = None) -> Servi
         service.close()
         return None
     log.info("query service listening on %s", server.path)
+    try:  # count the memories now, off any agent's path (`status` then stays cheap)
+        service.status()
+    except Exception as exc:
+        log.debug("query service: no first count: %s", exc)
     return server

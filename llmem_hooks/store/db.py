@@ -5,6 +5,11 @@ so sqlite-vec would never load. We use the stdlib when it can load sqlite-vec, e
 sqlean-py (a DB-API twin of ``sqlite3`` with a recent SQLite and extension loading), else
 the stdlib without vectors.
 
+A search runs under a time limit (`time_limit`): SQLite's progress handler, called
+every `PROGRESS_STEPS` virtual-machine steps, aborts the statement once the deadline has
+passed (``OperationalError: interrupted``, which `is_interrupted` recognises), so one
+costly query cannot hold a connection for tens of seconds.
+
 Every connection runs in WAL mode with a non-zero ``busy_timeout`` (a writer waits for a
 lock instead of dropping data with "database is locked") and foreign keys on. Writes use
 ``BEGIN IMMEDIATE`` so two writers queue on the lock up front rather than deadlocking
@@ -18,6 +23,8 @@ import functools
 import logging
 import os
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +33,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+PROGRESS_STEPS = 2_000  # VM steps between two looks at the clock (~tens of microseconds)
 
 
 @functools.cache
@@ -154,3 +162,44 @@ def transaction(conn: Any) -> Iterator[Any]:
         raise
     else:
         conn.execute("COMMIT")
+
+
+_deadlines: dict[int, float] = {}  # id(conn) -> the deadline of the outermost time_limit
+_deadlines_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def time_limit(conn: Any, seconds: float | None) -> Iterator[None]:
+    """Abort any statement ``conn`` runs after ``seconds`` from now (None: no limit).
+
+    Nested use keeps the outer (earlier) deadline. A statement cut off raises the
+    driver's ``OperationalError`` ("interrupted"; `is_interrupted`)."""
+    if seconds is None:
+        yield
+        return
+    key = id(conn)
+    with _deadlines_lock:
+        outer = key in _deadlines
+        if not outer:
+            _deadlines[key] = time.monotonic() + max(0.0, seconds)
+    if outer:
+        yield
+        return
+    deadline = _deadlines[key]
+
+    def past_deadline() -> int:
+        return 1 if time.monotonic() > deadline else 0
+
+    conn.set_progress_handler(past_deadline, PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # a connection closed meanwhile
+            conn.set_progress_handler(None, 0)
+        with _deadlines_lock:
+            _deadlines.pop(key, None)
+
+
+def is_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "interrupted": a statement `time_limit` cut off."""
+    return type(exc).__name__ == "OperationalError" and "interrupted" in str(exc).lower()

@@ -27,7 +27,7 @@ from ..paths import FILE_MODE, ensure_private_dir, get_db_path
 from ..registry import check_memory_type, register_memory_type
 from ..timestamps import now_iso, parse_iso
 from . import archive, inbox, relations, sessions, vectors, vocabulary
-from .db import connect, connect_readonly, is_sqlite_file, transaction
+from .db import connect, connect_readonly, is_sqlite_file, time_limit, transaction
 from .migrations import migrate, schema_lag
 from .records import (
     DEFAULT_CONFIDENCE,
@@ -76,6 +76,19 @@ def _check_db_file(path: Path, read_only: bool) -> None:
     # any descriptor of it would drop that connection's POSIX locks), so it is a database.
     if not os.path.exists(f"{path}-wal") and not is_sqlite_file(path):
         raise ValidationError(f"database: {path} is not an SQLite database; nothing was changed")
+
+
+def _scoped_match(match: str | None, flt: MemoryFilter) -> str:
+    """``match`` on the text columns, narrowed inside FTS5 to the filter's project and the
+    global memories (see m005_fts_scope; the SQL filter applies as well). ``match`` None:
+    the scope alone."""
+    if flt.project:
+        scopes = [f'"p{flt.project.encode().hex().upper()}"']
+        if not flt.project_only:
+            scopes.append('"global"')
+        scope = f"fts_scope : ({' OR '.join(scopes)})"
+        return scope if match is None else f"{FTS_TEXT_COLUMNS} : ({match}) AND {scope}"
+    return f"{FTS_TEXT_COLUMNS} : ({match})"
 
 
 class MemoryStore:
@@ -204,6 +217,11 @@ class MemoryStore:
         (a hook with a deadline shortens it)."""
         with self._lock:
             self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(ms))}")
+
+    def time_limit(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:
+        """This store's statements abort after ``seconds`` (`db.time_limit`): a search's
+        bound, so one costly query cannot hold the connection for long."""
+        return time_limit(self._conn, seconds)
 
     def close(self) -> None:
         with self._lock:
@@ -578,7 +596,11 @@ class MemoryStore:
 
     # -- search and listing --------------------------------------------------------------
     def fts_search(
-        self, match: str, flt: MemoryFilter | None = None, limit: int = 10, offset: int = 0
+        self,
+        match: str,
+        flt: MemoryFilter | None = None,
+        limit: int = 10,
+        offset: int = 0,
     ) -> list[dict[str, Any]]:
         """Memories matching the FTS5 expression ``match``, best BM25 first.
 
@@ -586,13 +608,6 @@ class MemoryStore:
         """
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
-        if flt.project:  # narrow inside FTS5 (see m005_fts_scope); the SQL filter stays
-            scopes = [f'"p{flt.project.encode().hex().upper()}"']
-            if not flt.project_only:
-                scopes.append('"global"')
-            match = f"{FTS_TEXT_COLUMNS} : ({match}) AND fts_scope : ({' OR '.join(scopes)})"
-        else:
-            match = f"{FTS_TEXT_COLUMNS} : ({match})"
         sql = (
             f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
             "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
@@ -600,13 +615,27 @@ class MemoryStore:
             f"WHERE memories_fts MATCH ? AND {cond} ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
         )
         with self._lock:
-            rows = self._conn.execute(sql, [match, *params, limit, offset]).fetchall()
+            rows = self._conn.execute(
+                sql, [_scoped_match(match, flt), *params, limit, offset]
+            ).fetchall()
         out = []
         for row in rows:
             mem = row_to_memory(row)
             mem["_bm25"] = mem.pop("_bm25")
             out.append(mem)
         return out
+
+    def fts_count(self, match: str | None, flt: MemoryFilter | None, limit: int) -> int:
+        """How many rows `fts_search` would see for ``match`` within ``flt``'s project
+        (the FTS5 side only: the SQL filter is not applied), counted up to ``limit``.
+        ``match`` None: the rows of the project's scope (its own and the global ones)."""
+        expr = _scoped_match(match, flt or MemoryFilter())
+        with self._lock:
+            return self._conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
+                " LIMIT ?)",
+                (expr, max(0, int(limit))),
+            ).fetchone()[0]
 
     def suggest_terms(self, term: str, threshold: float) -> list[str]:
         """Spellings close to ``term`` from the vocabulary of every memory's words (the
@@ -619,12 +648,19 @@ class MemoryStore:
         with self._lock:
             return self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
 
-    def count_matching(self, match: str) -> int:
-        """How many memories (valid or not) match an FTS5 expression; cheap, no ranking."""
+    def count_matching(self, match: str, limit: int | None = None) -> int:
+        """How many memories (valid or not) match an FTS5 expression; cheap, no ranking.
+        ``limit``: stop counting there (a common word costs no more than that)."""
+        expr = f"{FTS_TEXT_COLUMNS} : ({match})"
         with self._lock:
+            if limit is None:
+                return self._conn.execute(
+                    "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (expr,)
+                ).fetchone()[0]
             return self._conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                (f"{FTS_TEXT_COLUMNS} : ({match})",),
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
+                " LIMIT ?)",
+                (expr, max(0, int(limit))),
             ).fetchone()[0]
 
     def has_author(self, names: Sequence[str]) -> bool:

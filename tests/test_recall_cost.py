@@ -1,0 +1,68 @@
+"""What per-prompt recall asks of SQLite on repetitive, everyday vocabulary (issue 18).
+
+Recall's time went into FTS5 ranking words that fill half the store: a word form of a
+prompt word ("keeps" -> "kept") or a guessed spelling ("outdated" -> "updated") brought a
+common word back after the common-word filter had removed it, and BM25 ranked every row
+holding it. These tests read the SQL SQLite really ran (the connection's trace, with its
+parameters) on real stores; no timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks.service import QueryService
+
+EVERYDAY = "I kept the change small and ran it again; updated the script and the notes."
+TARGET = "The arm64 build keeps failing because the qemu emulator is too old."
+
+
+@pytest.fixture
+def everyday_store(tmp_path: Path) -> Iterator[MemoryStore]:
+    """1,200 memories that all say "kept" and "updated", and the one that answers."""
+    records = [
+        {
+            "id": f"{i:08x}-0000-4000-8000-000000000000",
+            "type": "fact",
+            "content": f"Note {i}: {EVERYDAY}",
+        }
+        for i in range(1200)
+    ]
+    with MemoryStore(tmp_path / "m.db") as store:
+        store.import_memories(records)
+        store.add("fact", TARGET)
+        yield store
+
+
+def _traced(store: MemoryStore) -> list[str]:
+    seen: list[str] = []
+    store.conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_a_word_form_does_not_bring_back_a_common_word(everyday_store: MemoryStore) -> None:
+    """ "keeps" is widened to "keep" and "kept" (irregular verbs), but "kept" is in every
+    row: it is left out of the search, and the answer is still found."""
+    seen = _traced(everyday_store)
+    service = QueryService(everyday_store, {"ollama": {"enabled": False}})
+    out = service.recall("ses_1", "why keeps the arm64 build failing?")
+    everyday_store.conn.set_trace_callback(None)
+    assert "qemu emulator" in out["block"]
+    searches = [sql for sql in seen if "MATCH" in sql and "ORDER BY" in sql]
+    assert searches
+    assert not any('"kept"' in sql for sql in searches)
+
+
+def test_a_guessed_spelling_is_never_a_common_word(everyday_store: MemoryStore) -> None:
+    """ "outdated" is in no memory; "updated" (one edit away) is in all of them: no
+    correction, rather than ranking the whole store."""
+    seen = _traced(everyday_store)
+    hits = Retriever(everyday_store).find("outdated qemu emulator", search_mode="fts")
+    everyday_store.conn.set_trace_callback(None)
+    assert hits and "qemu emulator" in hits[0].memory["content"]
+    searches = [sql for sql in seen if "MATCH" in sql and "ORDER BY" in sql]
+    assert not any('"updated"' in sql for sql in searches)
