@@ -317,8 +317,9 @@ def main(argv: Sequence[str]) -> int:
         print(f"error: --project-dir {args.project_dir!r} is not a folder", file=sys.stderr)
         return 2
     seam = ServiceCall(ProjectDir(args.project_dir))
+    from .mcp_front import serve  # answers initialize and tools/list before the SDK loads
+
     try:
-        build_server(seam).run("stdio")
+        return serve(lambda: build_server(seam), __file__)
     finally:
         seam.close()
-    return 0
