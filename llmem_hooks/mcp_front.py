@@ -17,6 +17,7 @@ Imports only the standard library and `paths` until the SDK server is needed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -124,10 +125,8 @@ class _Backend:
             server = build()
 
             async def run() -> None:
-                async with stdio_server(anyio.wrap_file(self._in), anyio.wrap_file(self._out_w)) as (
-                    read,
-                    write,
-                ):
+                files = anyio.wrap_file(self._in), anyio.wrap_file(self._out_w)
+                async with stdio_server(*files) as (read, write):
                     low = server._mcp_server
                     await low.run(read, write, low.create_initialization_options())
 
@@ -154,10 +153,8 @@ class _Backend:
 
     def finish(self) -> None:
         """End of input: the server answers what it has, then stops."""
-        try:
+        with contextlib.suppress(OSError):
             self.to_server.close()
-        except OSError:
-            pass
         self._server.join()
         self._reader.join()
 
