@@ -226,19 +226,28 @@ def _session_from_info(info: dict[str, Any], session_id: str) -> SessionInfo | N
     )
 
 
-# OpenCode 2.x keeps new sessions in other tables of the same file (session_v2,
-# session_message; the 1.x session/message/part tables stay, frozen). Names changed during
-# its beta, so they are looked up in sqlite_master, never assumed.
-V2_TABLES = ("session_v2", "session_message")
+# OpenCode 2.x keeps new sessions in other tables of the same file (session_v2, rows in
+# session_message; the 1.x session/message/part tables stay, frozen). 1.18's own schema
+# already has an (empty) session_message table, and names changed during 2.x's beta, so
+# the tables are looked up in sqlite_master and session_message counts only when it holds
+# rows newer than the newest 1.x message.
+V2_TABLES = ("session_v2",)
 V1_TABLES = ("session", "message", "part", "event")
 UNSUPPORTED_RECHECK_S = 300.0  # how often poll looks at the schema again
 
 
 def unsupported_store(conn: sqlite3.Connection) -> str | None:
-    """Why this opencode.db is one we cannot read (OpenCode 2.x tables present, or the
-    1.x tables missing while it has tables), or None for a 1.x store."""
+    """Why this opencode.db is one we cannot read (written by OpenCode 2.x, or without the
+    1.x tables), or None for a 1.x store."""
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     v2 = [t for t in V2_TABLES if t in names]
+    if "session_message" in names and "message" in names:
+        newest_v2, newest_v1 = conn.execute(
+            "SELECT (SELECT max(time_created) FROM session_message),"
+            " (SELECT max(time_created) FROM message)"
+        ).fetchone()
+        if newest_v2 is not None and (newest_v1 is None or newest_v2 > newest_v1):
+            v2.append("session_message")
     if v2:
         return (
             f"it holds OpenCode 2.x tables ({', '.join(v2)}): llmem-hooks reads OpenCode 1.x"

@@ -599,6 +599,7 @@ def unavailable_notice(event: str | None, exc: BaseException) -> str | None:
     why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
     return json.dumps({"additionalContext": UNAVAILABLE.format(why=why)})
 
+
 def handle(agent: str, event_arg: str | None, stream: BinaryIO, deadline: float) -> str | None:
     """The JSON text to print for one hook call (None: print nothing)."""
     if agent != AGENT:

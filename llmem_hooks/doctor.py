@@ -385,6 +385,9 @@ def copilot_checks(config: Config) -> list[Check]:
     )
     from .paths import copilot_home
 
+    home = copilot_home(config.copilot.home)
+    if not home.exists():
+        return [Check("copilot", "skip", f"no {home} (Copilot CLI is not set up)")]
     checks: list[Check] = []
     hooks = copilot_hooks_path()
     entry = entry_point_path()
@@ -436,7 +439,7 @@ def copilot_checks(config: Config) -> list[Check]:
         )
     else:
         checks.append(Check("copilot_mcp", "ok", f"{mcp} ({MCP_SERVER_NAME!r})"))
-    state = copilot_home(config.copilot.home) / "session-state"
+    state = home / "session-state"
     if state.is_dir():
         checks.append(Check("copilot_store", "ok", str(state)))
     else:

@@ -238,8 +238,7 @@ def plugin_hooks() -> dict[str, Any]:
     return {
         "version": 1,
         "hooks": {
-            event: [_hook_entry(f"sh {launcher} copilot {event}")]
-            for event in COPILOT_HOOK_EVENTS
+            event: [_hook_entry(f"sh {launcher} copilot {event}")] for event in COPILOT_HOOK_EVENTS
         },
     }
 
