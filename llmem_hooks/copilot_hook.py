@@ -593,9 +593,11 @@ def unavailable_notice(event: str | None, exc: BaseException) -> str | None:
     """What sessionStart shows when memory failed for a reason the user must fix (an
     unreadable store, a broken config): once per session, through the model, since
     Copilot shows a hook's stderr nowhere in ``-p`` runs. Bad input from Copilot
-    (`HookError`) is only logged."""
+    (`HookError`), a locked store and a timeout are only logged."""
     if normalize_event(event) != "sessionStart" or isinstance(exc, HookError):
         return None
+    if any(word in str(exc).lower() for word in ("locked", "busy")):
+        return None  # a writer holds the store for a moment: the next session gets memory
     why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
     return json.dumps({"additionalContext": UNAVAILABLE.format(why=why)})
 

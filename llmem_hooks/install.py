@@ -147,7 +147,7 @@ def install_opencode(
     if report is not None:
         for path, status in results:
             report(f"{status} {path}")
-    record_entry_point(report)
+    record_entry_point()
     return [path for path, _ in results]
 
 
@@ -264,7 +264,7 @@ def entry_point_path() -> Path:
     return get_llmem_home() / ENTRY_POINT_FILE
 
 
-def record_entry_point(report: Report | None = None) -> Path | None:
+def record_entry_point() -> Path | None:
     """Write this installation's absolute ``llmem-hooks`` to ``<LLMEM_HOME>/entry-point``
     (0600), where the plugin's launcher looks first; None when there is no such script
     (a ``python -m`` installation: the launcher then searches its known places)."""
@@ -272,9 +272,7 @@ def record_entry_point(report: Report | None = None) -> Path | None:
     if len(command) != 2:
         return None
     target = entry_point_path()
-    status = _write_if_changed(target, (command[0] + "\n").encode(), private=True)
-    if report is not None and status != STATUS_UNCHANGED:
-        report(f"{status} {target}")
+    _write_if_changed(target, (command[0] + "\n").encode(), private=True)
     return target
 
 
@@ -287,7 +285,7 @@ def install_copilot(command: str | None = None, report: Report | None = None) ->
     status = _write_if_changed(target, body.encode(), private=False)
     if report is not None:
         report(f"{status} {target}")
-    record_entry_point(report)
+    record_entry_point()
     return [target, *install_copilot_mcp(report=report)]
 
 
