@@ -104,9 +104,11 @@ def side_by_side(
         pair = (without, with_) if i % 2 == 0 else (with_, without)
         first, second = pair[0](), pair[1]()
         if pair[0] is without:
-            a.append(first), b.append(second)
+            a.append(first)
+            b.append(second)
         else:
-            b.append(first), a.append(second)
+            b.append(first)
+            a.append(second)
     return a, b
 
 

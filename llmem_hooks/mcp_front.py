@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
 
 CACHE_NAME = ".mcp-front-cache.json"
-REPLAY_ID = "llmem-front-initialize"
+# The replayed initialize's id: one no client would pick, so no client answer is dropped.
+REPLAY_ID = f"llmem-front-initialize-{os.urandom(8).hex()}"
 FRONT_METHODS = frozenset({"initialize", "notifications/initialized", "tools/list", "ping"})
 
 
