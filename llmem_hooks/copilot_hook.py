@@ -328,11 +328,15 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     prompt sees both (and repeats neither)."""
     prompt = _field(payload, "initialPrompt", "initial_prompt")
     block = ""
-    with RecallLock(settings, sid, deadline) as locked:
+    lock = RecallLock(settings, sid, deadline)
+    with lock as locked:
         text = start_context(sid, payload, settings, deadline)
         if locked and isinstance(prompt, str):
             try:
+                asked = deadline - time.monotonic() - RECALL_MARGIN_S > 0  # else skipped
                 block = recall_block(sid, prompt, payload, settings, deadline)
+                if asked:
+                    lock.stamp()
             except Exception as exc:  # the context still goes out
                 log_line(f"recall session={sid} failed: {type(exc).__name__}: {exc}")
     return join_blocks(text, block)
@@ -512,6 +516,15 @@ class RecallLock:
                     log_line(f"{self.path.name}: still locked at the deadline, no recall")
                     return False
                 time.sleep(0.01)
+
+    def stamp(self) -> None:
+        """Write the time into the (held) lock file: this session's first prompt was just
+        recalled for. The plugin's launcher (bin/llmem-hook) then answers the
+        userPromptSubmitted hook that Copilot runs next for the same prompt without
+        starting Python; it clears the stamp, which counts for 5 s at most."""
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{int(time.time())}\n".encode(), 0)
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:

@@ -370,3 +370,47 @@ def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> No
     cache.write_text("not json")
     out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
     assert out[1]["result"]["tools"]
+
+
+def test_launcher_answers_the_prompt_session_start_recalled_for(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    """sessionStart with an initialPrompt recalls for it and stamps the session's recall
+    lock; the userPromptSubmitted that follows for that prompt is answered by the launcher
+    without Python (nothing new to recall), once; the next prompt goes to the hook."""
+    launcher = _plugin_copy(tmp_path)
+    (Path(world["LLMEM_HOME"]) / "entry-point").write_text(f"{EXE}\n")
+    subprocess.run(
+        [str(EXE), "store", "MARKER-STAMP-FACT deploys go through make ship", "--type", "fact"],
+        cwd=tmp_path,
+        env=world,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    first = "how do deploys go, make ship?"
+    start = _launch(
+        launcher, world, "copilot", "sessionStart", stdin=_payload(tmp_path, initialPrompt=first)
+    )
+    assert "MARKER-STAMP-FACT" in json.loads(start.stdout)["additionalContext"]
+    lock = Path(world["LLMEM_HOME"]) / "context" / f"{SID}.recall.lock"
+    assert lock.read_text().strip().isdigit()
+    # A hook that would run must not: the launcher answers alone (no Python, no output).
+    env = {**world, "LLMEM_HOOKS_BIN": str(tmp_path / "must-not-run")}
+    (tmp_path / "must-not-run").write_text("#!/bin/sh\necho RAN\n")
+    (tmp_path / "must-not-run").chmod(0o755)
+    proc = _launch(
+        launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt=first)
+    )
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert lock.read_text() == ""  # used once
+    proc = _launch(
+        launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt="next")
+    )
+    assert proc.stdout == b"RAN\n"
+    # An old stamp (a sessionStart whose prompt hook never came) is not honoured.
+    lock.write_text(f"{int(time.time()) - 60}\n")
+    proc = _launch(
+        launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt="x")
+    )
+    assert proc.stdout == b"RAN\n"
