@@ -336,7 +336,7 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
                 asked = deadline - time.monotonic() - RECALL_MARGIN_S > 0  # else skipped
                 block = recall_block(sid, prompt, payload, settings, deadline)
                 if asked:
-                    lock.stamp()
+                    lock.stamp(prompt)
             except Exception as exc:  # the context still goes out
                 log_line(f"recall session={sid} failed: {type(exc).__name__}: {exc}")
     return join_blocks(text, block)
@@ -517,14 +517,18 @@ class RecallLock:
                     return False
                 time.sleep(0.01)
 
-    def stamp(self) -> None:
-        """Write the time into the (held) lock file: this session's first prompt was just
-        recalled for. The plugin's launcher (bin/llmem-hook) then answers the
-        userPromptSubmitted hook that Copilot runs next for the same prompt without
-        starting Python; it clears the stamp, which counts for 5 s at most."""
-        if self.fd is not None:
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, f"{int(time.time())}\n".encode(), 0)
+    def stamp(self, prompt: str | None = None) -> None:
+        """Write the time and the prompt (JSON-encoded, as it appears in Copilot's
+        payload) into the held lock file: this prompt was just recalled for. The plugin's
+        launcher (bin/llmem-hook) then answers the userPromptSubmitted hook for that same
+        prompt without starting Python; the stamp is used once and counts for 5 s at
+        most. ``None`` clears it (the prompt hook took the lock itself)."""
+        if self.fd is None:
+            return
+        os.ftruncate(self.fd, 0)
+        if prompt is not None:
+            body = f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
+            os.pwrite(self.fd, body.encode("utf-8", errors="replace"), 0)
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
@@ -540,7 +544,10 @@ def prompt_context(
     prompt = _field(payload, "prompt")
     block = ""
     if isinstance(prompt, str):
-        with RecallLock(settings, sid, deadline) as locked:
+        lock = RecallLock(settings, sid, deadline)
+        with lock as locked:
+            if locked:
+                lock.stamp(None)  # this prompt is handled here: no stamp may skip a later one
             try:
                 block = recall_block(sid, prompt, payload, settings, deadline) if locked else ""
             except Exception as exc:  # the resume pack still goes out

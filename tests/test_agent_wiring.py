@@ -5,6 +5,7 @@ store or version named), the adapter's one warning line, and the MCP front door.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from llmem_hooks import copilot_hook
 from llmem_hooks.adapters.opencode import OpenCodeAdapter
 from llmem_hooks.copilot_hook import _session_id_problem
 from llmem_hooks.events import session_id_problem
@@ -53,7 +55,7 @@ def world(tmp_path: Path) -> dict[str, str]:
 
 def _payload(tmp_path: Path, **extra: Any) -> bytes:
     body = {"sessionId": SID, "cwd": str(tmp_path), "timestamp": 1795700000000, **extra}
-    return json.dumps(body).encode()
+    return json.dumps(body, ensure_ascii=False).encode()  # as JSON.stringify writes it
 
 
 def _plugin_copy(tmp_path: Path) -> Path:
@@ -373,7 +375,7 @@ def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> No
 
 
 def test_launcher_answers_the_prompt_session_start_recalled_for(
-    world: dict[str, str], tmp_path: Path
+    world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """sessionStart with an initialPrompt recalls for it and stamps the session's recall
     lock; the userPromptSubmitted that follows for that prompt is answered by the launcher
@@ -388,13 +390,17 @@ def test_launcher_answers_the_prompt_session_start_recalled_for(
         capture_output=True,
         timeout=60,
     )
-    first = "how do deploys go, make ship?"
-    start = _launch(
-        launcher, world, "copilot", "sessionStart", stdin=_payload(tmp_path, initialPrompt=first)
-    )
-    assert "MARKER-STAMP-FACT" in json.loads(start.stdout)["additionalContext"]
+    first = 'how do deploys go, "make ship"? ü'
+    # The hook itself, in this process with a long deadline (a loaded machine must not
+    # turn this into a timeout): no sidecar, so it builds the context and recalls here.
+    for key in ("LLMEM_HOME", "COPILOT_HOME", "HOME"):
+        monkeypatch.setenv(key, world[key])
+    out = io.StringIO()
+    stdin = io.BytesIO(_payload(tmp_path, initialPrompt=first))
+    assert copilot_hook.main(["copilot", "sessionStart"], stdin, out, deadline_s=60) == 0
+    assert "MARKER-STAMP-FACT" in json.loads(out.getvalue())["additionalContext"]
     lock = Path(world["LLMEM_HOME"]) / "context" / f"{SID}.recall.lock"
-    assert lock.read_text().strip().isdigit()
+    assert lock.read_text().splitlines()[1] == json.dumps(first, ensure_ascii=False)
     # A hook that would run must not: the launcher answers alone (no Python, no output).
     env = {**world, "LLMEM_HOOKS_BIN": str(tmp_path / "must-not-run")}
     (tmp_path / "must-not-run").write_text("#!/bin/sh\necho RAN\n")
@@ -408,8 +414,13 @@ def test_launcher_answers_the_prompt_session_start_recalled_for(
         launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt="next")
     )
     assert proc.stdout == b"RAN\n"
-    # An old stamp (a sessionStart whose prompt hook never came) is not honoured.
-    lock.write_text(f"{int(time.time()) - 60}\n")
+    # A stamp for another prompt, or an old one, is not honoured.
+    lock.write_text(f"{int(time.time())}\n{json.dumps('another prompt')}\n")
+    proc = _launch(
+        launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt="x")
+    )
+    assert proc.stdout == b"RAN\n"
+    lock.write_text(f"{int(time.time()) - 60}\n{json.dumps('x')}\n")
     proc = _launch(
         launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt="x")
     )
