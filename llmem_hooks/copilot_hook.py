@@ -335,7 +335,7 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
             try:
                 asked = deadline - time.monotonic() - RECALL_MARGIN_S > 0  # else skipped
                 block = recall_block(sid, prompt, payload, settings, deadline)
-                if asked:
+                if asked and not pack_pending(sid, payload, settings):
                     lock.stamp(prompt)
             except Exception as exc:  # the context still goes out
                 log_line(f"recall session={sid} failed: {type(exc).__name__}: {exc}")
@@ -432,6 +432,18 @@ def prompt_submitted(sid: str, settings: Settings, session_dir: Path) -> str:
     body = json.dumps({"checkpoints": count, "pack_mtime_ns": mtime_ns}) + "\n"
     write_private_file(marker_path, body)
     return text
+
+
+def pack_pending(sid: str, payload: Mapping[str, Any], settings: Settings) -> bool:
+    """Whether the next userPromptSubmitted has a resume pack to inject (a compaction
+    since the last one): that hook must then run, whatever was recalled already."""
+    from .paths import COMPACT_MARKER_SUFFIX
+
+    count = checkpoint_count(session_dir_for(sid, payload, settings))
+    if not count:
+        return False
+    marker = _read_marker(settings.context_dir / f"{sid}{COMPACT_MARKER_SUFFIX}")
+    return count > marker.get("checkpoints", 0)
 
 
 def session_dir_for(sid: str, payload: Mapping[str, Any], settings: Settings) -> Path:

@@ -425,3 +425,19 @@ def test_launcher_answers_the_prompt_session_start_recalled_for(
         launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt="x")
     )
     assert proc.stdout == b"RAN\n"
+
+
+def test_no_stamp_when_the_prompt_hook_has_a_resume_pack_to_give(
+    world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed run after /compact: its prompt hook must run (it injects the resume
+    pack), so sessionStart leaves no stamp that would let the launcher skip it."""
+    checkpoints = Path(world["COPILOT_HOME"]) / "session-state" / SID / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "001-summary.md").write_text("# checkpoint\n")
+    for key in ("LLMEM_HOME", "COPILOT_HOME", "HOME"):
+        monkeypatch.setenv(key, world[key])
+    stdin = io.BytesIO(_payload(tmp_path, source="resume", initialPrompt="next"))
+    assert copilot_hook.main(["copilot", "sessionStart"], stdin, io.StringIO(), deadline_s=60) == 0
+    lock = Path(world["LLMEM_HOME"]) / "context" / f"{SID}.recall.lock"
+    assert lock.exists() and lock.read_text() == ""
