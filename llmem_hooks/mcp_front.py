@@ -132,10 +132,12 @@ class _Backend:
                     await low.run(read, write, low.create_initialization_options())
 
             anyio.run(run)
-        except BaseException as exc:  # reported through the front's log line
+        except BaseException as exc:  # reported by `serve` at the end
             self.failed = exc
         finally:
             self._out_w.close()
+            with contextlib.suppress(OSError):
+                self._in.close()  # the front's next write fails instead of filling the pipe
 
     def _forward(self) -> None:
         for line in self._out_r:
@@ -200,15 +202,20 @@ def serve(
             if _answer(message, cache, seen, emit):  # type: ignore[arg-type]
                 continue
             backend = _Backend(build, emit)
+            replay: list[dict[str, Any]] = []
             if seen["init"] is not None:
-                backend.send({**seen["init"], "id": REPLAY_ID})
+                replay.append({**seen["init"], "id": REPLAY_ID})
                 if seen["initialized"]:
-                    backend.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                    replay.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
         elif backend is None:
-            backend = _Backend(build, emit)
+            backend, replay = _Backend(build, emit), []
+        else:
+            replay = []
         if isinstance(message, dict) and "id" in message and "method" in message:
             seen["ids"][message["id"]] = message["method"]
         try:
+            for earlier in replay:
+                backend.send(earlier)
             backend.send(raw.decode("utf-8", errors="replace"))
         except (OSError, ValueError):
             break  # the server thread died: nothing more can be answered

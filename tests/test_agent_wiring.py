@@ -441,3 +441,36 @@ def test_no_stamp_when_the_prompt_hook_has_a_resume_pack_to_give(
     assert copilot_hook.main(["copilot", "sessionStart"], stdin, io.StringIO(), deadline_s=60) == 0
     lock = Path(world["LLMEM_HOME"]) / "context" / f"{SID}.recall.lock"
     assert lock.exists() and lock.read_text() == ""
+
+
+def test_mcp_front_ends_when_the_sdk_server_cannot_start(
+    world: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Answers from the cache, then a tool call needs the SDK server, which fails to
+    build: one error line and exit 1, never a front blocked on a pipe nobody reads."""
+    from llmem_hooks import mcp_front, mcp_server
+
+    monkeypatch.setenv("LLMEM_HOME", world["LLMEM_HOME"])
+    hello = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines = [*hello, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    src = io.BytesIO(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    seam = mcp_server.ServiceCall(lambda: str(world["HOME"]))
+    assert (
+        mcp_front.serve(
+            lambda: mcp_server.build_server(seam), mcp_server.__file__, src, io.BytesIO()
+        )
+        == 0
+    )
+
+    def broken() -> Any:
+        raise RuntimeError("no SDK here")
+
+    call = {"name": "memory_search", "arguments": {"query": "x" * 5000}}
+    lines = [*hello] + [
+        {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": call} for i in range(100)
+    ]
+    src = io.BytesIO(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    out = io.BytesIO()
+    assert mcp_front.serve(broken, mcp_server.__file__, src, out) == 1
+    assert len(out.getvalue().splitlines()) == 1  # the cached initialize answer only
+    assert "no SDK here" in capsys.readouterr().err
