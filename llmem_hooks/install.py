@@ -209,6 +209,19 @@ def copilot_hooks_path() -> Path:
     return copilot_home() / "hooks" / COPILOT_HOOKS_FILE
 
 
+# What sessionStart prints when the installed command is gone (the hook itself exits 0
+# whatever happens): the launcher of the plugin says the same.
+MISSING_NOTICE = shlex.quote(
+    json.dumps(
+        {
+            "additionalContext": "[llmem-hooks] Long-term memory is unavailable in this session:"
+            " the llmem-hooks command was not found. Tell the user once, in one short sentence,"
+            " and suggest `llmem-hooks doctor`; then carry on normally."
+        }
+    )
+)
+
+
 def _hook_entry(bash: str) -> dict[str, Any]:
     return {"type": "command", "bash": bash, "timeoutSec": COPILOT_HOOK_TIMEOUT_S}
 
@@ -221,7 +234,9 @@ def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
     wait for a Python start at every turn's and the session's end."""
     hooks: dict[str, list[dict[str, Any]]] = {}
     for event in COPILOT_HOOK_EVENTS:
-        if event in COPILOT_SYNC_EVENTS:
+        if event == "sessionStart":  # a command that is gone is said once, not swallowed
+            bash = f"{command} hook copilot {event} 2>/dev/null || printf '%s\\n' {MISSING_NOTICE}"
+        elif event in COPILOT_SYNC_EVENTS:
             bash = f"{command} hook copilot {event} 2>/dev/null || true"
         else:
             bash = f"exec 3<&0; {command} hook copilot {event} <&3 >/dev/null 2>&1 3<&- & true"
