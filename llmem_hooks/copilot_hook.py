@@ -153,8 +153,8 @@ def read_payload(stream: BinaryIO) -> dict[str, Any]:
         raise HookError("empty payload")
     try:
         payload = json.loads(data)
-    except ValueError as exc:
-        raise HookError(f"payload is not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise HookError(f"payload is not JSON we can read: {type(exc).__name__}") from None
     if not isinstance(payload, dict):
         raise HookError("payload is not a JSON object")
     return payload
