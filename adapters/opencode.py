@@ -230,6 +230,39 @@ def _lenient_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+# OpenCode 2.x keeps new sessions in other tables of the same file (session_v2, rows in
+# session_message; the 1.x session/message/part tables stay, frozen). 1.18's own schema
+# already has an (empty) session_message table, and names changed during 2.x's beta, so
+# the tables are looked up in sqlite_master and session_message counts only when it holds
+# rows newer than the newest 1.x message.
+V2_TABLES = ("session_v2",)
+V1_TABLES = ("session", "message", "part", "event")
+UNSUPPORTED_RECHECK_S = 300.0  # how often poll looks at the schema again
+
+
+def unsupported_store(conn: sqlite3.Connection) -> str | None:
+    """Why this opencode.db is one we cannot read (written by OpenCode 2.x, or without the
+    1.x tables), or None for a 1.x store."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    v2 = [t for t in V2_TABLES if t in names]
+    if "session_message" in names and "message" in names:
+        newest_v2, newest_v1 = conn.execute(
+            "SELECT (SELECT max(time_created) FROM session_message),"
+            " (SELECT max(time_created) FROM message)"
+        ).fetchone()
+        if newest_v2 is not None and (newest_v1 is None or newest_v2 > newest_v1):
+            v2.append("session_message")
+    if v2:
+        return (
+            f"it holds OpenCode 2.x tables ({', '.join(v2)}): llmem-hooks reads OpenCode 1.x"
+            " sessions only, so sessions written by OpenCode 2 are not learned"
+        )
+    missing = [t for t in V1_TABLES if t not in names]
+    if names and missing:
+        return f"it lacks the OpenCode 1.x tables {', '.join(missing)} (another OpenCode version?)"
+    return None
+
+
 def _wal_mode(path: Path) -> bool:
     """Whether the database file's header says WAL (read/write versions 2)."""
     try:
@@ -360,6 +393,8 @@ class OpenCodeAdapter(SessionAdapter):
         self._parents: dict[str, str | None] = {}  # session -> parent (None: top level)
         self._seen: OrderedDict[Any, str] = OrderedDict()  # key -> first event id
         self._skips = SkipLog(log)
+        self._unsupported: str | None = None  # why the store is not one we read (warned once)
+        self._schema_checked = 0.0  # monotonic time of the last look at the schema
 
     def __repr__(self) -> str:
         return f"OpenCodeAdapter({str(self.db_path)!r})"
@@ -427,6 +462,27 @@ class OpenCodeAdapter(SessionAdapter):
 
     def close(self) -> None:
         """Nothing to release: every call opens and closes its own connection."""
+
+    def unsupported(self) -> str | None:
+        """Why the DB is a store this adapter cannot read (`unsupported_store`), or None
+        (also when it is missing or locked: nothing to say yet)."""
+        try:
+            return self._with_db(unsupported_store, None)
+        except sqlite3.Error:
+            return None
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        """One warning line, in the sidecar's log, when the store turns out to be one we
+        cannot read (instead of reporting "nothing new" for ever); looked at again every
+        `UNSUPPORTED_RECHECK_S` (an upgrade happens while we run)."""
+        now = time.monotonic()
+        if self._schema_checked and now - self._schema_checked < UNSUPPORTED_RECHECK_S:
+            return
+        self._schema_checked = now
+        why = unsupported_store(conn)
+        if why is not None and why != self._unsupported:
+            log.warning("opencode: %s is not supported: %s", self.db_path, why)
+        self._unsupported = why
 
     def _with_db(self, fn: Callable[[sqlite3.Connection], T], empty: T) -> T:
         """Run ``fn`` in one read transaction (a consistent snapshot across its queries)
@@ -616,6 +672,7 @@ class OpenCodeAdapter(SessionAdapter):
     def _poll(
         self, conn: sqlite3.Connection, rowid: int, last_id: str | None, cursor: str | None
     ) -> tuple[list[LifecycleEvent], str | None]:
+        self._check_schema(conn)
         cols = "SELECT rowid, id, aggregate_id, type, data FROM event"
         rows: list[tuple[Any, ...]] | None = None
         if last_id is not None and rowid > 0:

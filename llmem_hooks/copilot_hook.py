@@ -55,6 +55,7 @@ LOG_NAME = "copilot-hook.log"
 LOG_MAX_BYTES = 1_000_000
 RECALL_MARGIN_S = 0.15  # recall is skipped when less than this is left before the deadline
 MAX_PROMPT_CHARS = 20_000  # the service reads no more of a prompt than this
+SIDECAR_FILE_WAIT_S = 0.25  # how long sessionStart waits for a running sidecar's file
 SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
 ENTRY_POINTS_CACHE = ".copilot-hook-entry-points.json"  # the session hooks plugins declare
 
@@ -119,12 +120,28 @@ def session_of(payload: Mapping[str, Any]) -> tuple[str, bool]:
         sid, subagent = parent, True
     else:
         subagent = agent_id is not None
-    from .events import session_id_problem  # lazy, like every import here
-
-    problem = session_id_problem(sid)  # it becomes a file name: no '..', no control chars
+    problem = _session_id_problem(sid)  # it becomes a file name: no '..', no control chars
     if problem is not None:
         raise HookError(f"unusable session id {sid[:80]!r}: {problem}")
     return sid, subagent
+
+
+def _session_id_problem(sid: str) -> str | None:
+    """`events.session_id_problem`'s rule without importing `events` (~90 ms of imports
+    on every hook call): `paths.validate_session_id`, no control characters, no outer
+    white space (tests/test_agent_wiring.py checks that both agree)."""
+    from .errors import ValidationError
+    from .paths import validate_session_id
+
+    try:
+        validate_session_id(sid)
+    except ValidationError as exc:
+        return str(exc)
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in sid):
+        return "contains control characters"
+    if sid != sid.strip():
+        return "has leading or trailing white space"
+    return None
 
 
 def read_payload(stream: BinaryIO) -> dict[str, Any]:
@@ -134,7 +151,10 @@ def read_payload(stream: BinaryIO) -> dict[str, Any]:
         raise HookError(f"payload larger than {MAX_STDIN_BYTES} bytes")
     if not data.strip():
         raise HookError("empty payload")
-    payload = json.loads(data)
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise HookError(f"payload is not JSON we can read: {type(exc).__name__}") from None
     if not isinstance(payload, dict):
         raise HookError("payload is not a JSON object")
     return payload
@@ -308,11 +328,15 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     prompt sees both (and repeats neither)."""
     prompt = _field(payload, "initialPrompt", "initial_prompt")
     block = ""
-    with RecallLock(settings, sid, deadline) as locked:
+    lock = RecallLock(settings, sid, deadline)
+    with lock as locked:
         text = start_context(sid, payload, settings, deadline)
         if locked and isinstance(prompt, str):
             try:
+                asked = deadline - time.monotonic() - RECALL_MARGIN_S > 0  # else skipped
                 block = recall_block(sid, prompt, payload, settings, deadline)
+                if asked and not pack_pending(sid, payload, settings):
+                    lock.stamp(prompt)
             except Exception as exc:  # the context still goes out
                 log_line(f"recall session={sid} failed: {type(exc).__name__}: {exc}")
     return join_blocks(text, block)
@@ -324,6 +348,8 @@ def start_context(sid: str, payload: Mapping[str, Any], settings: Settings, dead
 
     path = settings.context_dir / f"{validate_session_id(sid)}.md"
     text = _read_text(path)
+    if text is None and sidecar_running():
+        text = _wait_for_file(path, deadline)
     if text is not None:
         return text
     _route_library_logs()
@@ -349,6 +375,19 @@ def start_context(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     finally:
         store.close()
     return _read_text(path) or ""
+
+
+def _wait_for_file(path: Path, deadline: float) -> str | None:
+    """The sidecar's context file once it appears (it sees Copilot's new session folder
+    within tens of ms), polled for at most `SIDECAR_FILE_WAIT_S`: cheaper than importing
+    the store and the coordinator to build it here (~0.5 s on a loaded machine)."""
+    until = min(time.monotonic() + SIDECAR_FILE_WAIT_S, deadline - 2 * RECALL_MARGIN_S - 0.3)
+    while time.monotonic() < until:
+        time.sleep(0.01)
+        text = _read_text(path)
+        if text is not None:
+            return text
+    return None
 
 
 def checkpoint_count(session_dir: Path) -> int | None:
@@ -393,6 +432,18 @@ def prompt_submitted(sid: str, settings: Settings, session_dir: Path) -> str:
     body = json.dumps({"checkpoints": count, "pack_mtime_ns": mtime_ns}) + "\n"
     write_private_file(marker_path, body)
     return text
+
+
+def pack_pending(sid: str, payload: Mapping[str, Any], settings: Settings) -> bool:
+    """Whether the next userPromptSubmitted has a resume pack to inject (a compaction
+    since the last one): that hook must then run, whatever was recalled already."""
+    from .paths import COMPACT_MARKER_SUFFIX
+
+    count = checkpoint_count(session_dir_for(sid, payload, settings))
+    if not count:
+        return False
+    marker = _read_marker(settings.context_dir / f"{sid}{COMPACT_MARKER_SUFFIX}")
+    return count > marker.get("checkpoints", 0)
 
 
 def session_dir_for(sid: str, payload: Mapping[str, Any], settings: Settings) -> Path:
@@ -490,6 +541,19 @@ class RecallLock:
                     return False
                 time.sleep(0.01)
 
+    def stamp(self, prompt: str | None = None) -> None:
+        """Write the time and the prompt (JSON-encoded, as it appears in Copilot's
+        payload) into the held lock file: this prompt was just recalled for. The plugin's
+        launcher (bin/llmem-hook) then answers the userPromptSubmitted hook for that same
+        prompt without starting Python; the stamp is used once and counts for 5 s at
+        most. ``None`` clears it (the prompt hook took the lock itself)."""
+        if self.fd is None:
+            return
+        os.ftruncate(self.fd, 0)
+        if prompt is not None:
+            body = f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
+            os.pwrite(self.fd, body.encode("utf-8", errors="replace"), 0)
+
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
             os.close(self.fd)  # releases the lock
@@ -504,7 +568,10 @@ def prompt_context(
     prompt = _field(payload, "prompt")
     block = ""
     if isinstance(prompt, str):
-        with RecallLock(settings, sid, deadline) as locked:
+        lock = RecallLock(settings, sid, deadline)
+        with lock as locked:
+            if locked:
+                lock.stamp(None)  # this prompt is handled here: no stamp may skip a later one
             try:
                 block = recall_block(sid, prompt, payload, settings, deadline) if locked else ""
             except Exception as exc:  # the resume pack still goes out
@@ -560,6 +627,25 @@ def maybe_start_sidecar(settings: Settings) -> None:
 
 
 # -- entry point -----------------------------------------------------------------------------
+UNAVAILABLE = (
+    "[llmem-hooks] Long-term memory is unavailable in this session ({why}). Tell the user"
+    " once, in one short sentence, and suggest `llmem-hooks doctor`; then carry on normally."
+)
+
+
+def unavailable_notice(event: str | None, exc: BaseException) -> str | None:
+    """What sessionStart shows when memory failed for a reason the user must fix (an
+    unreadable store, a broken config): once per session, through the model, since
+    Copilot shows a hook's stderr nowhere in ``-p`` runs. Bad input from Copilot
+    (`HookError`), a locked store and a timeout are only logged."""
+    if normalize_event(event) != "sessionStart" or isinstance(exc, HookError):
+        return None
+    if any(word in str(exc).lower() for word in ("locked", "busy")):
+        return None  # a writer holds the store for a moment: the next session gets memory
+    why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    return json.dumps({"additionalContext": UNAVAILABLE.format(why=why)})
+
+
 def handle(agent: str, event_arg: str | None, stream: BinaryIO, deadline: float) -> str | None:
     """The JSON text to print for one hook call (None: print nothing)."""
     if agent != AGENT:
@@ -622,11 +708,11 @@ def main(
         if exit_on_timeout:
             os._exit(0)
         return 0
+    out = result.get("out")
     if "error" in result:
         exc = result["error"]
         log_line(f"{event} failed: {type(exc).__name__}: {exc}")
-        return 0
-    out = result.get("out")
+        out = unavailable_notice(event, exc)
     if out:
         try:
             target = stdout if stdout is not None else sys.stdout

@@ -147,6 +147,7 @@ def install_opencode(
     if report is not None:
         for path, status in results:
             report(f"{status} {path}")
+    record_entry_point()
     return [path for path, _ in results]
 
 
@@ -189,8 +190,13 @@ COPILOT_HOOK_EVENTS = (
     "preCompact",
     "sessionEnd",
 )
+# Events whose output Copilot uses: it waits for these. The others only (re)start the
+# sidecar, so their command returns at once and the hook runs detached.
+COPILOT_SYNC_EVENTS = frozenset({"sessionStart", "userPromptSubmitted"})
 COPILOT_HOOK_TIMEOUT_S = 5  # the hook gives up after ~1.5 s on its own
 COPILOT_MARKER = "llmem-hooks hook copilot"  # in every command we write
+PLUGIN_LAUNCHER = "bin/llmem-hook"  # the repository's launcher (hooks.json, plugin.json)
+ENTRY_POINT_FILE = "entry-point"  # in LLMEM_HOME: where the launcher finds llmem-hooks
 
 
 def copilot_home() -> Path:
@@ -203,21 +209,63 @@ def copilot_hooks_path() -> Path:
     return copilot_home() / "hooks" / COPILOT_HOOKS_FILE
 
 
+# What sessionStart prints when the installed command is gone (the hook itself exits 0
+# whatever happens): the launcher of the plugin says the same.
+MISSING_NOTICE = shlex.quote(
+    json.dumps(
+        {
+            "additionalContext": "[llmem-hooks] Long-term memory is unavailable in this session:"
+            " the llmem-hooks command was not found. Tell the user once, in one short sentence,"
+            " and suggest `llmem-hooks doctor`; then carry on normally."
+        }
+    )
+)
+
+
+def _hook_entry(bash: str) -> dict[str, Any]:
+    return {"type": "command", "bash": bash, "timeoutSec": COPILOT_HOOK_TIMEOUT_S}
+
+
 def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
     """The hooks file content for Copilot CLI: one command hook per lifecycle event that
-    fails open even when ``command`` is missing (stderr dropped, ``|| true``)."""
+    fails open even when ``command`` is missing (stderr dropped, ``|| true``). Events in
+    `COPILOT_SYNC_EVENTS` run in the foreground; the others are started detached (stdin
+    passed on through fd 3: a background job's stdin is /dev/null) so Copilot does not
+    wait for a Python start at every turn's and the session's end."""
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event in COPILOT_HOOK_EVENTS:
+        if event == "sessionStart":  # a command that is gone is said once, not swallowed
+            bash = f"{command} hook copilot {event} 2>/dev/null || printf '%s\\n' {MISSING_NOTICE}"
+        elif event in COPILOT_SYNC_EVENTS:
+            bash = f"{command} hook copilot {event} 2>/dev/null || true"
+        else:
+            bash = f"exec 3<&0; {command} hook copilot {event} <&3 >/dev/null 2>&1 3<&- & true"
+        hooks[event] = [_hook_entry(bash)]
+    return {"version": 1, "hooks": hooks}
+
+
+def plugin_hooks() -> dict[str, Any]:
+    """The repository's ``hooks.json`` (``copilot --plugin-dir <repo>``): every event
+    through `PLUGIN_LAUNCHER`, which finds llmem-hooks without PATH, says once when it
+    cannot, and detaches the events whose output Copilot does not use. Copilot runs plugin
+    hooks in the plugin's folder with ``$PLUGIN_ROOT`` set."""
+    launcher = f'"${{PLUGIN_ROOT:-.}}/{PLUGIN_LAUNCHER}"'
     return {
         "version": 1,
         "hooks": {
-            event: [
-                {
-                    "type": "command",
-                    "bash": f"{command} hook copilot {event} 2>/dev/null || true",
-                    "timeoutSec": COPILOT_HOOK_TIMEOUT_S,
-                }
-            ]
-            for event in COPILOT_HOOK_EVENTS
+            event: [_hook_entry(f"sh {launcher} copilot {event}")] for event in COPILOT_HOOK_EVENTS
         },
+    }
+
+
+def plugin_mcp_server() -> dict[str, Any]:
+    """The ``llmem`` MCP server of ``.github/plugin/plugin.json``: the launcher too
+    (Copilot expands ``${PLUGIN_ROOT}`` in a plugin server's command and arguments)."""
+    return {
+        "type": "stdio",
+        "command": "sh",
+        "args": [f"${{PLUGIN_ROOT}}/{PLUGIN_LAUNCHER}", "mcp"],
+        "tools": ["*"],
     }
 
 
@@ -225,6 +273,22 @@ def hook_command() -> str:
     """This installation's ``llmem-hooks`` as a shell word (absolute path), else
     ``python -m llmem_hooks.cli``."""
     return " ".join(shlex.quote(part) for part in sidecar_command()[:-1])
+
+
+def entry_point_path() -> Path:
+    return get_llmem_home() / ENTRY_POINT_FILE
+
+
+def record_entry_point() -> Path | None:
+    """Write this installation's absolute ``llmem-hooks`` to ``<LLMEM_HOME>/entry-point``
+    (0600), where the plugin's launcher looks first; None when there is no such script
+    (a ``python -m`` installation: the launcher then searches its known places)."""
+    command = sidecar_command()
+    if len(command) != 2:
+        return None
+    target = entry_point_path()
+    _write_if_changed(target, (command[0] + "\n").encode(), private=True)
+    return target
 
 
 def install_copilot(command: str | None = None, report: Report | None = None) -> list[Path]:
@@ -236,6 +300,7 @@ def install_copilot(command: str | None = None, report: Report | None = None) ->
     status = _write_if_changed(target, body.encode(), private=False)
     if report is not None:
         report(f"{status} {target}")
+    record_entry_point()
     return [target, *install_copilot_mcp(report=report)]
 
 
@@ -289,6 +354,8 @@ def is_our_mcp_entry(entry: Any) -> bool:
     command, args = entry.get("command"), entry.get("args")
     if not isinstance(command, str) or not isinstance(args, list) or args[-1:] != ["mcp"]:
         return False
+    if any(isinstance(a, str) and a.endswith(PLUGIN_LAUNCHER) for a in args):
+        return True  # the plugin manifest's server, through the launcher
     return Path(command).name == "llmem-hooks" or "llmem_hooks.cli" in args
 
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from .markers import neutralize
+from .mcp_front import LONE_SURROGATE_MARK
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -43,7 +43,6 @@ LINE_CHARS = 200  # one line per hit in search/timeline results
 
 # Methods scoped to the caller's project (its directory is added to their params).
 SCOPED = frozenset({"search", "remember", "get", "forget", "timeline"})
-LONE_SURROGATE_MARK = "\ufdd0"  # a noncharacter standing in for a lone UTF-16 surrogate
 
 Call = Callable[[str, dict[str, Any]], Mapping[str, Any]]
 """``call(method, params) -> result``: the query-service seam (tests may pass their own)."""
@@ -266,7 +265,7 @@ def _reach(params: dict[str, Any], any_project: bool) -> dict[str, Any]:
 
 
 def _checked(call: Call) -> Call:
-    """``call``, refusing arguments that held a lone UTF-16 surrogate (`GuardedStdin`
+    """``call``, refusing arguments that held a lone UTF-16 surrogate (`mcp_front.guard_line`
     marked them): the tool answers with an error result, as for any bad argument."""
 
     def checked(method: str, params: dict[str, Any]) -> Mapping[str, Any]:
@@ -359,55 +358,9 @@ def main(argv: Sequence[str]) -> int:
         print(f"error: --project-dir {args.project_dir!r} is not a folder", file=sys.stderr)
         return 2
     seam = ServiceCall(ProjectDir(args.project_dir))
+    from .mcp_front import serve  # answers initialize and tools/list before the SDK loads
+
     try:
-        serve_stdio(build_server(seam))
+        return serve(lambda: build_server(seam), __file__)
     finally:
         seam.close()
-    return 0
-
-
-class GuardedStdin:
-    """The server's stdin, line by line, with every lone UTF-16 surrogate in a message
-    (``"\\ud800"``: valid JSON, but no UTF-8 text can carry it) replaced by
-    `LONE_SURROGATE_MARK`. The SDK would refuse the whole line and answer nothing at all;
-    this way the call reaches the tool, which answers with an error result."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-
-    def readline(self) -> str:
-        line: str = self.stream.readline()
-        if "\\u" not in line or not re.search(r"\\u[dD][89a-fA-F]", line):
-            return line  # a surrogate in JSON is always written as an escape
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return line  # the SDK answers malformed JSON itself
-        return json.dumps(_unsurrogate(message), ensure_ascii=False) + "\n"
-
-
-def _unsurrogate(value: Any) -> Any:
-    if isinstance(value, str):
-        return re.sub("[\ud800-\udfff]", LONE_SURROGATE_MARK, value)
-    if isinstance(value, list):
-        return [_unsurrogate(v) for v in value]
-    if isinstance(value, dict):
-        return {_unsurrogate(k): _unsurrogate(v) for k, v in value.items()}
-    return value
-
-
-def serve_stdio(server: FastMCP) -> None:
-    """`FastMCP.run("stdio")`, reading through `GuardedStdin`."""
-    from io import TextIOWrapper
-
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    async def run() -> None:
-        raw = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-        stdin = anyio.wrap_file(cast("IO[str]", GuardedStdin(raw)))
-        async with stdio_server(stdin=stdin) as (read, write):
-            low = server._mcp_server
-            await low.run(read, write, low.create_initialization_options())
-
-    anyio.run(run)

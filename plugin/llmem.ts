@@ -59,6 +59,12 @@ const REPLAYS_KEPT = 256 // message id -> recall block, for a message that is ha
 const RECALL_PROMPT_CHARS = 4000 // the prompt text sent to `recall`, at most
 const SUN_PATH_MAX = 107 // bytes an AF_UNIX path may hold (108 with the NUL on Linux)
 const SESSION_ID = /^[A-Za-z0-9_-]{1,256}$/
+const SOCKET_WAIT_MS = 1500 // a sidecar that is starting gets this long to open its socket
+const SOCKET_POLL_MS = 50
+const STARTING_MS = 15_000 // a sidecar spawned this recently counts as still coming up
+// OpenCode's title request (the small model) runs system.transform too: its system prompt
+// starts with this. Memory goes only into the main conversation.
+const TITLE_PROMPT = "You are a title generator"
 const MAX_PARENT_DEPTH = 8
 
 // Always absolute (a relative $LLMEM_HOME is taken against the current directory once),
@@ -459,6 +465,21 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
   }
   if (problem) log(problem)
 
+  // Said once per OpenCode process, where the user looks: the log and a TUI toast (there
+  // is no TUI under `opencode run`; the toast then fails quietly).
+  let warned = false
+  const warnOnce = (msg: string): void => {
+    log(msg)
+    if (warned) return
+    warned = true
+    try {
+      const tui = (pluginInput as { client?: { tui?: { showToast?: (o: unknown) => Promise<unknown> } } })?.client?.tui
+      void tui?.showToast?.({ body: { title: "llmem-hooks", message: msg, variant: "warning" } })?.catch?.(() => {})
+    } catch {
+      // no toast: the log line stays
+    }
+  }
+
   const parents = new Map<string, string>() // child session -> parent session
   const cache = new Map<string, Cached>() // file path -> content at mtime
   const waited = new Set<string>() // sessions whose context file has been waited for once
@@ -563,6 +584,7 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
     }
   }
 
+  let spawnedAt = 0 // when this process last started a sidecar (0: never)
   const startSidecar = (): void => {
     if (!settings.autostart || sidecarAlive()) return
     fs.mkdirSync(path.dirname(settings.log), { recursive: true, mode: 0o700 })
@@ -574,8 +596,12 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
         stdio: ["ignore", fd, fd],
         env: { ...process.env, LLMEM_HOME: home },
       })
-      child.on("error", (err) => log(`cannot start sidecar ${JSON.stringify(settings.command)}: ${String(err)}`))
+      child.on("error", (err) => {
+        spawnedAt = 0
+        warnOnce(`memory unavailable: cannot start sidecar ${JSON.stringify(settings.command)}: ${String(err)} (see llmem-hooks doctor)`)
+      })
       child.unref()
+      spawnedAt = Date.now()
       log(`started sidecar ${JSON.stringify(settings.command)} (pid ${child.pid ?? "?"})`)
     } finally {
       fs.closeSync(fd)
@@ -588,11 +614,30 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
     log(`autostart failed: ${String(err)}`)
   }
 
+  // Started by us, or (by anyone) so recently that its pid file is young: a live sidecar
+  // whose socket stays closed is not waited for on every prompt.
+  const sidecarStarting = (): boolean => {
+    if (spawnedAt > 0 && Date.now() - spawnedAt < STARTING_MS) return true
+    try {
+      const age = Date.now() - fs.statSync(path.join(home, "sidecar.pid")).mtimeMs
+      return age < STARTING_MS && sidecarAlive()
+    } catch {
+      return false
+    }
+  }
+
   // A call to the query service; a service that nobody serves restarts the sidecar (at
   // most once a minute, and only if its pid file names no live process).
   let lastRestart = Date.now()
   const ask = async (method: string, params: Record<string, Json>, timeoutMs: number): Promise<Reply> => {
-    const reply = await callService(settings.socket, method, params, timeoutMs)
+    let reply = await callService(settings.socket, method, params, timeoutMs)
+    // A cold start: the sidecar we (or another client) just started has not opened its
+    // socket yet (ENOENT / ECONNREFUSED). Wait for it a little instead of answering nothing.
+    const waitUntil = Date.now() + SOCKET_WAIT_MS
+    while (!reply.ok && reply.unreachable && Date.now() < waitUntil && sidecarStarting()) {
+      await sleep(SOCKET_POLL_MS)
+      reply = await callService(settings.socket, method, params, timeoutMs)
+    }
     if (!reply.ok && reply.unreachable && Date.now() - lastRestart > RESTART_EVERY_MS) {
       lastRestart = Date.now()
       try {
@@ -619,7 +664,10 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
     if (reply.ok && isObject(reply.result) && typeof reply.result.block === "string") {
       block = sealRecall(reply.result.block)
       if (!block && reply.result.block.trim()) log(`recall ${sid}: a block not shaped as ours was dropped`)
-    } else if (!reply.ok) log(`recall ${sid}: ${reply.error} (${Date.now() - t0} ms)`)
+    } else if (!reply.ok) {
+      log(`recall ${sid}: ${reply.error} (${Date.now() - t0} ms)`)
+      if (reply.unreachable) warnOnce(`memory unavailable: no sidecar answers on ${settings.socket}; run \`llmem-hooks doctor\``)
+    }
     if (messageID) {
       replays.set(messageID, block)
       if (replays.size > REPLAYS_KEPT) replays.delete(replays.keys().next().value as string)
@@ -691,6 +739,7 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
         if (!sid || !SESSION_ID.test(sid)) return
         const root = rootSession(sid)
         if (!SESSION_ID.test(root)) return
+        if (isObject(output) && Array.isArray(output.system) && output.system.some((s) => typeof s === "string" && s.trimStart().startsWith(TITLE_PROMPT))) return
         let text: string | null | undefined = pinned.get(root)
         if (text === undefined) {
           text = await contextFor(root)

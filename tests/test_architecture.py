@@ -64,6 +64,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "service_client",
         "sidecar",
         "viewer_server",
+        "mcp_front",
     ),
     # entry points
     ("copilot_hook", "mcp_server", "cli", "__init__", "__main__", "plugin"),

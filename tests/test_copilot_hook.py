@@ -32,6 +32,7 @@ from llmem_hooks.install import (
     copilot_hooks_path,
     hook_command,
     install_copilot,
+    plugin_hooks,
     uninstall_copilot,
 )
 from llmem_hooks.project import project_key
@@ -373,7 +374,9 @@ def test_unreadable_db_fails_open(kind: str, repo: Path, llmem_home: Path) -> No
     proc, elapsed = run_cmd(
         ["hook", "copilot", "sessionStart"], _fixture_bytes("sessionStart.camel.stdin.json", repo)
     )
-    _assert_failed_open(proc, elapsed)
+    assert proc.returncode == 0 and elapsed < FAIL_OPEN_S
+    # Said once, through the model (Copilot shows a hook's stderr nowhere in -p runs).
+    assert "memory is unavailable" in context_of(proc.stdout.decode())
     assert "sessionStart failed" in (llmem_home / "logs" / "copilot-hook.log").read_text()
 
 
@@ -564,7 +567,7 @@ def test_autostart_starts_one_detached_sidecar(repo: Path, llmem_home: Path) -> 
 # -- hooks.json, the plugin manifest, install / uninstall --------------------------------------
 def test_repo_hooks_json_and_plugin_manifest() -> None:
     hooks = json.loads((ROOT / "hooks.json").read_text())
-    assert hooks == copilot_hooks("llmem-hooks")
+    assert hooks == plugin_hooks()  # through bin/llmem-hook: no PATH needed
     assert set(hooks["hooks"]) == {
         "sessionStart",
         "userPromptSubmitted",
@@ -589,7 +592,9 @@ def test_hook_command_fails_open_without_llmem_hooks(repo: Path, tmp_path: Path)
         timeout=30,
         check=False,
     )
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    # Not silent: one notice for the model to pass on (issue 18, item 11).
+    assert "memory is unavailable" in context_of(proc.stdout.decode())
 
 
 def test_install_copilot_is_idempotent(

@@ -40,7 +40,8 @@ def test_plugin_manifest_declares_the_server() -> None:
     manifest = json.loads((ROOT / ".github" / "plugin" / "plugin.json").read_text())
     server = manifest["mcpServers"][MCP_SERVER_NAME]
     assert server["type"] == "stdio"
-    assert [server["command"], *server["args"]] == ["llmem-hooks", "mcp"]
+    # Through the launcher (Copilot expands ${PLUGIN_ROOT}): no PATH needed.
+    assert [server["command"], *server["args"]] == ["sh", "${PLUGIN_ROOT}/bin/llmem-hook", "mcp"]
     assert is_our_mcp_entry(server)
     # Inline in the manifest, not a root .mcp.json: Copilot would also load that file as a
     # workspace config for anyone working in this repository (two copies of the tools).

@@ -67,6 +67,9 @@ def text_of(content: Any) -> str:
     return ""
 
 
+RECALL_BLOCK = re.compile(r"<llmem-recall\b.*?</llmem-recall>", re.S | re.I)
+
+
 def choose_reply(body: dict[str, Any], n: int) -> tuple[str, Any, Any]:
     """``("text", reply, None)`` or ``("tool", name, arguments)`` for a request body."""
     msgs = body.get("messages") or []
@@ -86,6 +89,9 @@ def choose_reply(body: dict[str, Any], n: int) -> tuple[str, Any, Any]:
             None,
         )
     tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    # Act on the user's own words only: a recalled block (an earlier session's episode can
+    # quote "USE-TOOL ...") is context, as it is for a real model.
+    last_user = RECALL_BLOCK.sub("", last_user)
     if "SUBAGENT-TASK" in last_user and "task" in tools:
         args = {
             "description": "List repo files",

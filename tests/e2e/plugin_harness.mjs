@@ -376,5 +376,35 @@ msg = userMsg("msg_long", "how do we deploy staging?")
 await deepHooks["chat.message"]({ sessionID: "ses_long" }, msg)
 check("recall: a socket path over 107 bytes works", listened && Buffer.byteLength(longSock) > 107 && msg.parts[1]?.text?.includes("LONG PATH"), JSON.stringify({ listened, parts: msg.parts }))
 await new Promise((r) => svc2.close(r))
+
+// 6. OpenCode's title request (small model; its system prompt starts "You are a title
+//    generator") gets no memory; the main request of the same session does.
+fs.writeFileSync(path.join(other, "ses_t.md"), "MARKER-TITLE-CTX\n")
+const titled = await Plugin({ directory: scratch, worktree: scratch }, { ...svcOptions, tools: false })
+out = { system: ["You are a title generator. You output ONLY a thread title. Nothing else."] }
+await titled["experimental.chat.system.transform"]({ sessionID: "ses_t" }, out)
+check("title request: no memory block", out.system.length === 1, JSON.stringify(out.system))
+out = sys()
+await titled["experimental.chat.system.transform"]({ sessionID: "ses_t" }, out)
+check("main request after the title request: the block", out.system[1] === "MARKER-TITLE-CTX\n", JSON.stringify(out.system))
+
+// 7. cold start: the sidecar is starting (a young sidecar.pid naming a live process) and
+//    opens its socket 400 ms after the first prompt: the prompt still gets its recall.
+const lateSock = path.join(scratch, "late.sock")
+fs.writeFileSync(path.join(home, "sidecar.pid"), `${process.pid}\n`)
+const late = await Plugin({ directory: scratch, worktree: scratch }, { ...svcOptions, socket: lateSock, tools: false })
+const svc3 = net.createServer((conn) => conn.on("data", (d) => { const req = JSON.parse(String(d)); conn.write(JSON.stringify({ v: 1, id: req.id, result: { block: "<llmem-recall>\nLATE SOCKET\n</llmem-recall>" } }) + "\n") }))
+setTimeout(() => svc3.listen(lateSock), 400)
+msg = userMsg("msg_late", "how do we deploy staging?")
+await late["chat.message"]({ sessionID: "ses_late" }, msg)
+check("recall: a socket that appears late (sidecar starting) is waited for", msg.parts[1]?.text?.includes("LATE SOCKET"), JSON.stringify(msg.parts))
+fs.rmSync(path.join(home, "sidecar.pid"), { force: true })
+await new Promise((r) => svc3.close(r))
+const quiet = await Plugin({ directory: scratch, worktree: scratch }, { ...svcOptions, socket: path.join(scratch, "never.sock"), tools: false })
+msg = userMsg("msg_never", "how do we deploy staging?")
+t0 = now()
+await quiet["chat.message"]({ sessionID: "ses_never" }, msg)
+check("recall: no sidecar starting, no wait", msg.parts.length === 1 && now() - t0 < 200, now() - t0)
+check("memory unavailable is said in the log", /memory unavailable: no sidecar answers/.test(fs.readFileSync(logFile, "utf8")), "not in log")
 await new Promise((r) => svc.close(r))
 console.log(JSON.stringify({ checks, timings, pid }))

@@ -1,0 +1,204 @@
+"""What the agent feels of us: real ``copilot -p`` and ``opencode run`` wall times with our
+plugin and without it, side by side in one run.
+
+Usage: python bench/agent_overhead.py [--runs 7] [--memories 400] [--only copilot|opencode]
+
+One isolated world (the e2e harness's: HOME, XDG folders, COPILOT_HOME, LLMEM_HOME under a
+temporary folder, removed at the end), a git repository whose project holds ``--memories``
+memories, ``llmem-hooks run`` running, the fake OpenAI-compatible model server on loopback
+(tests/e2e/fake_openai.py, answers at once). Runs alternate with / without so machine load
+hits both alike; each agent gets one warm-up pair that is not counted.
+
+* Copilot: ``copilot -p <prompt>`` in a new session, with ``--plugin-dir <this repo>``
+  (hooks.json + the ``llmem`` MCP server of .github/plugin/plugin.json) vs without.
+* OpenCode: ``opencode run <prompt>`` with ``llmem.ts`` in OpenCode's plugin folder vs the
+  file moved away.
+
+Reported: median wall time of each and the ratio of the medians. Target: <= 1.05x.
+Needs node, npm and the two agents (installed into build/npm/ on first use, as the e2e
+tests do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+for _p in (REPO / "tests", REPO / "tests" / "e2e"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+from copilot_harness import COPILOT_VERSION, CopilotEnv, ensure_copilot  # noqa: E402
+from fake_openai import FakeOpenAI  # noqa: E402
+from oc_harness import (  # noqa: E402
+    OPENCODE_VERSION,
+    OpenCodeEnv,
+    ensure_config_template,
+    ensure_opencode,
+)
+from report import cpu_name  # noqa: E402
+
+from llmem_hooks.store import MemoryStore  # noqa: E402
+
+TARGET_RATIO = 1.05
+PROMPT = "how do we deploy the billing service and which port does it listen on"
+RUN_TIMEOUT_S = 120
+
+
+def seed(llmem_home: Path, project: str, n: int) -> int:
+    """``n`` memories of the project (everyday developer wording), a tenth of them global."""
+    words = ("deploy", "port", "service", "billing", "staging", "tests", "config", "cache")
+    with MemoryStore(llmem_home / "memory.db") as store:
+        for i in range(n):
+            w = words[i % len(words)]
+            store.add(
+                ("fact", "decision", "preference", "procedure")[i % 4],
+                f"{w} note {i}: service svc-{i:03d} listens on port {8000 + i} and we "
+                f"{w} it with `make {w}-svc-{i:03d}` after the staging checks pass",
+                project=None if i % 10 == 0 else project,
+                dedupe=False,
+            )
+        return store.count()
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall seconds of one agent run (fails loudly on a non-zero exit)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        start_new_session=True,
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return wall
+
+
+def side_by_side(
+    runs: int, without: Callable[[], float], with_: Callable[[], float]
+) -> tuple[list[float], list[float]]:
+    without(), with_()  # warm-up: file caches, the agents' own first-run work
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(runs):
+        pair = (without, with_) if i % 2 == 0 else (with_, without)
+        first, second = pair[0](), pair[1]()
+        if pair[0] is without:
+            a.append(first)
+            b.append(second)
+        else:
+            b.append(first)
+            a.append(second)
+    return a, b
+
+
+def row(name: str, without: list[float], with_: list[float]) -> str:
+    m0, m1 = statistics.median(without), statistics.median(with_)
+    ratio = m1 / m0
+    ok = "meets" if ratio <= TARGET_RATIO else "misses"
+    each = f"without {', '.join(f'{x:.2f}' for x in without)}; with "
+    each += ", ".join(f"{x:.2f}" for x in with_)
+    cells = f"{m0:.2f} s | {m1:.2f} s | {ratio:.2f}x | <= {TARGET_RATIO}x ({ok})"
+    return f"| {name} | {cells} | {each} |"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--memories", type=int, default=400)
+    ap.add_argument("--only", choices=("copilot", "opencode"))
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="llmem-agent-bench-"))
+    rows: list[str] = []
+    try:
+        with FakeOpenAI(root / "fake.jsonl") as fake:
+            opencode_bin = ensure_opencode()
+            template = ensure_config_template(opencode_bin, root / "scratch")
+            world = OpenCodeEnv(root / "w", opencode_bin, template, fake)
+            n = seed(world.llmem_home, world.project_key, args.memories)
+            cp = None
+            if args.only in (None, "copilot"):
+                copilot_bin = ensure_copilot(root / "scratch")
+                cp = CopilotEnv(root / "cp", copilot_bin, fake, base=world)
+            # One sidecar for both agents (the Copilot world's env: it watches COPILOT_HOME).
+            sidecar = (cp or world).sidecar().start()
+            try:
+                if cp is not None:
+
+                    def copilot(plugin: bool) -> Callable[[], float]:
+                        def run() -> float:
+                            cmd = [str(copilot_bin), "-p", PROMPT, f"--session-id={uuid.uuid4()}"]
+                            cmd += ["--allow-all-tools", "--no-auto-update"]
+                            if plugin:
+                                cmd += ["--plugin-dir", str(REPO)]
+                            return timed(cmd, cp.repo, cp.env)
+
+                        return run
+
+                    a, b = side_by_side(args.runs, copilot(False), copilot(True))
+                    rows.append(row("`copilot -p`", a, b))
+                    print(rows[-1], flush=True)
+                if args.only in (None, "opencode"):
+                    plugin_dir = Path(world.env["XDG_CONFIG_HOME"]) / "opencode" / "plugin"
+                    stash = root / "stash"
+                    stash.mkdir()
+
+                    def opencode(plugin: bool) -> Callable[[], float]:
+                        def run() -> float:
+                            here, away = plugin_dir / "llmem.ts", stash / "llmem.ts"
+                            if plugin and away.exists():
+                                shutil.move(away, here)
+                            if not plugin and here.exists():
+                                shutil.move(here, away)
+                            cmd = [str(opencode_bin), "run", PROMPT]
+                            return timed(cmd, world.repo, world.env)
+
+                        return run
+
+                    a, b = side_by_side(args.runs, opencode(False), opencode(True))
+                    rows.append(row("`opencode run`", a, b))
+                    print(rows[-1], flush=True)
+            finally:
+                if cp is not None:
+                    cp.close()
+                sidecar.stop()
+                world.close()
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    u = platform.uname()
+    print(
+        f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {u.system} {u.machine}, {cpu_name()}, "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; copilot {COPILOT_VERSION}, "
+        f"opencode-ai {OPENCODE_VERSION}; {n} memories, {args.runs} runs each (median)"
+    )
+    print("| what | without | with | ratio | target | each run (s) |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(r)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
