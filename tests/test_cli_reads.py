@@ -64,6 +64,8 @@ READS: list[list[str]] = [
     ["show", "abcdef"],
     ["export", "-"],
     ["status"],
+    ["dream"],  # a dry run only reads
+    ["dream", "--runs"],
 ]
 
 

@@ -46,7 +46,13 @@ def dream(
         raise ValidationError("--apply, --undo and --runs cannot be combined")
     # A change takes the dream lock before the store opens: a second run is refused at
     # once, even while the first holds a write transaction (Dreamer re-enters the lock).
+    _config(create=bool(apply or undo))  # a dry run writes no config.yaml either
     path = _db_path()
+    if not (apply or undo) and not path.exists():
+        # A dry run or --runs only reads: it creates no folder and no database.
+        from .quick import MissingDatabase
+
+        raise MissingDatabase(f"no database at {path}")
     guard: Any = contextlib.nullcontext()
     if (apply or undo) and path.parent.is_dir():
         what = f"dream --undo {undo}" if undo else f"dream --apply ({trigger})"
