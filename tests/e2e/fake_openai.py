@@ -70,6 +70,13 @@ def text_of(content: Any) -> str:
 RECALL_BLOCK = re.compile(r"<llmem-recall\b.*?</llmem-recall>", re.S | re.I)
 
 
+def is_title_request(req: dict[str, Any]) -> bool:
+    """A recorded request whose system prompt is OpenCode's title generator's."""
+    msgs = (req.get("body") or {}).get("messages") or []
+    sys_text = "\n".join(text_of(m.get("content")) for m in msgs if m.get("role") == "system")
+    return "title generator" in sys_text.lower() or "generate a title" in sys_text.lower()
+
+
 def choose_reply(body: dict[str, Any], n: int) -> tuple[str, Any, Any]:
     """``("text", reply, None)`` or ``("tool", name, arguments)`` for a request body."""
     msgs = body.get("messages") or []
@@ -158,6 +165,11 @@ class FakeOpenAI:
         if session_id is not None:
             reqs = [r for r in reqs if r["headers"].get("x-session-affinity") == session_id]
         return reqs
+
+    def conversation_requests(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """`chat_requests` without OpenCode's title requests (the small model), which
+        carry no memory since the plugin injects only into the main conversation."""
+        return [r for r in self.chat_requests(session_id) if not is_title_request(r)]
 
     def session_ids(self) -> list[str]:
         """Session ids in the order of their first request."""

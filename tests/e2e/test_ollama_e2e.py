@@ -122,7 +122,7 @@ def test_opencode_llm_memory_reaches_the_next_session(
         _model_saw_no_secret(ollama)
 
         sid2 = world.run("hello again")
-        systems = system_texts(world.fake.chat_requests(sid2)[0])
+        systems = system_texts(world.fake.conversation_requests(sid2)[0])
         assert any("LLM-E2E" in s for s in systems), systems
     finally:
         sc.stop()

@@ -84,7 +84,7 @@ def test_stored_memory_reaches_the_first_request(
 
     row = oc_env.session_row(sid)
     assert row is not None and row["project_id"] == oc_env.project_key, row
-    reqs = oc_env.fake.chat_requests(sid)
+    reqs = oc_env.fake.conversation_requests(sid)
     assert reqs, "no model request for the new session"
     first = _injected(reqs[0])
     assert "MARKER-E2E-STORED" in first, f"first request lacks the memory:\n{first[:2000]}"
@@ -105,7 +105,7 @@ def test_remembered_fact_is_stored_and_reaches_the_next_session(
     assert all(m["type"] != "event" for m in hits)
 
     sid2 = oc_env.run("hello again")
-    first = _injected(oc_env.fake.chat_requests(sid2)[0])
+    first = _injected(oc_env.fake.conversation_requests(sid2)[0])
     assert "blue-green" in first, f"second session's first request lacks it:\n{first[:2000]}"
 
 
