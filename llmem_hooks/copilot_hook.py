@@ -34,6 +34,7 @@ Imports are lazy: this runs on every session start and prompt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -55,6 +56,7 @@ LOG_NAME = "copilot-hook.log"
 LOG_MAX_BYTES = 1_000_000
 RECALL_MARGIN_S = 0.15  # recall is skipped when less than this is left before the deadline
 MAX_PROMPT_CHARS = 20_000  # the service reads no more of a prompt than this
+PENDING_MARK = "pending"  # a recall lock's first line while sessionStart recalls
 SIDECAR_FILE_WAIT_S = 0.25  # how long sessionStart waits for a running sidecar's file
 SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
 ENTRY_POINTS_CACHE = ".copilot-hook-entry-points.json"  # the session hooks plugins declare
@@ -330,6 +332,8 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     block = ""
     lock = RecallLock(settings, sid, deadline)
     with lock as locked:
+        if locked and isinstance(prompt, str):
+            lock.mark_pending()  # the launcher's userPromptSubmitted waits for the stamp
         text = start_context(sid, payload, settings, deadline)
         if locked and isinstance(prompt, str):
             try:
@@ -515,6 +519,7 @@ class RecallLock:
         self.path = settings.context_dir / f"{validate_session_id(sid)}{RECALL_LOCK_SUFFIX}"
         self.deadline = deadline - RECALL_MARGIN_S
         self.fd: int | None = None
+        self.pending = False
 
     def __enter__(self) -> bool:
         import fcntl
@@ -541,6 +546,19 @@ class RecallLock:
                     return False
                 time.sleep(0.01)
 
+    def mark_pending(self) -> None:
+        """Write ``PENDING_MARK <time>`` into the held lock file: sessionStart is recalling
+        for its initialPrompt. Copilot starts the userPromptSubmitted hook for that same
+        prompt while sessionStart still runs; the launcher then waits (briefly, see
+        bin/llmem-hook) for the stamp instead of starting Python for a repeat recall. The
+        mark is replaced by `stamp` or cleared on exit; a launcher ignores one older than
+        a few seconds (a killed hook)."""
+        if self.fd is None:
+            return
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{PENDING_MARK} {int(time.time())}\n".encode(), 0)
+        self.pending = True
+
     def stamp(self, prompt: str | None = None) -> None:
         """Write the time and the prompt (JSON-encoded, as it appears in Copilot's
         payload) into the held lock file: this prompt was just recalled for. The plugin's
@@ -550,12 +568,17 @@ class RecallLock:
         if self.fd is None:
             return
         os.ftruncate(self.fd, 0)
+        self.pending = False
         if prompt is not None:
             body = f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
             os.pwrite(self.fd, body.encode("utf-8", errors="replace"), 0)
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
+            if self.pending:  # no stamp came: the launcher must not wait on a stale mark
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, 0)
+                self.pending = False
             os.close(self.fd)  # releases the lock
             self.fd = None
 
