@@ -539,6 +539,8 @@ class RecallLock:
         while True:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # The launcher marks it before Python starts: ours to clear from now on.
+                self.pending = os.pread(self.fd, len(PENDING_MARK), 0) == PENDING_MARK.encode()
                 return True
             except BlockingIOError:
                 if time.monotonic() >= self.deadline:
@@ -555,9 +557,16 @@ class RecallLock:
         a few seconds (a killed hook)."""
         if self.fd is None:
             return
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{PENDING_MARK} {int(time.time())}\n".encode(), 0)
+        self._write(f"{PENDING_MARK} {int(time.time())}\n".encode())
         self.pending = True
+
+    def _write(self, body: bytes) -> None:
+        """Replace the file's text so that a reader never sees it empty in between (the
+        launcher would take that for "no stamp"): write over it, then cut the rest."""
+        if self.fd is None:
+            return
+        os.pwrite(self.fd, body, 0)
+        os.ftruncate(self.fd, len(body))
 
     def stamp(self, prompt: str | None = None) -> None:
         """Write the time and the prompt (JSON-encoded, as it appears in Copilot's
@@ -567,11 +576,12 @@ class RecallLock:
         most. ``None`` clears it (the prompt hook took the lock itself)."""
         if self.fd is None:
             return
-        os.ftruncate(self.fd, 0)
         self.pending = False
-        if prompt is not None:
-            body = f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
-            os.pwrite(self.fd, body.encode("utf-8", errors="replace"), 0)
+        if prompt is None:
+            os.ftruncate(self.fd, 0)
+            return
+        body = f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
+        self._write(body.encode("utf-8", errors="replace"))
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:

@@ -176,3 +176,48 @@ def test_session_start_and_the_prompt_hook_at_once(
     prompt_out, err = proc.communicate(timeout=60)
     assert (proc.returncode, prompt_out) == (0, b""), err
     assert "MARKER-WAIT-FACT" in json.loads(out.getvalue())["additionalContext"]
+
+
+def _start_hook(env: dict[str, str], tmp_path: Path, **extra: Any) -> Any:
+    return subprocess.run(
+        ["sh", str(LAUNCHER), "copilot", "sessionStart"],
+        input=_payload(tmp_path, **extra),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_launcher_marks_the_lock_before_session_start_runs(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    """The mark is there when Python starts (a slow start must not let the prompt hook
+    miss it), only for a payload with an initialPrompt, and never through a link."""
+    shown = tmp_path / "show-lock"
+    shown.write_text(f'#!/bin/sh\ncat >/dev/null\ncat "{_lock(world)}" 2>/dev/null\necho RAN\n')
+    shown.chmod(0o755)
+    env = {**world, "LLMEM_HOOKS_BIN": str(shown)}
+    proc = _start_hook(env, tmp_path, initialPrompt=PROMPT)
+    first, ran = proc.stdout.decode().splitlines()
+    assert first.startswith("pending ") and first.split()[1].isdigit() and ran == "RAN"
+    _lock(world).unlink()
+    assert _start_hook(env, tmp_path).stdout == b"RAN\n"  # no initialPrompt, no mark
+    assert not _lock(world).exists()
+    target = tmp_path / "elsewhere"
+    target.write_text("keep\n")
+    _lock(world).symlink_to(target)
+    _start_hook(env, tmp_path, initialPrompt=PROMPT)
+    assert target.read_text() == "keep\n"
+
+
+def test_a_launcher_mark_is_cleared_by_a_hook_that_does_not_stamp(
+    world: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("LLMEM_HOME", "HOME", "COPILOT_HOME"):
+        monkeypatch.setenv(key, world[key])
+    _lock(world).write_text(f"pending {int(time.time())}\n")
+    lock = copilot_hook.RecallLock(copilot_hook.load_settings(), SID, time.monotonic() + 60)
+    with lock as locked:
+        assert locked
+    assert _lock(world).read_text() == ""
