@@ -34,6 +34,7 @@ Imports are lazy: this runs on every session start and prompt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -55,6 +56,7 @@ LOG_NAME = "copilot-hook.log"
 LOG_MAX_BYTES = 1_000_000
 RECALL_MARGIN_S = 0.15  # recall is skipped when less than this is left before the deadline
 MAX_PROMPT_CHARS = 20_000  # the service reads no more of a prompt than this
+PENDING_MARK = "pending"  # a recall lock's first line while sessionStart recalls
 SIDECAR_FILE_WAIT_S = 0.25  # how long sessionStart waits for a running sidecar's file
 SETTINGS_CACHE = ".copilot-hook-settings.json"  # next to config.yaml
 ENTRY_POINTS_CACHE = ".copilot-hook-entry-points.json"  # the session hooks plugins declare
@@ -330,6 +332,8 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     block = ""
     lock = RecallLock(settings, sid, deadline)
     with lock as locked:
+        if locked and isinstance(prompt, str):
+            lock.mark_pending()  # the launcher's userPromptSubmitted waits for the stamp
         text = start_context(sid, payload, settings, deadline)
         if locked and isinstance(prompt, str):
             try:
@@ -515,6 +519,7 @@ class RecallLock:
         self.path = settings.context_dir / f"{validate_session_id(sid)}{RECALL_LOCK_SUFFIX}"
         self.deadline = deadline - RECALL_MARGIN_S
         self.fd: int | None = None
+        self.pending = False
 
     def __enter__(self) -> bool:
         import fcntl
@@ -534,12 +539,34 @@ class RecallLock:
         while True:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # The launcher marks it before Python starts: ours to clear from now on.
+                self.pending = os.pread(self.fd, len(PENDING_MARK), 0) == PENDING_MARK.encode()
                 return True
             except BlockingIOError:
                 if time.monotonic() >= self.deadline:
                     log_line(f"{self.path.name}: still locked at the deadline, no recall")
                     return False
                 time.sleep(0.01)
+
+    def mark_pending(self) -> None:
+        """Write ``PENDING_MARK <time>`` into the held lock file: sessionStart is recalling
+        for its initialPrompt. Copilot starts the userPromptSubmitted hook for that same
+        prompt while sessionStart still runs; the launcher then waits (briefly, see
+        bin/llmem-hook) for the stamp instead of starting Python for a repeat recall. The
+        mark is replaced by `stamp` or cleared on exit; a launcher ignores one older than
+        a few seconds (a killed hook)."""
+        if self.fd is None:
+            return
+        self._write(f"{PENDING_MARK} {int(time.time())}\n".encode())
+        self.pending = True
+
+    def _write(self, body: bytes) -> None:
+        """Replace the file's text so that a reader never sees it empty in between (the
+        launcher would take that for "no stamp"): write over it, then cut the rest."""
+        if self.fd is None:
+            return
+        os.pwrite(self.fd, body, 0)
+        os.ftruncate(self.fd, len(body))
 
     def stamp(self, prompt: str | None = None) -> None:
         """Write the time and the prompt (JSON-encoded, as it appears in Copilot's
@@ -549,13 +576,19 @@ class RecallLock:
         most. ``None`` clears it (the prompt hook took the lock itself)."""
         if self.fd is None:
             return
-        os.ftruncate(self.fd, 0)
-        if prompt is not None:
-            body = f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
-            os.pwrite(self.fd, body.encode("utf-8", errors="replace"), 0)
+        self.pending = False
+        if prompt is None:
+            os.ftruncate(self.fd, 0)
+            return
+        body = f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
+        self._write(body.encode("utf-8", errors="replace"))
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
+            if self.pending:  # no stamp came: the launcher must not wait on a stale mark
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, 0)
+                self.pending = False
             os.close(self.fd)  # releases the lock
             self.fd = None
 
