@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.copilot_home import launcher_env
 
 from llmem_hooks import copilot_hook
 from llmem_hooks.adapters.opencode import OpenCodeAdapter
@@ -32,25 +33,7 @@ SID = "0b8c1d2e-3f40-4a5b-8c6d-7e8f9a0b1c2d"
 @pytest.fixture
 def world(tmp_path: Path) -> dict[str, str]:
     """An environment with every home under tmp_path and no llmem-hooks on PATH."""
-    home = tmp_path / "home"
-    llmem = tmp_path / "llmem"
-    for d in (home, llmem):
-        d.mkdir(mode=0o700)
-    (llmem / "config.yaml").write_text("copilot:\n  autostart_sidecar: false\n")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("LLMEM_", "COPILOT", "XDG_", "OPENCODE"))
-    }
-    env.update(
-        HOME=str(home),
-        LLMEM_HOME=str(llmem),
-        COPILOT_HOME=str(home / ".copilot"),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        PATH="/usr/bin:/bin",
-    )
-    return env
+    return launcher_env(tmp_path)
 
 
 def _payload(tmp_path: Path, **extra: Any) -> bytes:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.copilot_home import launcher_env
 
 from llmem_hooks import copilot_hook
 
@@ -31,27 +31,11 @@ PROMPT = 'how do deploys go, "make ship"? ü'
 def world(tmp_path: Path) -> dict[str, str]:
     """Every home under tmp_path, no sidecar autostart, no llmem-hooks on PATH, and an
     executable that says when it runs (the hook that must not start)."""
-    home, llmem = tmp_path / "home", tmp_path / "llmem"
-    for d in (home, llmem, llmem / "context"):
-        d.mkdir(mode=0o700)
-    (llmem / "config.yaml").write_text("copilot:\n  autostart_sidecar: false\n")
     ran = tmp_path / "must-not-run"
     ran.write_text("#!/bin/sh\ncat >/dev/null\necho RAN\n")
     ran.chmod(0o755)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("LLMEM_", "COPILOT", "XDG_", "OPENCODE"))
-    }
-    env.update(
-        HOME=str(home),
-        LLMEM_HOME=str(llmem),
-        COPILOT_HOME=str(home / ".copilot"),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        PATH="/usr/bin:/bin",
-        LLMEM_HOOKS_BIN=str(ran),
-    )
+    env = launcher_env(tmp_path, LLMEM_HOOKS_BIN=str(ran))
+    (tmp_path / "llmem" / "context").mkdir(mode=0o700)
     return env
 
 

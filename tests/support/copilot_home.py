@@ -383,3 +383,28 @@ class CopilotHome:
         if start:
             s.start()
         return s
+
+
+def launcher_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """An environment for running the hook launcher (`bin/llmem-hook`) as Copilot would:
+    every home under ``tmp_path`` (made 0700), no sidecar autostart, none of our or the
+    agents' variables inherited, and no llmem-hooks on PATH; ``extra`` is added last."""
+    home, llmem = tmp_path / "home", tmp_path / "llmem"
+    for d in (home, llmem):
+        d.mkdir(mode=0o700)
+    (llmem / "config.yaml").write_text("copilot:\n  autostart_sidecar: false\n")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LLMEM_", "COPILOT", "XDG_", "OPENCODE"))
+    }
+    env.update(
+        HOME=str(home),
+        LLMEM_HOME=str(llmem),
+        COPILOT_HOME=str(home / ".copilot"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        PATH="/usr/bin:/bin",
+        **extra,
+    )
+    return env
