@@ -22,7 +22,6 @@ import json
 import os
 import socket
 import stat
-import struct
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -55,16 +54,12 @@ class ServiceCallError(LLMemError):
         self.code = code
 
 
-_UCRED = struct.Struct("3i")  # pid, uid, gid (Linux struct ucred)
-
-
 def peer_problem(sock: socket.socket, path: Path) -> str | None:
     """Why the listener at the other end of ``sock`` is not to be trusted, or None: its
     uid (``SO_PEERCRED``) is not ours; where the system cannot tell, `owner_problem`."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
+    uid = proto.peer_uid(sock)
+    if uid is None:
         return owner_problem(path)
-    uid = int(_UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _UCRED.size))[1])
     return None if uid == os.getuid() else f"the listener runs as uid {uid}, not ours"
 
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import stat
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,3 +120,17 @@ def request(method: str, params: dict[str, Any] | None = None, rid: Any = 1) -> 
 
 def error_reply(rid: Any, code: str, message: str) -> dict[str, Any]:
     return {"v": PROTOCOL_VERSION, "id": rid, "error": {"code": code, "message": message}}
+
+
+_UCRED = struct.Struct("3i")  # pid, uid, gid (Linux struct ucred)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (``SO_PEERCRED``), or None
+    where the system cannot say. Both ends check it: the server its clients, the client
+    the listener, before anything is sent."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    raw = conn.getsockopt(socket.SOL_SOCKET, opt, _UCRED.size)
+    return int(_UCRED.unpack(raw)[1])

@@ -25,7 +25,6 @@ import logging
 import os
 import socket
 import stat
-import struct
 import threading
 import time
 from collections.abc import Mapping
@@ -36,7 +35,7 @@ from . import service_protocol as proto
 from .config import Config
 from .paths import ensure_private_dir
 from .service import QueryService, ServiceError
-from .service_protocol import MAX_LINE_BYTES
+from .service_protocol import MAX_LINE_BYTES, peer_uid
 
 log = logging.getLogger("llmem_hooks.service")
 
@@ -45,16 +44,6 @@ LINE_TIMEOUT_S = 2.0  # a started request line must be complete within this
 SEND_TIMEOUT_S = 2.0  # a client that does not read its reply is dropped
 MAX_CONNECTIONS = 16
 ACCEPT_POLL_S = 0.2  # how often the accept loop looks at the stop flag
-_UCRED = struct.Struct("3i")  # pid, uid, gid (Linux struct ucred)
-
-
-def peer_uid(conn: socket.socket) -> int | None:
-    """The uid of the process at the other end, or None where the system cannot say."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
-    raw = conn.getsockopt(socket.SOL_SOCKET, opt, _UCRED.size)
-    return int(_UCRED.unpack(raw)[1])
 
 
 class ServiceServer:
