@@ -136,7 +136,7 @@ def _words(text: str) -> frozenset[str]:
 
 # What a reference, placeholder or type looks like (never a value).
 _REFERENCE = re.compile(
-    r"(?i)^(?:[$<{\[]|%\(|%\w+%|\*{3,}|\.{2,}|x{3,}$|(?:os\.|process\.env|getenv|env\(|secrets\."
+    r"(?i)^(?:[$<{\[]|%\(\w+\)[sdr]|%\w+%(?:$|[\\/])|\*{3,}|x{3,}$|(?:os\.|process\.env|getenv|env\(|secrets\."
     r"|vault:|ref\+))"
 )
 _NOT_VALUES = _words(
@@ -208,6 +208,10 @@ def _entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
 
 
+# A segment of a name: "node20", "3f9a7c1e", "EastUs", "X64", not "zyNt2Ir41p".
+_WORDLIKE = re.compile(r"[a-z0-9]+|[A-Z0-9]+|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*[0-9]*")
+
+
 def random_looking(value: str) -> bool:
     """A value that reads like generated key material rather than a word or a name."""
     core = value.removeprefix("base64:").strip("=")
@@ -217,8 +221,12 @@ def random_looking(value: str) -> bool:
     has_alpha = any(c.isalpha() for c in core)
     if re.fullmatch(r"[0-9a-fA-F]{16,}", core):
         return has_digit and has_alpha
-    segments = re.split(r"[-_.:/]+", core)
-    if len(segments) >= 3 and max(map(len, segments)) <= 10:
+    segments = [seg for seg in re.split(r"[-_.:/]+", core) if seg]
+    if (
+        len(segments) >= 3
+        and max(map(len, segments)) <= 10
+        and all(_WORDLIKE.fullmatch(seg) for seg in segments)
+    ):
         return False  # linux-x64-node20-3f9a7c1e: a compound name, not key material
     classes = (
         any(c.islower() for c in core)
@@ -241,11 +249,18 @@ def _is_path(value: str) -> bool:
     )
 
 
+def _is_ellipsis(value: str) -> bool:
+    """"...", "..." + a word: an elided value; dots before key material are still a secret."""
+    rest = value.lstrip(".")
+    return len(value) - len(rest) >= 2 and not random_looking(rest)
+
+
 def _is_reference(value: str) -> bool:
     return (
         not value
         or value == REDACTED
         or bool(_REFERENCE.match(value))
+        or _is_ellipsis(value)
         or _is_path(value)
         or value.lower() in _NOT_VALUES
         or (value.isdigit() and len(value) < 6)
@@ -379,13 +394,19 @@ def _adjacent_kind(m: re.Match[str]) -> str | None:
     return None if _qualified(m) else "key"
 
 
+def _another_option(m: re.Match[str]) -> bool:
+    """The value is the next option ("--verbose"), not key material that starts with "-"."""
+    start, end, _ = _value_span(m)
+    return m.string.startswith("-", start) and not random_looking(m.string[start:end])
+
+
 def _option_kind(m: re.Match[str]) -> str | None:
     """The next argument of a password option, unless it is another option."""
-    return None if m.string.startswith("-", _value_span(m)[0]) else "password"
+    return None if _another_option(m) else "password"
 
 
 def _flag_kind(m: re.Match[str]) -> str | None:
-    return None if m.string.startswith("-", _value_span(m)[0]) else _assignment_kind(m)
+    return None if _another_option(m) else _assignment_kind(m)
 
 
 CONTEXT_RULES: tuple[ContextRule, ...] = (
