@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-# mcp first, without bench/ on sys.path: bench/secrets.py would shadow the stdlib module.
+# mcp first, without bench/ on sys.path: no module of bench/ may shadow one mcp imports.
 sys.path[:] = [p for p in sys.path if not p or Path(p).resolve() != HERE]
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402

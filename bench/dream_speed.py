@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-# bench/ after the stdlib: bench/secrets.py must not shadow `secrets` (private temp files)
+# bench/ after the stdlib: none of its modules may shadow a standard one
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
 

@@ -114,11 +114,11 @@ def render_context(
     seen: set[str] = set()
     for mem in memories:
         text = context_entry(mem["content"])
-        if not text or text.lower() in seen or find_secrets(text):
+        if not text or text.lower() in seen:
             continue
         line = f"- {text}\n"
         extra = len(line) + (0 if picked[mem["type"]] else 20)
-        if used + extra > budget:
+        if used + extra > budget or find_secrets(text):  # the costly check last
             continue
         seen.add(text.lower())
         picked[mem["type"]].append(line)

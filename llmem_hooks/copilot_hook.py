@@ -334,6 +334,13 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     with lock as locked:
         if locked and isinstance(prompt, str):
             lock.mark_pending()  # the launcher's userPromptSubmitted waits for the stamp
+        first = prompt if locked and isinstance(prompt, str) else None
+        answered = sidecar_start(sid, first, payload, settings, deadline)
+        if answered is not None:
+            text, block = answered
+            if first is not None and not pack_pending(sid, payload, settings):
+                lock.stamp(first)
+            return join_blocks(text, block)
         text = start_context(sid, payload, settings, deadline)
         if locked and isinstance(prompt, str):
             try:
@@ -344,6 +351,44 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
             except Exception as exc:  # the context still goes out
                 log_line(f"recall session={sid} failed: {type(exc).__name__}: {exc}")
     return join_blocks(text, block)
+
+
+def sidecar_start(
+    sid: str, prompt: str | None, payload: Mapping[str, Any], settings: Settings, deadline: float
+) -> tuple[str, str] | None:
+    """A new session's context and its first prompt's recall block from the sidecar's
+    ``start`` method, in one round trip (`QueryService.start`): the agent waits neither
+    for the sidecar to notice the session and write its context file nor for a second
+    call. None, and `start_context` goes on, when the session has a context file already
+    (a resumed session: the file is what it was given) or no sidecar answers."""
+    from .paths import validate_session_id
+    from .service_client import ServiceCallError, ServiceUnavailable, call
+
+    if (settings.context_dir / f"{validate_session_id(sid)}.md").exists():
+        return None
+    params: dict[str, Any] = {"session_id": sid}
+    cwd = _field(payload, "cwd")
+    if isinstance(cwd, str):
+        params["directory"] = cwd
+    if prompt is not None and recall_enabled(settings) and prompt.strip():
+        params["prompt"] = prompt[:MAX_PROMPT_CHARS]
+    left = deadline - time.monotonic() - 2 * RECALL_MARGIN_S
+    if left <= 0:
+        return None
+    try:
+        result = call("start", params, timeout=min(left, 0.6), report=log_line)
+    except (ServiceUnavailable, ServiceCallError) as exc:
+        log_line(f"start session={sid}: the sidecar did not answer ({exc}); built here")
+        return None
+    context, block = result.get("context"), result.get("block")
+    if not isinstance(context, str) or not isinstance(block, str):
+        return None
+    from .markers import seal_recall
+
+    sealed = seal_recall(block)
+    if block.strip() and not sealed:
+        log_line(f"start session={sid}: the service's block is not shaped as ours; dropped")
+    return context[:MAX_CONTEXT_CHARS], sealed
 
 
 def start_context(sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float) -> str:

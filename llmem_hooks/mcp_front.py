@@ -6,7 +6,9 @@ turn (Copilot CLI waits for ``initialize`` and ``tools/list``). Importing the ``
 user felt on every ``copilot -p``. So `serve` reads the stdio JSON-RPC lines itself and
 answers ``initialize``, ``tools/list`` and ``ping`` from a cache of the SDK server's own
 answers (`CACHE_NAME`, next to config.yaml, keyed by our version, the server module and
-the SDK's files). The first message it cannot answer (a tool call, anything else) starts
+the SDK's files), a request for a method the SDK does not have either (Copilot CLI's
+opening ``server/discover``) with "method not found", and takes in notifications. The
+first message it cannot answer (a tool call, a method only the SDK has) starts
 the SDK server in a thread, replays the client's ``initialize`` (under a private id whose
 answer is dropped) and ``notifications/initialized`` to it, and from then on passes
 every line through. Without a cache (first run, an upgrade) the SDK server handles
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
 CACHE_NAME = ".mcp-front-cache.json"
 # The replayed initialize's id: one no client would pick, so no client answer is dropped.
 REPLAY_ID = f"llmem-front-initialize-{os.urandom(8).hex()}"
-FRONT_METHODS = frozenset({"initialize", "notifications/initialized", "tools/list", "ping"})
+METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the server does not have
+FRONT_METHODS = frozenset({"initialize", "tools/list", "ping"})
 LONE_SURROGATE_MARK = "\ufdd0"  # a noncharacter standing in for a lone UTF-16 surrogate
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -80,6 +83,9 @@ def load_cache(stamp: list[Any]) -> dict[str, Any] | None:
         return None
     if not isinstance(data.get("versions"), list) or not isinstance(data.get("latest"), str):
         return None
+    requests = data.get("requests")
+    if not isinstance(requests, list) or not all(isinstance(m, str) for m in requests):
+        return None
     return data
 
 
@@ -97,10 +103,25 @@ def save_cache(stamp: list[Any], initialize: Any, tools: Any) -> None:
             "tools": tools,
             "versions": list(SUPPORTED_PROTOCOL_VERSIONS),
             "latest": LATEST_PROTOCOL_VERSION,
+            "requests": sdk_request_methods(),
         }
         write_private_file(cache_path(), json.dumps(body) + "\n")
     except Exception:
         pass
+
+
+def sdk_request_methods() -> list[str]:
+    """Every request method the SDK server understands (its ``ClientRequest`` union)."""
+    import typing
+
+    from mcp.types import ClientRequest
+
+    union = ClientRequest.model_fields["root"].annotation
+    return sorted(
+        str(name)
+        for kind in typing.get_args(union)
+        for name in typing.get_args(kind.model_fields["method"].annotation)
+    )
 
 
 class _Backend:
@@ -260,18 +281,31 @@ def _answer(
     seen: dict[str, Any],
     emit: Callable[[dict[str, Any]], None],
 ) -> bool:
-    """Answer ``message`` from the cache if it is one of `FRONT_METHODS`; False if the
-    SDK server must see it."""
+    """Answer ``message`` from the cache if it is one of `FRONT_METHODS`; take in a
+    notification (no SDK server runs for it to concern); answer with JSON-RPC's
+    "method not found" if it is a request the SDK server does not know either (Copilot
+    CLI 1.0.102 opens with ``server/discover``, a draft method: asking the SDK server would
+    cost its whole start-up before ``initialize``); False if the SDK server must see it."""
     method = message.get("method")
     params = message.get("params")
+    mid = message.get("id")
+    if (
+        isinstance(method, str)
+        and method not in cache["requests"]
+        and not method.startswith("notifications/")
+        and isinstance(mid, (str, int))
+        and not isinstance(mid, bool)
+        and mid != REPLAY_ID
+    ):
+        error = {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method[:100]}"}
+        emit({"jsonrpc": "2.0", "id": mid, "error": error})
+        return True
+    if isinstance(method, str) and method.startswith("notifications/") and "id" not in message:
+        # No SDK server yet: nothing in flight to cancel, no state a notice could change.
+        seen["initialized"] = seen["initialized"] or method == "notifications/initialized"
+        return True
     if method not in FRONT_METHODS or (params is not None and not isinstance(params, dict)):
         return False
-    mid = message.get("id")
-    if method == "notifications/initialized":
-        if "id" in message:
-            return False
-        seen["initialized"] = True
-        return True
     if not isinstance(mid, (str, int)) or isinstance(mid, bool) or mid == REPLAY_ID:
         return False
     if method == "initialize":

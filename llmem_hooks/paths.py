@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -206,7 +205,7 @@ def open_private_temp(directory: Path, name: str, mode: int = FILE_MODE) -> tupl
     the caller writes, fsyncs, renames over the target, or unlinks on failure."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     for _ in range(16):
-        tmp = Path(directory) / f".{name}.{secrets.token_hex(8)}.tmp"
+        tmp = Path(directory) / f".{name}.{os.urandom(8).hex()}.tmp"
         try:
             fd = os.open(tmp, flags, mode)
         except FileExistsError:

@@ -250,7 +250,7 @@ def _is_path(value: str) -> bool:
 
 
 def _is_ellipsis(value: str) -> bool:
-    """"...", "..." + a word: an elided value; dots before key material are still a secret."""
+    """ "...", "..." + a word: an elided value; dots before key material are still a secret."""
     rest = value.lstrip(".")
     return len(value) - len(rest) >= 2 and not random_looking(rest)
 

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import service_protocol as proto
 from .config import Config, RecallSettings
-from .context import context_entry, context_path
+from .context import build_session_context, context_entry, context_path
 from .errors import LLMemError, NotFoundError, SearchTimeout, ValidationError
 from .markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from .passages import excerpt
@@ -363,6 +363,7 @@ class QueryService:
     def _methods(self) -> dict[str, Callable[..., dict[str, Any]]]:
         return {
             "recall": self.recall,
+            "start": self.start,
             "search": self.search,
             "remember": self.remember,
             "forget": self.forget,
@@ -434,6 +435,44 @@ class QueryService:
                 log.info("recall stopped at its time limit: %s", exc)
                 return _nothing("too_slow")
 
+    def start(
+        self,
+        session_id: str,
+        prompt: str | None = None,
+        project: str | None = None,
+        directory: str | None = None,
+    ) -> dict[str, Any]:
+        """What a new session gets before its first turn, in one call (the Copilot hook's
+        ``sessionStart``): ``{"context": str}``, the session-start context as the
+        coordinator writes it to the session's context file (`context.build_session_context`;
+        the sidecar still writes that file when it sees the session), and with a ``prompt``
+        the recall block for it (`recall`'s fields), leaving out what the context gives.
+        The agent waits for neither the sidecar's watcher nor a second round trip."""
+        session_id = _text(session_id, "session_id", 500)
+        if prompt is not None:
+            prompt = _require(prompt, "prompt", str)
+        with self._reading():
+            scope = self.scope(project, directory, session_id)
+            context = build_session_context(
+                self._rstore, scope, self.settings.context.budget_tokens
+            )
+            result = _nothing("no_prompt")
+            if prompt is not None:
+                given_lines = frozenset(
+                    line[2:] for line in context.splitlines() if line.startswith("- ")
+                )
+                try:
+                    with self._rstore.time_limit(self._rretriever.time_limit):
+                        result = self._recall(
+                            session_id, prompt, scope, None, None, in_context=given_lines
+                        )
+                except Exception as exc:
+                    if not isinstance(exc, SearchTimeout) and not is_interrupted(exc):
+                        raise
+                    log.info("recall stopped at its time limit: %s", exc)
+                    result = _nothing("too_slow")
+        return {"context": context, **result}
+
     def _recall(
         self,
         session_id: str,
@@ -441,6 +480,7 @@ class QueryService:
         project: str | None,
         directory: str | None,
         budget_tokens: int | None,
+        in_context: frozenset[str] | None = None,
     ) -> dict[str, Any]:
         session_id = _text(session_id, "session_id", 500)
         prompt = _require(prompt, "prompt", str)
@@ -462,7 +502,8 @@ class QueryService:
             return _nothing("no_match")
         parsed = parse_query(" ".join(terms))
         covered = coverage_counter(parsed)
-        in_context = self._context_texts(session_id)
+        if in_context is None:
+            in_context = self._context_texts(session_id)
         kept: list[SearchHit] = []
         for hit in hits:
             share = _coverage(parsed, covered, hit) / len(terms)
@@ -836,6 +877,7 @@ def _nothing(reason: str) -> dict[str, Any]:
 _REACH = ("project", "directory", "session_id", "any_project")  # which memories an id reaches
 METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
+    "start": ("session_id", "prompt", "project", "directory"),
     "search": ("query", "limit", "type", "project", "directory"),
     "remember": ("content", "type", "tags", "project", "directory", "session_id", "agent"),
     "forget": ("id", "reason", *_REACH),

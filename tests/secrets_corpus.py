@@ -4,7 +4,7 @@ text that only looks like them (issue 9, defects 5 and 7).
 Every run draws fresh random values from a seed (taken from the clock unless
 ``SECRETS_SEED`` is set), so the detector is judged on the phenomenon, not on strings it
 has seen. All values are random and fake. Used by tests/test_secrets_corpus.py and
-bench/secrets.py.
+bench/secret_redaction.py.
 """
 
 # ruff: noqa: E501 - tables of generators read better one per line

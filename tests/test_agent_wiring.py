@@ -351,7 +351,7 @@ def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> No
     out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
     assert out[0]["result"]["serverInfo"]["name"] == "llmem" and out[1]["result"]["tools"]
     out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "nope"}])
-    assert out[1]["error"]["code"] == -32602  # the SDK's own answer to an unknown method
+    assert out[1]["error"]["code"] == -32601  # the refilled cache: the front says no itself
     cache.write_text("not json")
     out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
     assert out[1]["result"]["tools"]
@@ -424,6 +424,54 @@ def test_no_stamp_when_the_prompt_hook_has_a_resume_pack_to_give(
     assert copilot_hook.main(["copilot", "sessionStart"], stdin, io.StringIO(), deadline_s=60) == 0
     lock = Path(world["LLMEM_HOME"]) / "context" / f"{SID}.recall.lock"
     assert lock.exists() and lock.read_text() == ""
+
+
+def test_mcp_front_answers_a_method_nobody_has_without_the_sdk(
+    world: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copilot CLI 1.0.102 opens with ``server/discover`` (a draft method, before
+    ``initialize``): "method not found" from the front at once, never the SDK server's
+    start-up (~0.7 s before the agent's first turn); the methods the SDK has still go
+    to it."""
+    from llmem_hooks import mcp_front, mcp_server
+
+    monkeypatch.setenv("LLMEM_HOME", world["LLMEM_HOME"])
+    # A real SDK server's answers fill the cache.
+    cold = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
+    assert cold[0]["result"]["serverInfo"]["name"] == "llmem"
+    assert "tools/call" in json.loads(mcp_front.cache_path().read_text())["requests"]
+    built: list[bool] = []
+
+    def build() -> Any:
+        built.append(True)
+        raise RuntimeError("the SDK server was asked")
+
+    discover = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {}}}
+    hello = [
+        discover,
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "t", "method": "tools/list"},
+        {"jsonrpc": "2.0", "method": "notifications/whatever"},
+    ]
+    src = io.BytesIO(b"".join(json.dumps(m).encode() + b"\n" for m in hello))
+    out = io.BytesIO()
+    assert mcp_front.serve(build, mcp_server.__file__, src, out) == 0
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert answers[0] == {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "error": {"code": -32601, "message": "Method not found: server/discover"},
+    }
+    assert [a["id"] for a in answers] == [0, 1, "t"] and not built
+    # A method the SDK server has (prompts/list) is still its to answer.
+    src = io.BytesIO(
+        b"".join(
+            json.dumps(m).encode() + b"\n"
+            for m in (INIT, {"jsonrpc": "2.0", "id": 5, "method": "prompts/list"})
+        )
+    )
+    assert mcp_front.serve(build, mcp_server.__file__, src, io.BytesIO()) == 1 and built
 
 
 def test_mcp_front_ends_when_the_sdk_server_cannot_start(

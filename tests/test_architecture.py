@@ -8,6 +8,7 @@ lazy import). The graph is read from the source with `ast`, so nothing is import
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,3 +182,11 @@ def test_layers_are_imported_one_way() -> None:
         if rank[_top(dep)] > rank[_top(name)]
     )
     assert upward == []
+
+
+def test_no_script_or_test_module_shadows_the_standard_library() -> None:
+    """bench/ and tests/ go on sys.path: a ``bench/secrets.py`` once replaced the standard
+    ``secrets`` for every later import in the test run (the MCP SDK's among them)."""
+    folders = ("bench", "tests", "tests/e2e", "tests/support")
+    names = {p.stem for folder in folders for p in (ROOT / folder).glob("*.py")}
+    assert not names & set(sys.stdlib_module_names)

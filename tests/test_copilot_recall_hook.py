@@ -219,3 +219,42 @@ def test_with_a_sidecar_the_hook_asks_its_socket(
     result = json.loads(proc.stdout)
     assert "pg-orchid-7" in result["out"]
     assert result["retriever"] is False and result["store"] is False
+
+
+def test_with_a_sidecar_session_start_is_one_round_trip(
+    world: Path, repo: Path, sidecar: subprocess.Popen[bytes]
+) -> None:
+    """A new session's context and its first prompt's recall come from the socket's
+    ``start`` at once: the hook neither waits for the sidecar to notice the session and
+    write its context file (there is no Copilot session folder here: it never would) nor
+    builds the context itself. The text is what the in-process path gives."""
+    probe = (
+        "import io, json, sys, time\n"
+        "from llmem_hooks.cli import main\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        "out = io.StringIO(); sys.stdout, real = out, sys.stdout\n"
+        "t0 = time.monotonic(); main(['hook', 'copilot', 'sessionStart'])\n"
+        "took = time.monotonic() - t0; sys.stdout = real\n"
+        "print(json.dumps({'out': out.getvalue(), 'took': took, 'store': "
+        "'llmem_hooks.store' in sys.modules, 'hooks': 'llmem_hooks.session_hooks' in "
+        "sys.modules}))\n"
+    )
+    data = json.dumps(_payload("sessionStart", repo, initialPrompt=QUESTION))
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, data], capture_output=True, text=True, timeout=30
+    )
+    result = json.loads(proc.stdout)
+    text = json.loads(result["out"])["additionalContext"]
+    assert result["store"] is False and result["hooks"] is False, result
+    assert not (world / "context" / f"{SID}.md").exists()
+    context, _, block = text.partition("\n\n<llmem-recall>")
+    assert context.startswith("# Memory from earlier sessions") and "Decision" in context
+    assert "pg-orchid-7" in block and "pg-orchid-7" not in context
+    # The first prompt's own hook (stamped by sessionStart) adds nothing.
+    assert hook("userPromptSubmitted", _payload("x", repo, prompt=QUESTION)) == ""
+    # Built here (no sidecar's answer used) for another session: the same context.
+    other = "0e1d0c52-6a1b-4d7e-9d43-0b5d0f4f2a11"
+    sidecar.send_signal(signal.SIGTERM)
+    sidecar.wait(20)
+    local = hook("sessionStart", _payload("sessionStart", repo, sessionId=other))
+    assert local.rstrip("\n") == context.rstrip("\n")

@@ -1,6 +1,6 @@
 """Secrets redaction: recall and false positives (issue 9, defects 5 and 7).
 
-Usage: python bench/secrets.py [--seed N] [--rounds 5] [--baseline REV] [--heldout]
+Usage: python bench/secret_redaction.py [--seed N] [--rounds 5] [--baseline REV] [--heldout]
                                [--update-docs]
 
 Generated corpus (`tests/secrets_corpus.py`, fresh values per round): recall over every
