@@ -58,6 +58,36 @@ PROMPT = "how do we deploy the billing service and which port does it listen on"
 RUN_TIMEOUT_S = 120
 
 
+def installed_copy(root: Path) -> Path:
+    """llmem-hooks as a user has it: a non-editable install (byte-compiled by pip) in a
+    venv of its own, its dependencies read from this venv through a path file. The
+    editable install of a checkout costs every hook process ~20 ms of import hooks and,
+    under ``PYTHONDONTWRITEBYTECODE``, a compile of each module: not what a user runs.
+    Returns the copy's ``bin`` folder."""
+    import site
+    import sysconfig
+
+    venv, wheels = root / "installed", root / "wheel"
+    quiet = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run(
+        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],
+        check=True,
+        env=quiet,
+    )
+    wheel = next(wheels.glob("llmem_hooks-*.whl"))
+    subprocess.run(
+        [*pip, "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        env=quiet,
+    )
+    purelib = Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"])
+    ours = site.getsitepackages()[0]
+    (purelib / "_llmem_bench_deps.pth").write_text(ours + "\n")
+    return venv / "bin"
+
+
 def seed(llmem_home: Path, project: str, n: int) -> int:
     """``n`` memories of the project (everyday developer wording), a tenth of them global."""
     words = ("deploy", "port", "service", "billing", "staging", "tests", "config", "cache")
@@ -128,6 +158,11 @@ def main() -> int:
     ap.add_argument("--memories", type=int, default=400)
     ap.add_argument("--only", choices=("copilot", "opencode"))
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument(
+        "--editable",
+        action="store_true",
+        help="the hooks run this checkout's editable install (default: an installed copy)",
+    )
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="llmem-agent-bench-"))
     rows: list[str] = []
@@ -141,6 +176,11 @@ def main() -> int:
             if args.only in (None, "copilot"):
                 copilot_bin = ensure_copilot(root / "scratch")
                 cp = CopilotEnv(root / "cp", copilot_bin, fake, base=world)
+            if not args.editable:
+                bin_dir = installed_copy(root)
+                for env in (world.env, *((cp.env,) if cp is not None else ())):
+                    env["PATH"] = os.pathsep.join([str(bin_dir), env["PATH"]])
+                    env["LLMEM_HOOKS_BIN"] = str(bin_dir / "llmem-hooks")
             # One sidecar for both agents (the Copilot world's env: it watches COPILOT_HOME).
             sidecar = (cp or world).sidecar().start()
             try:
@@ -191,7 +231,8 @@ def main() -> int:
     print(
         f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {u.system} {u.machine}, {cpu_name()}, "
         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; copilot {COPILOT_VERSION}, "
-        f"opencode-ai {OPENCODE_VERSION}; {n} memories, {args.runs} runs each (median)"
+        f"opencode-ai {OPENCODE_VERSION}; {n} memories, {args.runs} runs each (median); "
+        f"hooks from {'this checkout (editable)' if args.editable else 'an installed copy'}"
     )
     print("| what | without | with | ratio | target | each run (s) |")
     print("|---|---|---|---|---|---|")

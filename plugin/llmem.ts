@@ -2,8 +2,10 @@
 //
 // * experimental.chat.system.transform: appends <context_dir>/<sessionID>.md (written by the
 //   `llmem-hooks run` sidecar when the session is created) to the system prompt as one extra
-//   string. Sub-agent sessions use their parent's file. On a session's first call a missing
-//   file is waited for (up to wait_ms), later calls never wait. Content is cached by mtime.
+//   string. Sub-agent sessions use their parent's file. Before the sidecar has written a new
+//   session's file, the query service's `start` gives the same context at once (with the
+//   first prompt's recall, from chat.message); only when it does not answer is the file
+//   waited for (up to wait_ms), and later calls never wait. Content is cached by mtime.
 // * experimental.session.compacting: pushes the resume pack <sessionID>.compact.md into the
 //   compaction prompt.
 //   The block is pinned per session (the first one read is sent on every later request) so
@@ -486,6 +488,9 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
   const pending = new Map<string, Promise<void>>() // first-call waits in progress
   const pinned = new Map<string, string>() // root session -> the system block it was sent
   const replays = new Map<string, string>() // message id -> its recall block ("" = none)
+  // root session -> its start-of-session context from the service's `start` ("" = none),
+  // for a session whose context file the sidecar has not written yet
+  const started = new Map<string, string>()
 
   const rootSession = (sid: string): string => {
     let cur = sid
@@ -552,6 +557,18 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
     if (text !== null || waited.has(sid)) {
       waited.add(sid)
       return text
+    }
+    // First call of this session and no file yet: the service builds the same context at
+    // once (`start`), so nobody waits for the sidecar to notice the session.
+    let given = started.get(sid)
+    if (given === undefined) {
+      const reply = await ask("start", { session_id: sid, directory: pluginInput?.directory ?? process.cwd() }, settings.wait_ms)
+      if (reply.ok && isObject(reply.result) && typeof reply.result.context === "string") given = reply.result.context
+      else log(`start ${sid}: ${reply.ok ? "no context in the reply" : reply.error}; waiting for the file`)
+    }
+    if (given !== undefined) {
+      waited.add(sid)
+      return given.trim() ? given : null
     }
     // First call of this session and no file yet: the sidecar may still be writing it.
     let wait = pending.get(sid)
@@ -655,11 +672,19 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
     const known = messageID ? replays.get(messageID) : undefined
     if (known !== undefined) return known
     const t0 = Date.now()
+    // A session's first prompt, before the sidecar wrote its context file: `start` answers
+    // both, the context (kept for the system prompt) and the recall block without it.
+    const first = !pinned.has(sid) && !started.has(sid) && !waited.has(sid)
+      && (await readCached(path.join(settings.context_dir, `${sid}.md`))) === null
     const reply = await ask(
-      "recall",
+      first ? "start" : "recall",
       { session_id: sid, prompt: prompt.slice(0, RECALL_PROMPT_CHARS), directory: pluginInput?.directory ?? process.cwd() },
       settings.recall_timeout_ms,
     )
+    if (first && reply.ok && isObject(reply.result) && typeof reply.result.context === "string") {
+      started.set(sid, reply.result.context)
+      if (started.size > REPLAYS_KEPT) started.delete(started.keys().next().value as string)
+    }
     let block = ""
     if (reply.ok && isObject(reply.result) && typeof reply.result.block === "string") {
       block = sealRecall(reply.result.block)
@@ -723,6 +748,7 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
           parents.delete(sid)
           waited.delete(sid)
           pinned.delete(sid)
+          started.delete(sid)
           cache.delete(path.join(settings.context_dir, `${sid}.md`))
         } else if (event.type === "session.compacted") {
           // the history was rewritten: the next request may carry the current context file

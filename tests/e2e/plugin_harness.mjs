@@ -216,6 +216,7 @@ check("a broken plugin.json is logged", fs.readFileSync(logFile, "utf8").include
 const sockPath = path.join(scratch, "svc.sock")
 const asked = []
 let mode = "ok" // ok | slow | error | empty | garbage
+const START_CTX = "# Memory from earlier sessions (llmem-hooks)\n\n- MARKER-START-CONTEXT\n"
 const BLOCK = "<llmem-recall>\n- [1a2b3c4d] (fact, 2026-01-02) MARKER-RECALLED fact\n</llmem-recall>"
 const svc = net.createServer((conn) => {
   let buf = ""
@@ -231,6 +232,7 @@ const svc = net.createServer((conn) => {
     if (mode === "garbage") return void conn.write("not json\n")
     if (mode === "error") return void reply({ error: { code: "internal", message: "boom" } })
     const p = req.params
+    if (req.method === "start") return void reply({ result: { context: START_CTX, block: mode === "empty" ? "" : BLOCK, ids: ["1a2b3c4d"], tokens: 20 } })
     if (req.method === "recall") return void reply({ result: { block: mode === "empty" ? "" : BLOCK, ids: ["1a2b3c4d"], tokens: 20 } })
     if (req.method === "search") return void reply({ result: { results: [{ id: "1a2b3c4d", type: "fact", line: "MARKER-FOUND " + p.query, session_id: "ses_x", created_at: "2026-01-02T03:04:05Z" }] } })
     if (req.method === "get") return void reply({ result: { memories: p.ids.slice(0, 2).map((id) => ({ id, full_id: id + "-full", type: "fact", agent: "opencode", session_id: "ses_x", created_at: "2026-01-02T03:04:05Z", content: "FULL TEXT of " + id })), missing: p.ids.slice(2).map((id) => ({ id, reason: "no such memory" })) } })
@@ -250,7 +252,16 @@ const userMsg = (mid, text, extra = []) => ({
 let msg = userMsg("msg_1", "how do we deploy staging?")
 await chat({ sessionID: "ses_r" }, msg)
 const added = msg.parts[1]
-check("recall: one request with session, prompt and directory", asked.length === 1 && asked[0].v === 1 && asked[0].method === "recall" && asked[0].params.session_id === "ses_r" && asked[0].params.prompt === "how do we deploy staging?" && asked[0].params.directory === "/work/proj", JSON.stringify(asked))
+check("recall: a new session's first prompt asks `start`, one request with session, prompt and directory", asked.length === 1 && asked[0].v === 1 && asked[0].method === "start" && asked[0].params.session_id === "ses_r" && asked[0].params.prompt === "how do we deploy staging?" && asked[0].params.directory === "/work/proj", JSON.stringify(asked))
+out = sys()
+t0 = now()
+await hooks["experimental.chat.system.transform"]({ sessionID: "ses_r" }, out)
+timings.start_context_ms = now() - t0
+check("start: its context goes into the system prompt, no file, no wait, no second request", out.system.length === 2 && out.system[1] === START_CTX && asked.length === 1 && timings.start_context_ms < 50, JSON.stringify([out.system, asked.length, timings.start_context_ms]))
+out = sys()
+await hooks["experimental.chat.system.transform"]({ sessionID: "ses_s" }, out)
+check("start: a session whose first call is the system prompt asks `start` without a prompt", out.system[1] === START_CTX && asked.at(-1).method === "start" && !("prompt" in asked.at(-1).params), JSON.stringify(asked.at(-1)))
+asked.pop()
 check("recall: the block is added as a synthetic text part", msg.parts.length === 2 && added.type === "text" && added.synthetic === true && added.text === BLOCK && added.messageID === "msg_1" && added.sessionID === "ses_r" && added.metadata?.llmem === "recall", JSON.stringify(msg.parts))
 check("recall: the part id sorts after the user's part", /^prt_[0-9a-f]{12}[0-9A-Za-z]{14}$/.test(added.id) && added.id > msg.parts[0].id, added.id)
 msg = userMsg("msg_1", "how do we deploy staging?")
