@@ -42,9 +42,11 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
+TYPE_CHECKING = False  # not `typing` at run time: ~7 ms of every hook call
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TextIO
+
     from .events import SessionInfo
 
 AGENT = "copilot"

@@ -25,10 +25,13 @@ import stat
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from . import service_protocol as proto
 from .errors import LLMemError
+
+TYPE_CHECKING = False  # not `typing` at run time: the Copilot hook imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 CONNECT_TIMEOUT_S = 0.2
 DEFAULT_TIMEOUT_S = 2.0

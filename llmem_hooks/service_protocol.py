@@ -26,7 +26,10 @@ import stat
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing` at run time: the Copilot hook imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL_VERSION = 1
 SOCKET_NAME = "query.sock"

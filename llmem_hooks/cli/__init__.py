@@ -20,7 +20,10 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing` at run time: the hook path imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 SUBMODULES = ("app", "quick", "render", "viewer")
 
