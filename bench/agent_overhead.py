@@ -15,6 +15,10 @@ hits both alike; each agent gets one warm-up pair that is not counted.
   file moved away.
 
 Reported: median wall time of each and the ratio of the medians. Target: <= 1.05x.
+``--floor`` adds Copilot with a plugin of the same shape whose hooks run ``true`` (no MCP
+server): what Copilot itself spends on a plugin's hooks, which no hook can go below.
+The hooks run from an installed copy of this checkout (`installed_copy`), as a user's do;
+``--editable`` runs this checkout's editable install instead.
 Needs node, npm and the two agents (installed into build/npm/ on first use, as the e2e
 tests do).
 """
@@ -88,6 +92,25 @@ def installed_copy(root: Path) -> Path:
     return venv / "bin"
 
 
+def shell_plugin(root: Path) -> Path:
+    """Copilot's own cost of a plugin (``--floor``): this plugin's manifest and hook
+    events, each hook the shell's ``true``, no MCP server. What Copilot spends starting
+    hook processes is a floor no hook of ours can go below."""
+    import json
+
+    folder = root / "shell-plugin"
+    (folder / ".github" / "plugin").mkdir(parents=True)
+    manifest = json.loads((REPO / ".github" / "plugin" / "plugin.json").read_text())
+    manifest.pop("mcpServers", None)
+    (folder / ".github" / "plugin" / "plugin.json").write_text(json.dumps(manifest))
+    hooks = json.loads((REPO / "hooks.json").read_text())
+    for entries in hooks["hooks"].values():
+        for entry in entries:
+            entry["bash"] = "true"
+    (folder / "hooks.json").write_text(json.dumps(hooks))
+    return folder
+
+
 def seed(llmem_home: Path, project: str, n: int) -> int:
     """``n`` memories of the project (everyday developer wording), a tenth of them global."""
     words = ("deploy", "port", "service", "billing", "staging", "tests", "config", "cache")
@@ -159,6 +182,11 @@ def main() -> int:
     ap.add_argument("--only", choices=("copilot", "opencode"))
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time Copilot with a plugin whose hooks do nothing (Copilot's own cost)",
+    )
+    ap.add_argument(
         "--editable",
         action="store_true",
         help="the hooks run this checkout's editable install (default: an installed copy)",
@@ -199,6 +227,17 @@ def main() -> int:
                     a, b = side_by_side(args.runs, copilot(False), copilot(True))
                     rows.append(row("`copilot -p`", a, b))
                     print(rows[-1], flush=True)
+                    if args.floor:
+                        shell = shell_plugin(root)
+
+                        def copilot_shell() -> float:
+                            cmd = [str(copilot_bin), "-p", PROMPT, f"--session-id={uuid.uuid4()}"]
+                            cmd += ["--allow-all-tools", "--no-auto-update", "--plugin-dir"]
+                            return timed([*cmd, str(shell)], cp.repo, cp.env)
+
+                        a, b = side_by_side(args.runs, copilot(False), copilot_shell)
+                        rows.append(row("`copilot -p`, a plugin whose hooks run `true`", a, b))
+                        print(rows[-1], flush=True)
                 if args.only in (None, "opencode"):
                     plugin_dir = Path(world.env["XDG_CONFIG_HOME"]) / "opencode" / "plugin"
                     stash = root / "stash"

@@ -66,3 +66,29 @@ def test_a_guessed_spelling_is_never_a_common_word(everyday_store: MemoryStore) 
     assert hits and "qemu emulator" in hits[0].memory["content"]
     searches = [sql for sql in seen if "MATCH" in sql and "ORDER BY" in sql]
     assert not any('"updated"' in sql for sql in searches)
+
+
+def test_recall_ranks_only_the_newest_matches_of_a_common_word(
+    everyday_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BM25 is computed for every row a word matches: recall's search ranks the newest
+    `RECALL_RANK_NEWEST` matches only (a rowid bound FTS5 applies before ranking); a
+    search without the bound still ranks them all."""
+    from llmem_hooks import service
+    from llmem_hooks.store import MemoryFilter
+
+    newest = 50
+    bounded = everyday_store.fts_search('"note"', MemoryFilter(rank_newest=newest), limit=500)
+    all_hits = everyday_store.fts_search('"note"', MemoryFilter(), limit=2000)
+    assert len(all_hits) == 1200 and len(bounded) == newest
+    by_age = [m["id"] for m in everyday_store.list_all(limit=2000, sort="created", order="asc")]
+    assert {m["id"] for m in bounded} <= set(by_age[-newest - 1 :])
+    # recall asks for the bound (the newest match at that depth), and still finds the answer
+    monkeypatch.setattr(service, "RECALL_RANK_NEWEST", newest)
+    seen = _traced(everyday_store)
+    out = QueryService(everyday_store, {"ollama": {"enabled": False}}).recall(
+        "ses_2", "which emulator does the arm64 build use"
+    )
+    everyday_store.conn.set_trace_callback(None)
+    assert "qemu emulator" in out["block"]
+    assert any(f"ORDER BY rowid DESC LIMIT 1 OFFSET {newest - 1}" in sql for sql in seen)

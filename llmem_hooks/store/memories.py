@@ -608,16 +608,25 @@ class MemoryStore:
         """
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
-        sql = (
-            f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
-            "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
-            "ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
-        )
+        expr = _scoped_match(match, flt)
         with self._lock:
-            rows = self._conn.execute(
-                sql, [_scoped_match(match, flt), *params, limit, offset]
-            ).fetchall()
+            if flt.rank_newest:  # rank the newest N matches only (no BM25 in rowid order)
+                floor = self._conn.execute(
+                    "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                    "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                    (expr, max(0, int(flt.rank_newest) - 1)),
+                ).fetchone()
+                if floor is not None:
+                    cond += " AND memories_fts.rowid >= ?"
+                    params.append(floor[0])
+            sql = (
+                f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
+                "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
+                "ON m.seq = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND {cond} "
+                "ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
+            )
+            rows = self._conn.execute(sql, [expr, *params, limit, offset]).fetchall()
         out = []
         for row in rows:
             mem = row_to_memory(row)

@@ -114,6 +114,9 @@ class MemoryFilter:
 
     ``project`` selects that project's memories plus global ones (project NULL);
     ``project_only`` drops the global ones. Tags may be lists or comma-separated strings.
+    ``rank_newest``: a full-text search ranks only the newest this many rows its words
+    match (FTS5 computes BM25 for every match: a word in 20% of 110k rows costs ~35 ms,
+    too much for per-prompt recall; the newest 3,000 cost ~5 ms).
     """
 
     type: str | Sequence[str] | None = None
@@ -128,6 +131,7 @@ class MemoryFilter:
     valid_only: bool = True
     include_expired: bool = False
     exclude_ids: Sequence[str] = field(default_factory=tuple)
+    rank_newest: int | None = None
 
     def to_sql(self, now: str) -> tuple[str, list[Any]]:
         """SQL condition over alias ``m`` and its parameters."""
