@@ -114,6 +114,13 @@ class ParsedQuery:
         An OR of the AND of every m-subset: far fewer rows than a plain OR, so BM25 ranks
         a small set, and the rows it finds share more of the question's words.
         """
+        if len(self.terms) == 4 and m == 3:
+            # The same rows with each word written twice instead of three times: FTS5's BM25
+            # reads a word's whole row list once per occurrence (~40% of this stage's time
+            # on everyday words), and as every word occurs equally often the order of the
+            # rows is the same.
+            a, b, c, d = (self.group(t) for t in self.terms)
+            return f"({a} AND {b} AND ({c} OR {d})) OR (({a} OR {b}) AND {c} AND {d})"
         subsets = itertools.combinations(self.terms, m)
         return " OR ".join(f"({self.all_of(sub)})" for sub in subsets)
 

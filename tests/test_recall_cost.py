@@ -92,3 +92,38 @@ def test_recall_ranks_only_the_newest_matches_of_a_common_word(
     everyday_store.conn.set_trace_callback(None)
     assert "qemu emulator" in out["block"]
     assert any(f"ORDER BY rowid DESC LIMIT 1 OFFSET {newest - 1}" in sql for sql in seen)
+
+
+def test_three_of_four_words_match_and_rank_as_every_combination(tmp_path: Path) -> None:
+    """The "at least 3 of 4 words" stage writes each word twice, not three times (BM25
+    reads a word's row list per occurrence): the same rows, in the same order, as the
+    OR of the four 3-word combinations."""
+    import itertools
+    import random
+
+    from llmem_hooks.query import parse_query
+
+    rng = random.Random(7)
+    words = ["ledger", "port", "canary", "deploy"]
+    filler = ["the", "service", "was", "checked", "again", "after", "lunch"]
+    with MemoryStore(tmp_path / "m.db") as store:
+        for i in range(300):
+            held = [w for w in words if rng.random() < 0.6]
+            text = " ".join(held * rng.randint(1, 3) + rng.sample(filler, rng.randint(1, 6)))
+            store.add("fact", f"n{i} {text}", dedupe=False)
+        parsed = parse_query(" ".join(words))
+        assert parsed.terms == words
+        every = " OR ".join(
+            f"({parsed.all_of(sub)})" for sub in itertools.combinations(parsed.terms, 3)
+        )
+        fast = parsed.at_least(3)
+        assert fast != every and fast.count('"ledger"') == 2
+        ranked = [m["id"] for m in store.fts_search(every, limit=300)]
+        assert len(ranked) > 30
+        assert [m["id"] for m in store.fts_search(fast, limit=300)] == ranked
+        held3 = [
+            m["id"]
+            for m in store.list_all(limit=500)
+            if sum(w in m["content"].split() for w in words) >= 3
+        ]
+        assert sorted(held3) == sorted(ranked)
