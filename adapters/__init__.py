@@ -7,12 +7,7 @@ as a top-level ``adapters`` module. Importing it registers the built-in adapters
 
 from __future__ import annotations
 
-from .base import (
-    SessionAdapter,
-    get_adapter_class,
-    register_session_adapter,
-    registered_adapters,
-)
+from .base import SessionAdapter, get_adapter_class, register_session_adapter, registered_adapters
 from .copilot import CopilotAdapter
 from .opencode import OpenCodeAdapter
 

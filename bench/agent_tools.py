@@ -96,7 +96,7 @@ def hook_once(world: World, payload: dict[str, Any]) -> tuple[float, bool]:
 def bench_hook(root: Path, repo: Path, db: Path, runs: int, count: int) -> dict[str, Any]:
     """The three cases in three worlds, interleaved run by run (other load on the machine
     hits them alike)."""
-    from llmem_hooks.service_client import answers
+    from llmem_hooks.service.client import answers
 
     cases = [
         ("floor (recall off)", RECALL_OFF, False),
@@ -151,7 +151,7 @@ def table_hook(rows: dict[str, Any], runs: int) -> str:
 async def mcp_calls(
     world: World, queries: list[str], socket_floor: bool
 ) -> tuple[float, list[float], list[float]]:
-    from llmem_hooks.service_client import call
+    from llmem_hooks.service.client import call
 
     params = StdioServerParameters(
         command=str(HOOK_EXE),
@@ -188,7 +188,7 @@ def bench_mcp(root: Path, repo: Path, db: Path, calls: int, count: int) -> str:
     world = World(root / "mcp-sidecar", repo, db, NO_AUTOSTART)
     sidecar = SidecarProcess(world.env, world.root / "sidecar.log").start()
     try:
-        from llmem_hooks.service_client import answers
+        from llmem_hooks.service.client import answers
 
         while answers(world.llmem_home) is None:
             time.sleep(0.1)

@@ -86,8 +86,8 @@ def holds(content: str, turn_text: str) -> bool:
 def store_in_process(store: Any, convs: Sequence[dict[str, Any]]) -> int:
     """The conversations' episodes, built and stored as `SessionHookCoordinator.store_episodes`
     does (build_episodes over the adapter's normalized messages, then MemoryStore.add)."""
-    from llmem_hooks.episodes import build_episodes
     from llmem_hooks.events import Message
+    from llmem_hooks.session.episodes import build_episodes
     from llmem_hooks.timestamps import to_iso
 
     n = 0

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.query import STOP_WORDS, words
+from llmem_hooks.text.query import STOP_WORDS, words
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "devmembench"
 for _candidate in (

@@ -30,7 +30,7 @@ import corpus  # noqa: E402
 
 from llmem_hooks import Dreamer, MemoryStore  # noqa: E402
 from llmem_hooks.config import DEFAULT_CONFIG  # noqa: E402
-from llmem_hooks.likeness import words  # noqa: E402
+from llmem_hooks.dream.likeness import words  # noqa: E402
 from llmem_hooks.store.dream import live_memories  # noqa: E402
 from llmem_hooks.timestamps import now_iso  # noqa: E402
 

@@ -30,7 +30,7 @@ import corpus
 import report
 from support import fake_ollama
 
-from llmem_hooks.embed import EmbeddingEngine
+from llmem_hooks.model.embed import EmbeddingEngine
 
 # Real Ollama (Go) sets TCP_NODELAY; the stdlib fake writes headers and body separately,
 # and with Nagle's algorithm on, every answer would wait ~40 ms for a delayed ACK.

@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT))
 
 from support.fake_ollama import start_server  # noqa: E402
 
-from llmem_hooks.budget import estimate_tokens  # noqa: E402
 from llmem_hooks.config import DEFAULT_CONFIG  # noqa: E402
 from llmem_hooks.events import Message, SessionInfo  # noqa: E402
 from llmem_hooks.extraction.llm import build_extraction_engine, render_message  # noqa: E402
-from llmem_hooks.session_hooks import SessionHookCoordinator  # noqa: E402
+from llmem_hooks.model.budget import estimate_tokens  # noqa: E402
+from llmem_hooks.session.hooks import SessionHookCoordinator  # noqa: E402
 from llmem_hooks.store import MemoryStore  # noqa: E402
 
 SID = "ses_bench"

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.episodes import after_words, time_words
-from llmem_hooks.query import parse_query
+from llmem_hooks.session.episodes import after_words, time_words
 from llmem_hooks.store import MemoryFilter
+from llmem_hooks.text.query import parse_query
 
 CORPUS_VERSION = 3  # 2: episodes carry their context words; 3: fts_after
 SPEAKERS = ["user", "assistant", "reviewer", "alice", "bob"]
@@ -140,7 +140,7 @@ def build(
             ep = episode(rng, project, session, when)
             if vocab == "realistic":
                 ep["content"] = f"{ep['content']} {everyday(vrng)}".strip()
-            # the context words the sidecar writes (llmem_hooks.episodes): the exchange
+            # the context words the sidecar writes (llmem_hooks.session.episodes): the exchange
             # before, the time as words, and (added later) the exchange after
             prev = batch[-1] if batch and batch[-1]["session_id"] == session else None
             ep["metadata"]["fts_context"] = " ".join(

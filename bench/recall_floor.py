@@ -32,7 +32,7 @@ import corpus
 import question_speed
 
 from llmem_hooks import MemoryStore
-from llmem_hooks.service import QueryService
+from llmem_hooks.service.operations import QueryService
 
 SMALL_TALK = [
     "hi",

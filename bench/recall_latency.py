@@ -45,13 +45,13 @@ import corpus
 import question_speed
 
 from llmem_hooks import MemoryStore
-from llmem_hooks import service_client as client
-from llmem_hooks import service_protocol as proto
-from llmem_hooks.query import parse_query
-from llmem_hooks.service import QueryService, prompt_words
-from llmem_hooks.service_socket import ServiceServer
+from llmem_hooks.service import client
+from llmem_hooks.service import protocol as proto
+from llmem_hooks.service.operations import QueryService, prompt_words
+from llmem_hooks.service.server import ServiceServer
 from llmem_hooks.store import MemoryFilter
 from llmem_hooks.store import recall as given
+from llmem_hooks.text.query import parse_query
 
 CONFIG = {"ollama": {"enabled": False}}
 BLOCK = 20  # prompts per turn with ``--interleave block``

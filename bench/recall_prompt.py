@@ -86,7 +86,7 @@ def start_sidecar(home: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    from llmem_hooks.service_client import answers
+    from llmem_hooks.service.client import answers
 
     deadline = time.monotonic() + 60
     while answers(home) is None:
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         plugin = compile_plugin(root)
         scratch = root / "scratch"
         scratch.mkdir()
-        from llmem_hooks.service_protocol import socket_path
+        from llmem_hooks.service.protocol import socket_path
 
         sidecar = start_sidecar(home)
         script = HERE / "plugin_recall.mjs"

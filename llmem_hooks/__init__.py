@@ -19,17 +19,17 @@ TYPE_CHECKING = False
 _EXPORTS: dict[str, str] = {
     "Config": "config",
     "ConfigError": "errors",
-    "DreamResult": "dream",
-    "DreamRun": "dream",
-    "Dreamer": "dream",
-    "DEFAULT_ALPHA": "retrieve",
-    "DEFAULT_BLEND": "retrieve",
+    "DreamResult": "dream.cycle",
+    "DreamRun": "dream.cycle",
+    "Dreamer": "dream.cycle",
+    "DEFAULT_ALPHA": "search.retriever",
+    "DEFAULT_BLEND": "search.retriever",
     "DEFAULT_MEMORY_TYPES": "registry",
-    "DEFAULT_RRF_K": "retrieve",
+    "DEFAULT_RRF_K": "search.retriever",
     "ERROR_TAXONOMY": "extraction.taxonomy",
     "ERROR_TAXONOMY_KEYS": "extraction.taxonomy",
-    "EmbeddingEngine": "embed",
-    "EmbeddingMetrics": "metrics",
+    "EmbeddingEngine": "model.embed",
+    "EmbeddingMetrics": "model.metrics",
     "ImportFormatError": "errors",
     "LLMemError": "errors",
     "LifecycleEvent": "events",
@@ -37,25 +37,25 @@ _EXPORTS: dict[str, str] = {
     "MemoryFilter": "store",
     "MemoryStore": "store",
     "Message": "events",
-    "ModelBudget": "budget",
+    "ModelBudget": "model.budget",
     "NotFoundError": "errors",
-    "OllamaClient": "ollama",
-    "OllamaError": "ollama",
+    "OllamaClient": "model.ollama",
+    "OllamaError": "model.ollama",
     "OllamaExtractor": "extraction.llm",
-    "QueryService": "service",
-    "Retriever": "retrieve",
+    "QueryService": "service.operations",
+    "Retriever": "search.retriever",
     "SELF_ASSESSMENT_FIELDS": "extraction.taxonomy",
     "SearchError": "errors",
-    "SearchHit": "retrieve",
-    "SessionEventManager": "session_hooks",
-    "SessionHookCoordinator": "session_hooks",
+    "SearchHit": "search.retriever",
+    "SessionEventManager": "session.hooks",
+    "SessionHookCoordinator": "session.hooks",
     "SessionInfo": "events",
     "VALID_SESSION_EVENT_TYPES": "registry",
     "ValidationError": "errors",
     "build_extraction_engine": "extraction.llm",
-    "compute_metrics": "metrics",
+    "compute_metrics": "model.metrics",
     "load_settings": "config",
-    "create_session_hook_coordinator": "session_hooks",
+    "create_session_hook_coordinator": "session.hooks",
     "get_config_path": "paths",
     "get_context_dir": "paths",
     "get_db_path": "paths",
@@ -84,15 +84,13 @@ def __getattr__(name: str) -> object:
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as X"
     # marks a re-export (PEP 484), so no hand-kept __all__ literal is needed
-    from .budget import ModelBudget as ModelBudget
     from .config import Config as Config
     from .config import load_config as load_config
     from .config import load_settings as load_settings
     from .config import write_config_yaml as write_config_yaml
-    from .dream import Dreamer as Dreamer
-    from .dream import DreamResult as DreamResult
-    from .dream import DreamRun as DreamRun
-    from .embed import EmbeddingEngine as EmbeddingEngine
+    from .dream.cycle import Dreamer as Dreamer
+    from .dream.cycle import DreamResult as DreamResult
+    from .dream.cycle import DreamRun as DreamRun
     from .errors import ConfigError as ConfigError
     from .errors import ImportFormatError as ImportFormatError
     from .errors import LLMemError as LLMemError
@@ -108,10 +106,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as 
     from .extraction.taxonomy import ERROR_TAXONOMY_KEYS as ERROR_TAXONOMY_KEYS
     from .extraction.taxonomy import SELF_ASSESSMENT_FIELDS as SELF_ASSESSMENT_FIELDS
     from .extraction.taxonomy import parse_self_assessment as parse_self_assessment
-    from .metrics import EmbeddingMetrics as EmbeddingMetrics
-    from .metrics import compute_metrics as compute_metrics
-    from .ollama import OllamaClient as OllamaClient
-    from .ollama import OllamaError as OllamaError
+    from .model.budget import ModelBudget as ModelBudget
+    from .model.embed import EmbeddingEngine as EmbeddingEngine
+    from .model.metrics import EmbeddingMetrics as EmbeddingMetrics
+    from .model.metrics import compute_metrics as compute_metrics
+    from .model.ollama import OllamaClient as OllamaClient
+    from .model.ollama import OllamaError as OllamaError
     from .paths import get_config_path as get_config_path
     from .paths import get_context_dir as get_context_dir
     from .paths import get_db_path as get_db_path
@@ -125,15 +125,15 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs; "X as 
     from .registry import register_dream_hook as register_dream_hook
     from .registry import register_memory_type as register_memory_type
     from .registry import register_session_hook as register_session_hook
-    from .retrieve import DEFAULT_ALPHA as DEFAULT_ALPHA
-    from .retrieve import DEFAULT_BLEND as DEFAULT_BLEND
-    from .retrieve import DEFAULT_RRF_K as DEFAULT_RRF_K
-    from .retrieve import Retriever as Retriever
-    from .retrieve import SearchHit as SearchHit
-    from .service import QueryService as QueryService
-    from .session_hooks import SessionEventManager as SessionEventManager
-    from .session_hooks import SessionHookCoordinator as SessionHookCoordinator
-    from .session_hooks import create_session_hook_coordinator as create_session_hook_coordinator
+    from .search.retriever import DEFAULT_ALPHA as DEFAULT_ALPHA
+    from .search.retriever import DEFAULT_BLEND as DEFAULT_BLEND
+    from .search.retriever import DEFAULT_RRF_K as DEFAULT_RRF_K
+    from .search.retriever import Retriever as Retriever
+    from .search.retriever import SearchHit as SearchHit
+    from .service.operations import QueryService as QueryService
+    from .session.hooks import SessionEventManager as SessionEventManager
+    from .session.hooks import SessionHookCoordinator as SessionHookCoordinator
+    from .session.hooks import create_session_hook_coordinator as create_session_hook_coordinator
     from .store import Memory as Memory
     from .store import MemoryFilter as MemoryFilter
     from .store import MemoryStore as MemoryStore

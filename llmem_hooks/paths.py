@@ -84,7 +84,7 @@ def get_db_path() -> Path:
 
 
 # The Copilot hook's per-session files in the context folder, beside the context file and
-# the resume pack (context.py): the resume pack's injection marker and the recall lock.
+# the resume pack (session/context.py): the resume pack's injection marker and the recall lock.
 # Session retention removes them with the session (`context.remove_session_files`).
 COMPACT_MARKER_SUFFIX = ".compact.injected"
 RECALL_LOCK_SUFFIX = ".recall.lock"

@@ -7,7 +7,7 @@ when that database is opened, so data written by one process is readable by anot
 Session hooks: `register_session_hook` from Python, or, for the processes we start
 (``llmem-hooks run``, ``llmem-hooks hook copilot ...``), an installed package's entry
 point in the group `SESSION_HOOK_ENTRY_POINTS`, loaded by `load_session_hook_entry_points`
-(``[project.entry-points."llmem_hooks.session_hooks"] created = "mypkg.hooks:on_created"``:
+(``[project.entry-points."llmem_hooks.session.hooks"] created = "mypkg.hooks:on_created"``:
 the entry point's name is the event, its object the hook).
 """
 
@@ -64,7 +64,7 @@ def check_memory_type(name: str) -> str:
 
 
 VALID_SESSION_EVENT_TYPES: tuple[str, ...] = ("created", "idle", "compacting", "ending")
-SESSION_HOOK_ENTRY_POINTS = "llmem_hooks.session_hooks"
+SESSION_HOOK_ENTRY_POINTS = "llmem_hooks.session.hooks"
 _session_hooks: dict[str, Callable[[str], Any]] = {}
 _entry_points_loaded = False
 

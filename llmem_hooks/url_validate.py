@@ -4,7 +4,7 @@ Memories and transcripts must not leave the machine by accident, so a base URL i
 accepted when its host is loopback (``localhost``, ``127.0.0.0/8``, ``::1``) unless the
 user set ``ollama.allow_remote: true``. The host is resolved and every address it maps to
 must be loopback (a name that resolves elsewhere is refused: DNS rebinding). Redirects are
-never followed (see `llmem_hooks.ollama`), so a loopback server cannot bounce a request to
+never followed (see `llmem_hooks.model.ollama`), so a loopback server cannot bounce a request to
 a remote one. Credentials in a URL are stripped before it reaches a log or an error.
 """
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from support.copilot_home import launcher_env
 
-from llmem_hooks import copilot_hook
 from llmem_hooks.adapters.opencode import OpenCodeAdapter
-from llmem_hooks.copilot_hook import _session_id_problem
+from llmem_hooks.agents import copilot_hook
+from llmem_hooks.agents.copilot_hook import _session_id_problem
 from llmem_hooks.events import session_id_problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def test_launcher_detaches_end_of_turn_hooks(world: dict[str, str], tmp_path: Pa
 
 
 def test_repo_plugin_files_use_the_launcher() -> None:
-    from llmem_hooks.install import is_our_mcp_entry, plugin_hooks, plugin_mcp_server
+    from llmem_hooks.agents.install import is_our_mcp_entry, plugin_hooks, plugin_mcp_server
 
     assert json.loads((ROOT / "hooks.json").read_text()) == plugin_hooks()
     manifest = json.loads((ROOT / ".github" / "plugin" / "plugin.json").read_text())
@@ -133,7 +133,7 @@ def test_repo_plugin_files_use_the_launcher() -> None:
 
 
 def test_install_records_the_entry_point(world: dict[str, str], tmp_path: Path) -> None:
-    code = "from llmem_hooks.install import install_copilot; install_copilot()"
+    code = "from llmem_hooks.agents.install import install_copilot; install_copilot()"
     subprocess.run([sys.executable, "-c", code], env=world, check=True, timeout=60)
     entry = Path(world["LLMEM_HOME"]) / "entry-point"
     assert entry.read_text().strip() == str(EXE)
@@ -211,7 +211,7 @@ def _opencode_db(path: Path, v2: bool) -> None:
 
 def test_doctor_names_the_wiring(world: dict[str, str], tmp_path: Path) -> None:
     code = (
-        "from llmem_hooks.install import install_copilot, install_opencode; "
+        "from llmem_hooks.agents.install import install_copilot, install_opencode; "
         "install_copilot(); install_opencode()"
     )
     subprocess.run([sys.executable, "-c", code], env=world, check=True, timeout=60)
@@ -433,7 +433,7 @@ def test_mcp_front_answers_a_method_nobody_has_without_the_sdk(
     ``initialize``): "method not found" from the front at once, never the SDK server's
     start-up (~0.7 s before the agent's first turn); the methods the SDK has still go
     to it."""
-    from llmem_hooks import mcp_front, mcp_server
+    from llmem_hooks.agents import mcp_front, mcp_server
 
     monkeypatch.setenv("LLMEM_HOME", world["LLMEM_HOME"])
     # A real SDK server's answers fill the cache.
@@ -479,7 +479,7 @@ def test_mcp_front_ends_when_the_sdk_server_cannot_start(
 ) -> None:
     """Answers from the cache, then a tool call needs the SDK server, which fails to
     build: one error line and exit 1, never a front blocked on a pipe nobody reads."""
-    from llmem_hooks import mcp_front, mcp_server
+    from llmem_hooks.agents import mcp_front, mcp_server
 
     monkeypatch.setenv("LLMEM_HOME", world["LLMEM_HOME"])
     hello = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}]

@@ -27,48 +27,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "url_validate",
         "registry",
         "config",
-        "service_protocol",
         "progress",
         "markers",
     ),
-    # the memory database and what lives beside it
-    ("store", "query", "lexicon", "fuzzy", "project", "taxonomy", "backoff", "events"),
-    # models, search, rendering
-    (
-        "ollama",
-        "embed",
-        "metrics",
-        "budget",
-        "passages",
-        "retrieve",
-        "extraction",
-        "context",
-        "resume",
-        "episodes",
-        "service",
-        "likeness",
-        "dream",
-        "dream_rewrite",
-        "dream_report",
-        "viewer_page",
-        "viewer_data",
-    ),
-    # agents, the coordinator and its drivers
-    (
-        "adapters",
-        "session_hooks",
-        "doctor",
-        "install",
-        "sidecar_lock",
-        "dream_schedule",
-        "service_socket",
-        "service_client",
-        "sidecar",
-        "viewer_server",
-        "mcp_front",
-    ),
-    # entry points
-    ("copilot_hook", "mcp_server", "cli", "__init__", "__main__", "plugin"),
+    # the memory database, the words it is searched with, what a session event is
+    ("store", "text", "project", "events"),
+    # the local model, search, extraction
+    ("model", "search", "extraction"),
+    # the agents' stores (read only) and the session lifecycle
+    ("adapters", "session"),
+    # what is built on a store and its sessions: the query service, the dream cycle, the viewer
+    ("service", "dream", "viewer"),
+    # the sidecar: watches the agents, runs the hooks, serves the query socket
+    ("sidecar",),
+    # entry points: the agents' side (Copilot hook, MCP server, install) and the CLI
+    ("agents", "cli", "__init__", "__main__", "plugin"),
 )
 
 

@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from llmem_hooks import MemoryStore, Message
-from llmem_hooks.budget import (
+from llmem_hooks.cli import main
+from llmem_hooks.config import DEFAULT_CONFIG
+from llmem_hooks.extraction.engine import ExtractionEngine
+from llmem_hooks.extraction.llm import build_extraction_engine
+from llmem_hooks.model.budget import (
     BudgetLimits,
     ModelBudget,
     Usage,
     estimate_tokens,
     utc_day,
 )
-from llmem_hooks.cli import main
-from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.extraction.engine import ExtractionEngine
-from llmem_hooks.extraction.llm import build_extraction_engine
 
 DAY0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 LEARNED = "Pin tzdata to 2024a in requirements-dev.txt to fix the flaky date test"

@@ -311,7 +311,7 @@ def test_search_hands_the_retriever_one_filter_object(
 ) -> None:
     """The CLI's filter options become one MemoryFilter, given to `Retriever.find` as is
     (the filter is spelled once, in `llmem_hooks.store.records`)."""
-    from llmem_hooks.retrieve import Retriever
+    from llmem_hooks.search.retriever import Retriever
     from llmem_hooks.store import MemoryFilter
 
     seen: list[MemoryFilter | None] = []

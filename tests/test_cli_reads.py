@@ -294,7 +294,7 @@ def test_search_with_the_model_backed_off_asks_no_model(
     (llmem_home / "config.yaml").write_text(f"ollama:\n  enabled: true\n  base_url: {server.url}\n")
     with MemoryStore(llmem_home / "memory.db", vec_dimensions=768) as st:
         st.add("fact", "the api listens on port 8080", embedding=[1.0] + [0.0] * 767)
-    from llmem_hooks.backoff import SharedBackoff
+    from llmem_hooks.model.backoff import SharedBackoff
 
     SharedBackoff(llmem_home / "model-backoff.json").failed(server.url, "down", "test", 2.0)
     out, modules = probe("search", "api port")

@@ -23,7 +23,6 @@ import llmem_hooks
 from adapters.copilot import CopilotAdapter
 from adapters.opencode import OpenCodeAdapter
 from llmem_hooks import ConfigError, LLMemError, load_config, write_config_yaml
-from llmem_hooks.budget import BudgetLimits
 from llmem_hooks.cli import main
 from llmem_hooks.config import (
     DEFAULT_CONFIG,
@@ -36,8 +35,9 @@ from llmem_hooks.config import (
     load_settings,
     section_of,
 )
-from llmem_hooks.embed import EmbeddingEngine
-from llmem_hooks.ollama import OllamaClient
+from llmem_hooks.model.budget import BudgetLimits
+from llmem_hooks.model.embed import EmbeddingEngine
+from llmem_hooks.model.ollama import OllamaClient
 from llmem_hooks.store import MemoryStore
 
 EXPECTED_DEFAULTS = {

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from llmem_hooks import MemoryStore
-from llmem_hooks.query import parse_query
+from llmem_hooks.text.query import parse_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import conversational

@@ -33,7 +33,7 @@ from support.copilot_home import (
 from llmem_hooks.adapters import CopilotAdapter, get_adapter_class, registered_adapters
 from llmem_hooks.adapters.copilot import WATCH_MAX, read_share_transcript
 from llmem_hooks.events import LifecycleEvent
-from llmem_hooks.session_hooks import default_adapters
+from llmem_hooks.session.hooks import default_adapters
 
 RECORDED = [
     S_RESUMED,

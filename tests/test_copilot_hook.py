@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from llmem_hooks import MemoryStore, copilot_hook
-from llmem_hooks.cli import main as cli_main
-from llmem_hooks.install import (
+from llmem_hooks import MemoryStore
+from llmem_hooks.agents import copilot_hook
+from llmem_hooks.agents.install import (
     copilot_hooks,
     copilot_hooks_path,
     hook_command,
@@ -35,6 +35,7 @@ from llmem_hooks.install import (
     plugin_hooks,
     uninstall_copilot,
 )
+from llmem_hooks.cli import main as cli_main
 from llmem_hooks.project import project_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -455,7 +456,7 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         "out = io.StringIO(); sys.stdout, real = out, sys.stdout\n"
         "code = main(['hook', 'copilot', 'sessionStart'])\n"
         "sys.stdout = real\n"
-        "heavy = ['typer', 'click', 'llmem_hooks.cli.app', 'llmem_hooks.retrieve',\n"
+        "heavy = ['typer', 'click', 'llmem_hooks.cli.app', 'llmem_hooks.search.retriever',\n"
         "         'llmem_hooks.extraction', 'httpx', 'yaml', 'llmem_hooks.store', 'sqlite3']\n"
         "print(json.dumps({'code': code, 'out': out.getvalue(),\n"
         "                  'loaded': [m for m in heavy if m in sys.modules]}))\n"
@@ -473,7 +474,7 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
         assert result["code"] == 0 and memory in context_of(result["out"])
         loaded.append(result["loaded"])
     assert not {"typer", "click", "llmem_hooks.cli.app", "httpx"} & set(loaded[0]), loaded
-    assert not {"llmem_hooks.retrieve", "llmem_hooks.extraction"} & set(loaded[0]), loaded
+    assert not {"llmem_hooks.search.retriever", "llmem_hooks.extraction"} & set(loaded[0]), loaded
     assert loaded[1] == [], loaded
     # With a prompt and no sidecar, recall runs in-process (the store and the retriever),
     # still without the CLI.
@@ -483,7 +484,7 @@ def test_the_hook_never_imports_typer(repo: Path, memory: str) -> None:
     )
     result = json.loads(proc.stdout)
     assert memory in context_of(result["out"]) and "<llmem-recall>" not in result["out"]
-    assert "llmem_hooks.retrieve" in result["loaded"]
+    assert "llmem_hooks.search.retriever" in result["loaded"]
     assert not {"typer", "llmem_hooks.cli.app"} & set(result["loaded"]), result
 
 
@@ -508,7 +509,7 @@ def test_settings_are_cached_until_config_yaml_changes(
 
 
 def test_sidecar_running_agrees_with_the_sidecar_module(llmem_home: Path) -> None:
-    from llmem_hooks.sidecar_lock import lock_path, pid_path, running_pid, single_instance
+    from llmem_hooks.sidecar.lock import lock_path, pid_path, running_pid, single_instance
 
     assert (pid_path(), lock_path()) == (llmem_home / "sidecar.pid", llmem_home / "sidecar.lock")
     assert copilot_hook.sidecar_running() is False and running_pid() is None

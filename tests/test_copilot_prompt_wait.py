@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support.copilot_home import launcher_env
 
-from llmem_hooks import copilot_hook
+from llmem_hooks.agents import copilot_hook
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = ROOT / "bin" / "llmem-hook"

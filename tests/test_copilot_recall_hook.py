@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from llmem_hooks import copilot_hook, paths
+from llmem_hooks import paths
+from llmem_hooks.agents import copilot_hook
 from llmem_hooks.project import project_key
-from llmem_hooks.service_client import answers
+from llmem_hooks.service.client import answers
 from llmem_hooks.store import MemoryStore
 
 SID = "7e1d0c52-6a1b-4d7e-9d43-0b5d0f4f2a11"
@@ -209,7 +210,7 @@ def test_with_a_sidecar_the_hook_asks_its_socket(
         "out = io.StringIO(); sys.stdout, real = out, sys.stdout\n"
         "main(['hook', 'copilot', 'userPromptSubmitted'])\n"
         "sys.stdout = real\n"
-        "print(json.dumps({'out': out.getvalue(), 'retriever': 'llmem_hooks.retrieve' in "
+        "print(json.dumps({'out': out.getvalue(), 'retriever': 'llmem_hooks.search.retriever' in "
         "sys.modules, 'store': 'llmem_hooks.store' in sys.modules}))\n"
     )
     data = json.dumps(_payload("x", repo, prompt=QUESTION))
@@ -236,7 +237,7 @@ def test_with_a_sidecar_session_start_is_one_round_trip(
         "t0 = time.monotonic(); main(['hook', 'copilot', 'sessionStart'])\n"
         "took = time.monotonic() - t0; sys.stdout = real\n"
         "print(json.dumps({'out': out.getvalue(), 'took': took, 'store': "
-        "'llmem_hooks.store' in sys.modules, 'hooks': 'llmem_hooks.session_hooks' in "
+        "'llmem_hooks.store' in sys.modules, 'hooks': 'llmem_hooks.session.hooks' in "
         "sys.modules}))\n"
     )
     data = json.dumps(_payload("sessionStart", repo, initialPrompt=QUESTION))

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from llmem_hooks import MemoryStore
-from llmem_hooks.budget import BudgetLimits, ModelBudget
+from llmem_hooks.agents.doctor import Check, _vector_checks, diagnose, exit_code, render
 from llmem_hooks.cli import main
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.doctor import Check, _vector_checks, diagnose, exit_code, render
+from llmem_hooks.model.budget import BudgetLimits, ModelBudget
 
 
 def config(url: str, **ollama: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 from llmem_hooks import Dreamer, MemoryStore, register_dream_hook
 from llmem_hooks.cli import main
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.likeness import similar_pairs, words
+from llmem_hooks.dream.likeness import similar_pairs, words
 from llmem_hooks.registry import unregister_dream_hook
 
 NOW = datetime.now(UTC)
@@ -283,7 +283,7 @@ def test_likeness_pairs_match_brute_force() -> None:
     groups = ["g"] * len(sets)
     for t in (0.3, 0.5, 0.8, 1.0):
         fast = {(i, j) for i, j, _ in similar_pairs(sets, groups, t)}
-        from llmem_hooks.likeness import jaccard
+        from llmem_hooks.dream.likeness import jaccard
 
         slow = {
             (i, j)
@@ -322,7 +322,7 @@ def test_sidecar_dreams_when_idle_at_most_once_per_interval(tmp_path: Path) -> N
     import time
 
     from llmem_hooks import create_session_hook_coordinator
-    from llmem_hooks.sidecar import Sidecar
+    from llmem_hooks.sidecar.loop import Sidecar
     from llmem_hooks.store.dream import list_runs
 
     cfg = config(idle_minutes=0)
@@ -361,7 +361,7 @@ def test_sidecar_dreams_when_idle_at_most_once_per_interval(tmp_path: Path) -> N
 
 
 def test_service_units_and_the_metacharacter_refusal(llmem_home: Path, tmp_path: Path) -> None:
-    from llmem_hooks.dream_schedule import (
+    from llmem_hooks.agents.schedule import (
         install_service,
         launchd_plist,
         timer_unit,

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from llmem_hooks import Dreamer, MemoryStore
-from llmem_hooks.dream import LOCK_SUFFIX, DreamBusy, one_dream_at_a_time
+from llmem_hooks.dream.cycle import LOCK_SUFFIX, DreamBusy, one_dream_at_a_time
 from llmem_hooks.errors import ValidationError
 from tests.test_dream import config, dump, mem, seed
 

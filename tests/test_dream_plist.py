@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks.dream_schedule import MARKER, install_service, launchd_plist, uninstall_service
+from llmem_hooks.agents.schedule import MARKER, install_service, launchd_plist, uninstall_service
 from llmem_hooks.errors import ValidationError
 
 CMD = ["/opt/llmem --x/bin/llmem-hooks", "dream", "--apply", "--trigger", "timer"]

@@ -1,4 +1,4 @@
-"""The dream cycle's model rewrite of a merge group (docs/dream.md, llmem_hooks/dream_rewrite.py)
+"""The dream cycle's model rewrite of a merge group (docs/dream.md, llmem_hooks/dream/rewrite.py)
 against the real HTTP fake of Ollama: an accepted sentence replaces the kept text (and undo
 puts the old one back), a proposal that loses or invents a fact is refused, a model that is
 down or slow leaves the old behaviour, a dry run asks nothing, and a secret in a member
@@ -16,7 +16,7 @@ import pytest
 
 from llmem_hooks import Dreamer, MemoryStore
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.dream_rewrite import check_proposal, fact_tokens
+from llmem_hooks.dream.rewrite import check_proposal, fact_tokens
 
 P = "acme/api"
 KEPT = "The API stores its data in PostgreSQL 16 on port 5432."

@@ -343,7 +343,7 @@ def test_a_failing_pending_hook_is_retried_then_dropped(
     from llmem_hooks import SessionHookCoordinator
     from llmem_hooks.adapters import OpenCodeAdapter
     from llmem_hooks.config import DEFAULT_CONFIG
-    from llmem_hooks.sidecar import MAX_HOOK_ATTEMPTS, Sidecar
+    from llmem_hooks.sidecar.loop import MAX_HOOK_ATTEMPTS, Sidecar
 
     db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
     db.ms = now_ms()
@@ -368,7 +368,7 @@ def test_a_failing_pending_hook_is_retried_then_dropped(
 
 
 def test_a_repeating_failure_logs_one_line_a_minute(caplog: Any) -> None:
-    from llmem_hooks.sidecar import Throttled
+    from llmem_hooks.sidecar.loop import Throttled
 
     errors = Throttled(every=0.2)
     with caplog.at_level("ERROR", logger="llmem_hooks"):

@@ -17,7 +17,8 @@ import pytest
 from support.fake_ollama import embed_text, start_server
 
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.embed import (
+from llmem_hooks.errors import ConfigError, LLMemError, ValidationError
+from llmem_hooks.model.embed import (
     MAX_EMBED_CHARS,
     BatchEmbedder,
     Embedder,
@@ -26,8 +27,7 @@ from llmem_hooks.embed import (
     EmbeddingError,
     EmbeddingInputError,
 )
-from llmem_hooks.errors import ConfigError, LLMemError, ValidationError
-from llmem_hooks.ollama import (
+from llmem_hooks.model.ollama import (
     ModelNotFound,
     OllamaError,
     OllamaResponseError,

@@ -18,7 +18,7 @@ from support.opencode_db import OpenCodeDB, text
 from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.sidecar import Sidecar
+from llmem_hooks.sidecar.loop import Sidecar
 from llmem_hooks.store.episodes import episode_stats
 
 DAY_MS = 86_400_000

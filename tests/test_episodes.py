@@ -13,10 +13,10 @@ from support.opencode_db import PROJECT, OpenCodeDB, text, tool
 from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.episodes import build_episodes, message_text, resolved_times, time_words
 from llmem_hooks.events import Message
-from llmem_hooks.retrieve import Retriever
-from llmem_hooks.sidecar import Sidecar
+from llmem_hooks.search.retriever import Retriever
+from llmem_hooks.session.episodes import build_episodes, message_text, resolved_times, time_words
+from llmem_hooks.sidecar.loop import Sidecar
 
 TUE = 1_795_478_400_000  # 2026-11-24T00:00:00Z, a Tuesday
 

@@ -546,7 +546,7 @@ def test_the_extraction_package_exports_what_it_lists() -> None:
 def test_the_engine_and_the_extractors_satisfy_their_protocols() -> None:
     from llmem_hooks.extraction.candidates import Assessor, ReportsStatus, SessionAssessor
     from llmem_hooks.extraction.llm import ModelCaller, OllamaExtractor
-    from llmem_hooks.ollama import OllamaClient
+    from llmem_hooks.model.ollama import OllamaClient
 
     engine = ExtractionEngine()
     assert isinstance(engine, SessionAssessor) and not isinstance(engine, Assessor)

@@ -24,7 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmem_hooks import MemoryStore, copilot_hook
+from llmem_hooks import MemoryStore
+from llmem_hooks.agents import copilot_hook
 from llmem_hooks.events import session_id_problem
 
 HOOK_EXE = Path(sys.executable).parent / "llmem-hooks"

@@ -20,7 +20,7 @@ import corpus
 import quality
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.retrieve import DEFAULT_ALPHA
+from llmem_hooks.search.retriever import DEFAULT_ALPHA
 
 DIM = 384
 

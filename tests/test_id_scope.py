@@ -9,11 +9,11 @@ from pathlib import Path
 
 from test_mcp_server import run_calls
 
-from llmem_hooks import service_client as client
-from llmem_hooks import service_protocol as proto
 from llmem_hooks.project import project_key
-from llmem_hooks.service import QueryService
-from llmem_hooks.service_socket import ServiceServer
+from llmem_hooks.service import client
+from llmem_hooks.service import protocol as proto
+from llmem_hooks.service.operations import QueryService
+from llmem_hooks.service.server import ServiceServer
 from llmem_hooks.store import MemoryStore
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks import install
-from llmem_hooks.install import (
+from llmem_hooks.agents import install
+from llmem_hooks.agents.install import (
     install_opencode,
     opencode_plugin_dir,
     plugin_source,

@@ -17,7 +17,7 @@ import pytest
 
 from llmem_hooks import MemoryStore
 from llmem_hooks.errors import ValidationError
-from llmem_hooks.service import QueryService
+from llmem_hooks.service.operations import QueryService
 from llmem_hooks.store import archive
 from llmem_hooks.store.records import (
     MAX_CONTENT_CHARS,
@@ -30,7 +30,7 @@ from llmem_hooks.store.records import (
     MAX_REASON_CHARS,
     MAX_TAGS,
 )
-from llmem_hooks.viewer_data import ViewerData
+from llmem_hooks.viewer.data import ViewerData
 
 NO_MODEL = {"ollama": {"enabled": False}}
 TAGS_65 = [f"t{i}" for i in range(MAX_TAGS + 1)]

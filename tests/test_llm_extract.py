@@ -17,7 +17,6 @@ from support.opencode_db import PROJECT, OpenCodeDB, text
 
 from llmem_hooks import MemoryStore, Message, create_session_hook_coordinator
 from llmem_hooks.adapters import OpenCodeAdapter
-from llmem_hooks.budget import estimate_tokens
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.extraction.engine import ExtractionEngine
 from llmem_hooks.extraction.llm import (
@@ -28,6 +27,7 @@ from llmem_hooks.extraction.llm import (
     extractable_types,
     render_message,
 )
+from llmem_hooks.model.budget import estimate_tokens
 
 GITHUB_TOKEN = "ghp_" + "Zq8" * 12
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

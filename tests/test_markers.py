@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmem_hooks import markers
-from llmem_hooks import service_client as client
-from llmem_hooks import service_protocol as proto
-from llmem_hooks.context import build_session_context, context_path, write_context_file
+from llmem_hooks.agents.mcp_server import render_get, render_search
 from llmem_hooks.events import Message
 from llmem_hooks.extraction.transcript import speech_lines, strip_injected
-from llmem_hooks.mcp_server import render_get, render_search
-from llmem_hooks.resume import build_resume_pack
-from llmem_hooks.service import QueryService
-from llmem_hooks.service_socket import ServiceServer
+from llmem_hooks.service import client
+from llmem_hooks.service import protocol as proto
+from llmem_hooks.service.operations import QueryService
+from llmem_hooks.service.server import ServiceServer
+from llmem_hooks.session.context import build_session_context, context_path, write_context_file
+from llmem_hooks.session.resume import build_resume_pack
 from llmem_hooks.store import MemoryStore
 
 NO_MODEL = {"ollama": {"enabled": False}}
@@ -263,7 +263,7 @@ def test_the_copilot_hook_output_holds_one_block(
     import io
     import json
 
-    from llmem_hooks import copilot_hook
+    from llmem_hooks.agents import copilot_hook
     from llmem_hooks.project import project_key
 
     llmem_home.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks.cli import main as cli_main
-from llmem_hooks.errors import ConfigError
-from llmem_hooks.install import (
+from llmem_hooks.agents.install import (
     MCP_SERVER_NAME,
     copilot_mcp_path,
     install_copilot_mcp,
@@ -20,6 +18,8 @@ from llmem_hooks.install import (
     mcp_server_entry,
     uninstall_copilot_mcp,
 )
+from llmem_hooks.cli import main as cli_main
+from llmem_hooks.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 OTHER = {"type": "local", "command": "/usr/bin/npx", "args": ["-y", "ctx7"], "tools": ["*"]}

@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from llmem_hooks import mcp_server
+from llmem_hooks.agents import mcp_server
 from llmem_hooks.project import project_key
 from llmem_hooks.store import MemoryStore
 
@@ -207,7 +207,7 @@ def test_the_tools_read_the_same_in_both_agents() -> None:
     same descriptions (when to search, when to remember), word for word."""
     import re
 
-    from llmem_hooks import mcp_server
+    from llmem_hooks.agents import mcp_server
 
     ts = (Path(__file__).resolve().parents[1] / "plugin" / "llmem.ts").read_text()
     block = ts[ts.index("const TOOL_SPECS") : ts.index("// Zod-like enough")]

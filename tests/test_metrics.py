@@ -1,4 +1,4 @@
-"""Embedding quality metrics (llmem_hooks.metrics), the store helpers that feed them, and
+"""Embedding quality metrics (llmem_hooks.model.metrics), the store helpers that feed them, and
 ``llmem-hooks stats --embeddings``.
 
 Values are checked on hand-made vectors and against a brute-force pairwise computation.
@@ -21,7 +21,7 @@ import pytest
 from llmem_hooks import MemoryStore
 from llmem_hooks.cli import main
 from llmem_hooks.errors import ValidationError
-from llmem_hooks.metrics import (
+from llmem_hooks.model.metrics import (
     ANISOTROPY_WARNING_THRESHOLD,
     METRICS_MAX_EMBEDDINGS,
     SIMILARITY_RANGE_WARNING_THRESHOLD,

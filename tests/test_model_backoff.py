@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks.backoff import SharedBackoff
-from llmem_hooks.embed import EmbeddingEngine, ModelBackedOff
-from llmem_hooks.ollama import OllamaTimeout, OllamaUnavailable
+from llmem_hooks.model.backoff import SharedBackoff
+from llmem_hooks.model.embed import EmbeddingEngine, ModelBackedOff
+from llmem_hooks.model.ollama import OllamaTimeout, OllamaUnavailable
 
 CLI = [sys.executable, "-m", "llmem_hooks.cli"]
 

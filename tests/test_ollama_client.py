@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from llmem_hooks.errors import ConfigError, LLMemError
-from llmem_hooks.ollama import (
+from llmem_hooks.model.ollama import (
     ModelNotFound,
     OllamaClient,
     OllamaError,

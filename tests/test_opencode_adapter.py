@@ -635,7 +635,7 @@ def test_plugin_recall_part_is_never_read_back(tmp_path: Path) -> None:
     """The plugin's recall block, as OpenCode stores it (a synthetic text part of the user's
     message, ``metadata.llmem == "recall"``), is left out of messages, transcripts and
     episodes: what we injected is never learned back."""
-    from llmem_hooks.episodes import build_episodes
+    from llmem_hooks.session.episodes import build_episodes
 
     db = OpenCodeDB(tmp_path / "opencode.db")
     sid = db.session()

@@ -10,7 +10,7 @@ import pytest
 
 from llmem_hooks import MemoryStore
 from llmem_hooks.cli import main
-from llmem_hooks.passages import ELLIPSIS, WHOLE_CHARS, excerpt, fit
+from llmem_hooks.search.passages import ELLIPSIS, WHOLE_CHARS, excerpt, fit
 
 FILLER = [
     f"Line {i}: we looked at the logging output and nothing stood out there." for i in range(30)

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks import paths, sidecar
+from llmem_hooks import paths
 from llmem_hooks.cli import app as cli_app
 from llmem_hooks.config import validate_config
-from llmem_hooks.context import remove_session_files, write_context_file
 from llmem_hooks.errors import ConfigError, ValidationError
+from llmem_hooks.session.context import remove_session_files, write_context_file
+from llmem_hooks.sidecar import loop as sidecar
 from llmem_hooks.store import MemoryStore, SchemaBehind
 from llmem_hooks.store.db import connect
 from llmem_hooks.store.migrations import migrate

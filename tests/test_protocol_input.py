@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks import service_protocol as proto
-from llmem_hooks.service import QueryService
-from llmem_hooks.service_socket import ServiceServer
+from llmem_hooks.service import protocol as proto
+from llmem_hooks.service.operations import QueryService
+from llmem_hooks.service.server import ServiceServer
 from llmem_hooks.store import MemoryStore
 
 EXE = Path(sys.executable).with_name("llmem-hooks")

@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks import service_client as client
-from llmem_hooks import service_protocol as proto
 from llmem_hooks.errors import SearchTimeout, ValidationError
-from llmem_hooks.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, parse_query
-from llmem_hooks.service import QueryService
-from llmem_hooks.service_socket import ServiceServer
+from llmem_hooks.service import client
+from llmem_hooks.service import protocol as proto
+from llmem_hooks.service.operations import QueryService
+from llmem_hooks.service.server import ServiceServer
+from llmem_hooks.text.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, parse_query
 
 NOISE_WORDS = [f"w{i}" for i in range(40)]
 # Prefix terms that each expand to every noise word: costly on purpose (seconds on the

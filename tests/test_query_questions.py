@@ -9,14 +9,14 @@ from collections.abc import Sequence
 import pytest
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.query import parse_query
-from llmem_hooks.retrieve import (
+from llmem_hooks.search.retriever import (
     DEFAULT_ALPHA,
     DEFAULT_RRF_K,
     DEFAULT_RRF_K_SEMANTIC,
     has_time,
     memory_authors,
 )
+from llmem_hooks.text.query import parse_query
 
 
 def ids(r: Retriever, query: str, n: int = 5, **kw: object) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from llmem_hooks import MemoryStore, Retriever
-from llmem_hooks.service import QueryService
+from llmem_hooks.service.operations import QueryService
 
 EVERYDAY = "I kept the change small and ran it again; updated the script and the notes."
 TARGET = "The arm64 build keeps failing because the qemu emulator is too old."
@@ -74,7 +74,7 @@ def test_recall_ranks_only_the_newest_matches_of_a_common_word(
     """BM25 is computed for every row a word matches: recall's search ranks the newest
     `RECALL_RANK_NEWEST` matches only (a rowid bound FTS5 applies before ranking); a
     search without the bound still ranks them all."""
-    from llmem_hooks import service
+    from llmem_hooks.service import operations as service
     from llmem_hooks.store import MemoryFilter
 
     newest = 50
@@ -101,7 +101,7 @@ def test_three_of_four_words_match_and_rank_as_every_combination(tmp_path: Path)
     import itertools
     import random
 
-    from llmem_hooks.query import parse_query
+    from llmem_hooks.text.query import parse_query
 
     rng = random.Random(7)
     words = ["ledger", "port", "canary", "deploy"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llmem_hooks.events import Message
-from llmem_hooks.resume import build_resume_pack
+from llmem_hooks.session.resume import build_resume_pack
 
 GITHUB_TOKEN = "ghp_" + "Z9y8X7w6V5" * 4
 

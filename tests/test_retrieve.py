@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from llmem_hooks import MemoryStore, Retriever, SearchError, ValidationError
-from llmem_hooks.retrieve import (
+from llmem_hooks.search.retriever import (
     DEFAULT_ALPHA,
     DEFAULT_RRF_K,
     DEFAULT_RRF_K_SEMANTIC,
@@ -357,7 +357,7 @@ def test_relaxed_hits_holding_more_question_words_come_first(store: MemoryStore)
 def test_bounded_edit_distance_agrees_with_the_full_one() -> None:
     import random
 
-    from llmem_hooks.fuzzy import osa_distance
+    from llmem_hooks.text.fuzzy import osa_distance
 
     rng = random.Random(1)
     assert osa_distance("dokcer", "docker") == 1

@@ -13,9 +13,9 @@ from support.opencode_db import OpenCodeDB, text
 from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.context import build_session_context, context_path, write_context_file
 from llmem_hooks.extraction.transcript import strip_injected
-from llmem_hooks.service import QueryService, ServiceError, prompt_words
+from llmem_hooks.service.operations import QueryService, ServiceError, prompt_words
+from llmem_hooks.session.context import build_session_context, context_path, write_context_file
 from llmem_hooks.store import recall as given
 
 NO_MODEL = {"ollama": {"enabled": False}}

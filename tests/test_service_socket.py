@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from llmem_hooks import MemoryStore
-from llmem_hooks import service_client as client
-from llmem_hooks import service_protocol as proto
 from llmem_hooks.cli import main
-from llmem_hooks.service import QueryService
-from llmem_hooks.service_socket import ServiceServer
+from llmem_hooks.service import client
+from llmem_hooks.service import protocol as proto
+from llmem_hooks.service.operations import QueryService
+from llmem_hooks.service.server import ServiceServer
 
 NO_MODEL = {"ollama": {"enabled": False}}
 
@@ -229,7 +229,7 @@ def test_cli_recall(llmem_home: Path, capsys: pytest.CaptureFixture[str]) -> Non
 def test_doctor_says_whether_the_query_service_answers(
     store: MemoryStore, llmem_home: Path
 ) -> None:
-    from llmem_hooks.doctor import diagnose
+    from llmem_hooks.agents.doctor import diagnose
 
     def service_check() -> tuple[str, str]:
         check = next(c for c in diagnose({}) if c.name == "query_service")

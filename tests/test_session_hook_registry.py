@@ -27,7 +27,7 @@ from llmem_hooks.registry import (
     load_session_hook_entry_points,
     unregister_session_hook,
 )
-from llmem_hooks.session_hooks import SessionEventManager, SessionHookCoordinator
+from llmem_hooks.session.hooks import SessionEventManager, SessionHookCoordinator
 
 HOOK_EXE = Path(sys.executable).parent / "llmem-hooks"
 PLUGIN = "llmem_hooks_testplugin"
@@ -141,7 +141,7 @@ def test_a_raising_registered_hook_is_logged_not_raised(
         raise RuntimeError(f"boom for {sid}")
 
     register_session_hook("created", broken)
-    with caplog.at_level(logging.ERROR, logger="llmem_hooks.session_hooks"):
+    with caplog.at_level(logging.ERROR, logger="llmem_hooks.session.hooks"):
         assert SessionEventManager(coord).emit("created", "ses_b")[0] == "success"
     assert "registered created hook" in caplog.text and "boom for ses_b" in caplog.text
     assert (coord.context_dir / "ses_b.md").exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks.sidecar_lock import AlreadyRunning, running_pid, single_instance
+from llmem_hooks.sidecar.lock import AlreadyRunning, running_pid, single_instance
 
 
 def _env(home: Path, tmp_path: Path) -> dict[str, str]:
@@ -113,10 +113,10 @@ def test_a_failure_log_line_is_one_line_without_credentials(
 ) -> None:
     """An exception may quote user text (a SQL value, a path): the sidecar's error line is
     one line and passes redaction like everything else we write."""
-    from llmem_hooks.sidecar import Throttled
+    from llmem_hooks.sidecar.loop import Throttled
 
     secret = "ghp_" + "A1b2C3d4" * 5
-    with caplog.at_level("ERROR", logger="llmem_hooks.sidecar"):
+    with caplog.at_level("ERROR", logger="llmem_hooks.sidecar.loop"):
         Throttled().error("k", "idle", RuntimeError(f"bad value\nPGPASSWORD={secret} here"))
     lines = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(lines) == 1 and "\n" not in lines[0]

@@ -15,7 +15,7 @@ from support.opencode_db import PROJECT, OpenCodeDB, text
 from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.sidecar import Sidecar
+from llmem_hooks.sidecar.loop import Sidecar
 from llmem_hooks.store import sessions as session_state
 
 
@@ -253,7 +253,7 @@ def test_a_session_recorded_before_its_agent_store_shows_it_is_not_taken_for_del
 
     from llmem_hooks import SessionInfo
     from llmem_hooks.adapters import CopilotAdapter
-    from llmem_hooks.sidecar import UNSEEN_GRACE_MS
+    from llmem_hooks.sidecar.loop import UNSEEN_GRACE_MS
 
     home = CopilotHome(tmp_path / "cp")
     cfg = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}

@@ -25,7 +25,7 @@ from support.copilot_home import REPO, CopilotHome, Session
 from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import CopilotAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
-from llmem_hooks.sidecar import MAX_WATCHES, Sidecar
+from llmem_hooks.sidecar.loop import MAX_WATCHES, Sidecar
 from llmem_hooks.store import sessions as session_state
 
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from llmem_hooks import copilot_hook
-from llmem_hooks import service_client as client
-from llmem_hooks import service_protocol as proto
-from llmem_hooks.service import QueryService
-from llmem_hooks.service_socket import ServiceServer
+from llmem_hooks.agents import copilot_hook
+from llmem_hooks.service import client
+from llmem_hooks.service import protocol as proto
+from llmem_hooks.service.operations import QueryService
+from llmem_hooks.service.server import ServiceServer
 from llmem_hooks.store import MemoryStore
 
 NOBODY = 65534

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from llmem_hooks import MemoryStore, ValidationError, copilot_hook
+from llmem_hooks import MemoryStore, ValidationError
+from llmem_hooks.agents import copilot_hook
 from llmem_hooks.cli import main as cli_main
 from llmem_hooks.redact import REDACTED
 from llmem_hooks.store import sessions as session_state

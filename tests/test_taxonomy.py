@@ -11,7 +11,6 @@ import pytest
 
 import llmem_hooks
 from llmem_hooks import MemoryStore, Message
-from llmem_hooks.budget import BudgetLimits, ModelBudget
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.extraction.engine import ExtractionEngine
 from llmem_hooks.extraction.llm import assessment_schema, build_extraction_engine
@@ -23,6 +22,7 @@ from llmem_hooks.extraction.taxonomy import (
     category_tag,
     parse_self_assessment,
 )
+from llmem_hooks.model.budget import BudgetLimits, ModelBudget
 
 GOOD = {
     "category": "OFF_BY_ONE",

@@ -26,7 +26,7 @@ from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import CopilotAdapter, OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.redact import redact_secrets
-from llmem_hooks.sidecar import Sidecar
+from llmem_hooks.sidecar.loop import Sidecar
 from llmem_hooks.store import sessions as session_state
 
 SEED = corpus.seed_from_env()

@@ -393,8 +393,8 @@ def test_project_searches_cover_own_and_global_memories_exactly(tmp_path: Path) 
 def test_doctor_shows_the_vector_status(tmp_path: Path) -> None:
     import copy
 
+    from llmem_hooks.agents.doctor import _vector_checks
     from llmem_hooks.config import DEFAULT_CONFIG
-    from llmem_hooks.doctor import _vector_checks
 
     with MemoryStore(tmp_path / "m.db", load_vec=False) as st:
         _, check = _vector_checks(DEFAULT_CONFIG, st)

@@ -210,8 +210,8 @@ def test_a_code_expires(tmp_path: Path) -> None:
     import threading
 
     from llmem_hooks.store import MemoryStore
-    from llmem_hooks.viewer_data import ViewerData
-    from llmem_hooks.viewer_server import LOGIN_CODE_TTL_S, ViewerServer
+    from llmem_hooks.viewer.data import ViewerData
+    from llmem_hooks.viewer.server import LOGIN_CODE_TTL_S, ViewerServer
 
     assert LOGIN_CODE_TTL_S <= 60
     home = tmp_path / "exp"

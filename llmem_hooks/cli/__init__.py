@@ -2,8 +2,8 @@
 
 - `llmem_hooks.cli` (this module): the entry point `main`, kept small on purpose:
   ``llmem-hooks hook copilot <event>`` runs on every Copilot CLI session start and prompt,
-  so it is answered by `llmem_hooks.copilot_hook` before typer (or anything else the
-  commands need) is imported. ``llmem-hooks mcp`` (the MCP server, `llmem_hooks.mcp_server`)
+  so it is answered by `llmem_hooks.agents.copilot_hook` before typer (or anything else the
+  commands need) is imported. ``llmem-hooks mcp`` (the MCP server, `llmem_hooks.agents.mcp_server`)
   is answered the same way.
 - `llmem_hooks.cli.quick`: plain ``search``, ``list``, ``stats`` and ``--version``
   without typer (~0.3 s of imports); any other form goes on to typer.
@@ -32,11 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI (``argv`` defaults to ``sys.argv[1:]``); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:  # fast path: no typer, nothing the hook does not use
-        from ..copilot_hook import main as hook_main
+        from ..agents.copilot_hook import main as hook_main
 
         return hook_main(args[1:], exit_on_timeout=argv is None)
     if args[:1] == ["mcp"]:  # a long-lived stdio server: its own small argument parser
-        from ..mcp_server import main as mcp_main
+        from ..agents.mcp_server import main as mcp_main
 
         return mcp_main(args[1:])
     from .quick import main as quick_main

@@ -27,7 +27,7 @@ def recall(
     """Print what per-prompt recall would put in front of PROMPT in SESSION (the
     sidecar's query service, else in-process; docs/query-service.md). Marks what it
     prints as given to the session. Prints nothing below the relevance floor."""
-    from ..service_client import ServiceCallError, call_in_process, query
+    from ..service.client import ServiceCallError, call_in_process, query
 
     params: dict[str, Any] = {"session_id": session, "prompt": prompt, "directory": os.getcwd()}
     if budget is not None:
@@ -51,6 +51,6 @@ def mcp(ctx: typer.Context) -> None:
     """Serve the memory tools over MCP on stdio (memory_search, memory_remember,
     memory_forget, memory_get, memory_timeline); `llmem-hooks mcp --help` for its options.
     Configuration for MCP clients: docs/mcp.md."""
-    from ..mcp_server import main as mcp_main
+    from ..agents.mcp_server import main as mcp_main
 
     raise typer.Exit(mcp_main(list(ctx.args)))

@@ -420,7 +420,7 @@ def doctor(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Which extractor the hooks use and why: Ollama enabled and reachable, base URL
     allowed, model pulled, budget left today. Exit 0 even without Ollama (the heuristics
     run); 2 for a configuration that cannot work."""
-    from ..doctor import diagnose, exit_code, render
+    from ..agents.doctor import diagnose, exit_code, render
 
     fmt = _fmt(as_json, as_markdown)
     cfg = _config(create=False)  # a diagnosis creates nothing (no home, no database)
@@ -483,8 +483,8 @@ def run() -> None:
     """Run the sidecar in the foreground: watch the agents' session stores and fire the
     created / idle / compacting / ending hooks (Ctrl-C or SIGTERM stops it). One per
     LLMEM_HOME: a second one exits with a message."""
-    from ..sidecar import run_foreground
-    from ..sidecar_lock import AlreadyRunning
+    from ..sidecar.lock import AlreadyRunning
+    from ..sidecar.loop import run_foreground
 
     cfg = _config()
     if state.db is not None:
@@ -501,9 +501,9 @@ def run() -> None:
 def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
     and the last event of each."""
-    from ..service_client import answers
-    from ..session_hooks import default_adapters
-    from ..sidecar_lock import running_pid
+    from ..service.client import answers
+    from ..session.hooks import default_adapters
+    from ..sidecar.lock import running_pid
     from ..store import sessions as session_state
 
     fmt = _fmt(as_json, as_markdown)
@@ -538,8 +538,8 @@ def context(
     ] = False,
 ) -> None:
     """Print a session's context file (what its prompt carries), or its resume pack."""
-    from ..context import context_path, resume_path
     from ..paths import get_context_dir, read_regular_file, validate_session_id
+    from ..session.context import context_path, resume_path
 
     validate_session_id(session_id)
     folder = get_context_dir(_config(create=False)["context"]["dir"])
@@ -568,7 +568,7 @@ def install(
     file ~/.copilot/hooks/llmem.json). Safe to run again."""
     import shutil
 
-    from .. import install as installer
+    from ..agents import install as installer
 
     if service:
         return dream_service(install=True)
@@ -604,7 +604,7 @@ def uninstall(
     ] = False,
 ) -> None:
     """Remove what `install` put in place (memories, config and context files stay)."""
-    from .. import install as installer
+    from ..agents import install as installer
 
     if service:
         return dream_service(install=False)

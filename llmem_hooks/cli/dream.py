@@ -36,8 +36,8 @@ def dream(
     episodes (light); consolidate the inbox, supersede, boost, decay (deep); link related
     memories, flag stale procedures (rem). A dry run unless --apply; an applied run is
     logged (diary, report, --undo RUN)."""
-    from ..dream import Dreamer, one_dream_at_a_time
-    from ..dream_report import describe
+    from ..dream.cycle import Dreamer, one_dream_at_a_time
+    from ..dream.report import describe
     from .app import _config, _db_path, open_store
 
     if trigger not in ("cli", "timer", "sidecar"):
@@ -120,8 +120,8 @@ def _print_runs(store: Any, as_json: bool) -> None:
 
 def dream_service(install: bool) -> None:
     """``install --service`` / ``uninstall --service``: the dream timer's unit files."""
+    from ..agents.schedule import install_service, uninstall_service
     from ..config import Config
-    from ..dream_schedule import install_service, uninstall_service
     from .app import _config
 
     if install:

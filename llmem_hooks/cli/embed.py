@@ -23,7 +23,7 @@ def embed(
     ] = None,
 ) -> None:
     """Embed the memories that have no vector yet (needs the configured model)."""
-    from ..embed import embedder_from_config
+    from ..model.embed import embedder_from_config
     from ..progress import progress
 
     engine = embedder_from_config(_config(), interactive=True)

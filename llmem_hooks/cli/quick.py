@@ -30,9 +30,9 @@ from ..errors import ConfigError, LLMemError, NotFoundError, SearchError, Valida
 from .render import Format, echo
 
 if TYPE_CHECKING:
-    from ..backoff import ModelFailure
-    from ..embed import EmbeddingEngine
-    from ..retrieve import Retriever
+    from ..model.backoff import ModelFailure
+    from ..model.embed import EmbeddingEngine
+    from ..search.retriever import Retriever
     from ..store import MemoryStore
 
 EXIT_USAGE = 2
@@ -142,7 +142,7 @@ class _ModelState:
         return self.other or "the embedding model did not answer"
 
     def retry_note(self) -> str:
-        from ..backoff import BACKOFF_SECONDS
+        from ..model.backoff import BACKOFF_SECONDS
 
         if self.failure is None:
             return ""
@@ -160,7 +160,7 @@ def _local_embedding(text: str) -> tuple[EmbeddingEngine | None, list[float] | N
     (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
     and a server that failed in the last minute (any process) is skipped at once
     (without loading the HTTP client). The caller closes the engine."""
-    from ..embed import ModelBackedOff, embedder_from_config
+    from ..model.embed import ModelBackedOff, embedder_from_config
 
     engine = embedder_from_config(_config(), interactive=True)
     if engine is None:
@@ -193,7 +193,7 @@ def _keyword_only_note(command: str, explicit: bool) -> None:
 def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
     """The configured Retriever. With ``probe`` (the query), also the embedding engine if
     one answers for ``probe`` (its vector is cached, so the search does not ask again)."""
-    from ..retrieve import Retriever
+    from ..search.retriever import Retriever
 
     embedder = _local_embedding(probe)[0] if probe is not None else None
     return Retriever.from_settings(store, _config()["retrieval"], embedder)
@@ -221,7 +221,7 @@ def run_search(
     """`search`: best match first. The model is asked only when it can help: not for
     ``--mode fts``, and, without ``--mode``, not when the store holds no vector (keyword
     search then, with no HTTP client built at all)."""
-    from ..retrieve import SEARCH_MODES, attach_passages
+    from ..search.retriever import SEARCH_MODES, attach_passages
     from ..store import MemoryFilter
     from .render import print_hits
 
@@ -311,7 +311,7 @@ def run_stats(fmt: Format = Format.plain, embeddings: bool = False) -> None:
     from .render import print_embedding_metrics, print_stats
 
     if embeddings:
-        from ..metrics import METRICS_MAX_EMBEDDINGS, metrics_from_rows
+        from ..model.metrics import METRICS_MAX_EMBEDDINGS, metrics_from_rows
 
         started = time.monotonic()
         with open_store(read_only=True) as st:
@@ -320,8 +320,8 @@ def run_stats(fmt: Format = Format.plain, embeddings: bool = False) -> None:
         m = metrics_from_rows(rows)
         print_embedding_metrics(m, stored, time.monotonic() - started, fmt)
         return
-    from ..budget import BudgetLimits, ModelBudget
     from ..config import Config
+    from ..model.budget import BudgetLimits, ModelBudget
     from ..store.episodes import episode_stats
 
     with open_store(read_only=True) as st:

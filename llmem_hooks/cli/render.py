@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..metrics import EmbeddingMetrics
-    from ..retrieve import SearchHit
+    from ..model.metrics import EmbeddingMetrics
+    from ..search.retriever import SearchHit
 
 # What click's echo strips when the output is not a terminal (colour and cursor codes).
 _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
@@ -185,7 +185,7 @@ def print_pruned(
 
 def print_embedding_metrics(m: EmbeddingMetrics, stored: int, seconds: float, fmt: Format) -> None:
     """``stats --embeddings``: the quality of the stored vectors, with the thresholds."""
-    from .. import metrics
+    from ..model import metrics
 
     if fmt is Format.json:
         out = {"embedded_memories": stored, **m.to_dict(), "seconds": round(seconds, 3)}

@@ -42,9 +42,9 @@ def ui(
     provenance, edit / forget / restore, the inbox, model usage, the dream report.
     Prints the URL (it holds the access token: keep it to yourself); --open gives the
     browser a one-time login code instead. Ctrl-C stops it."""
-    from ..embed import embedder_from_config
-    from ..viewer_data import ViewerData
-    from ..viewer_server import ViewerServer
+    from ..model.embed import embedder_from_config
+    from ..viewer.data import ViewerData
+    from ..viewer.server import ViewerServer
 
     cfg = _config()
     settings = Config.coerce(cfg).viewer
@@ -91,8 +91,8 @@ def report(
     """Write what the viewer shows (memories by project and type, each one's provenance,
     the forgotten ones, the inbox, model usage, the dream report) as one HTML file that
     needs no server and loads nothing from elsewhere."""
-    from ..viewer_data import ViewerData
-    from ..viewer_page import render_page
+    from ..viewer.data import ViewerData
+    from ..viewer.page import render_page
 
     target = (
         None if str(html_file) == "-" else check_user_path(html_file.absolute(), "file", "--html")

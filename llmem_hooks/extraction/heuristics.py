@@ -15,14 +15,7 @@ from dataclasses import dataclass, replace
 from ..events import Message
 from ..redact import redact_key_blocks
 from ..store import MAX_CONTENT_CHARS
-from .candidates import (
-    MIN_WORDS,
-    Candidate,
-    Scope,
-    finalize_candidates,
-    word_set,
-    words,
-)
+from .candidates import MIN_WORDS, Candidate, Scope, finalize_candidates, word_set, words
 from .supersede import replaced_term
 from .transcript import speech_lines, split_sentences
 

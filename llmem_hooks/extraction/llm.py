@@ -33,12 +33,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
-from ..backoff import BACKOFF_SECONDS
-from ..budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
 from ..config import Config, OllamaSettings
 from ..errors import ConfigError, LLMemError
 from ..events import Message
-from ..ollama import (
+from ..model.backoff import BACKOFF_SECONDS
+from ..model.budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
+from ..model.ollama import (
     OllamaClient,
     OllamaError,
     OllamaResponseError,

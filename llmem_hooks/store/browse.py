@@ -1,4 +1,4 @@
-"""What a person browsing the store reads and undoes (the viewer, `llmem_hooks.viewer_data`):
+"""What a person browsing the store reads and undoes (the viewer, `llmem_hooks.viewer.data`):
 live memories counted by project and type, the episode an extracted memory came from,
 and `restore`, the undo of `MemoryStore.invalidate` (forget).
 

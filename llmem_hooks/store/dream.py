@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import fuzzy
 from ..errors import NotFoundError, ValidationError
+from ..text import fuzzy
 from ..timestamps import now_iso
 from . import vocabulary
 from .db import transaction

@@ -1,7 +1,7 @@
 """Episodes in the store: their size and their retention (docs/episodes.md).
 
 Episodes are ``conversation`` memories with ``source = 'episode'`` (written by
-`llmem_hooks.session_hooks`); this module only counts and prunes them, so growth stays
+`llmem_hooks.session.hooks`); this module only counts and prunes them, so growth stays
 bounded by ``episodes.retention_days`` and ``episodes.max_count``.
 """
 

@@ -20,11 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .. import fuzzy
 from ..config import Config, MemorySettings
 from ..errors import NotFoundError, ValidationError
 from ..paths import FILE_MODE, ensure_private_dir, get_db_path
 from ..registry import check_memory_type, register_memory_type
+from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
 from . import archive, inbox, relations, sessions, vectors, vocabulary
 from .db import connect, connect_readonly, is_sqlite_file, time_limit, transaction
@@ -648,7 +648,7 @@ class MemoryStore:
 
     def suggest_terms(self, term: str, threshold: float) -> list[str]:
         """Spellings close to ``term`` from the vocabulary of every memory's words (the
-        ``fuzzy_terms`` index, see `llmem_hooks.fuzzy`), best first."""
+        ``fuzzy_terms`` index, see `llmem_hooks.text.fuzzy`), best first."""
         with self._lock:
             return [t for t, _ in vocabulary.suggest(self._conn, term, threshold)]
 
@@ -732,8 +732,8 @@ class MemoryStore:
         valid_only: bool = True,
         **filters: Any,
     ) -> list[dict[str, Any]]:
-        """Classic FTS5 search with the grep-like syntax (see `llmem_hooks.query`)."""
-        from ..query import parse_query
+        """Classic FTS5 search with the grep-like syntax (see `llmem_hooks.text.query`)."""
+        from ..text.query import parse_query
 
         parsed = parse_query(query)
         if not parsed.strict_match:

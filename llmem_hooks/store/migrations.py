@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from .. import fuzzy
 from ..errors import ValidationError
+from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
 from . import vocabulary
 from .db import transaction
@@ -262,7 +262,7 @@ def m006_sessions(conn: Any) -> None:
 
 def m007_model_usage(conn: Any) -> None:
     """What the local model cost, per UTC day and per session (``<agent>:<session id>``),
-    so the budget caps hold across hook calls and sidecar restarts (see `budget.py`)."""
+    so the budget caps hold across hook calls and sidecar restarts (see `model/budget.py`)."""
     run_script(
         conn,
         """
@@ -326,7 +326,7 @@ def m010_fts_context(conn: Any) -> None:
 
     An episode (a ``conversation`` memory, one exchange of a session) is also found by the
     words of the exchange before it and by its time as words (``metadata.fts_context``,
-    written by `llmem_hooks.episodes`), while the hit is the episode itself. The column is
+    written by `llmem_hooks.session.episodes`), while the hit is the episode itself. The column is
     a generated one over the metadata (nothing is stored twice) and ranks at 0.3 of the
     content's weight, so an episode whose own text matches still wins (docs/episodes.md)."""
     run_script(

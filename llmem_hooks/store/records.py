@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from .. import fuzzy
 from ..config import MemorySettings
 from ..errors import ValidationError
 from ..redact import find_secrets, redact_json, redact_secrets
 from ..registry import check_memory_type
+from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
 
 MAX_CONTENT_CHARS = 10_000
@@ -82,7 +82,7 @@ class Memory(TypedDict):
 
     A TypedDict rather than a class: memories stay plain dicts (JSON output, exports,
     callers that index them), but their keys are checked. It holds stored fields only;
-    what a search adds (scores, how it matched) lives on `llmem_hooks.retrieve.SearchHit`.
+    what a search adds (scores, how it matched) lives on `llmem_hooks.search.retriever.SearchHit`.
     """
 
     id: str

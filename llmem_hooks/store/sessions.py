@@ -249,7 +249,7 @@ def last_extraction_at(store: MemoryStore, session_id: str) -> str | None:
     return str(row[0]) if row else None
 
 
-# -- model usage (see llmem_hooks.budget) -------------------------------------------------
+# -- model usage (see llmem_hooks.model.budget) -------------------------------------------------
 def usage_totals(
     store: MemoryStore, *, day: str | None = None, session_key: str | None = None
 ) -> tuple[int, int, int, float]:

@@ -45,13 +45,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .db import has_function, transaction
-from .records import (
-    MEMORY_COLUMNS,
-    MemoryFilter,
-    cosine_distance,
-    pack_embedding,
-    unpack_embedding,
-)
+from .records import MEMORY_COLUMNS, MemoryFilter, cosine_distance, pack_embedding, unpack_embedding
 
 if TYPE_CHECKING:
     from .memories import MemoryStore

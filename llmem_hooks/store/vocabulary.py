@@ -1,7 +1,7 @@
 """The typo-tolerance vocabulary: the ``fuzzy_terms`` and ``fuzzy_trigrams`` tables.
 
 Every distinct word of the stored memories, and its padded trigrams, indexed once (see
-`llmem_hooks.fuzzy` for the scoring). Written in the same transaction as the memory the
+`llmem_hooks.text.fuzzy` for the scoring). Written in the same transaction as the memory the
 words come from; read by `MemoryStore.suggest_terms`.
 """
 
@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..fuzzy import DEFAULT_THRESHOLD, MAX_CANDIDATES, MIN_FUZZY_LEN, fold, similarity, trigrams
+from ..text.fuzzy import (
+    DEFAULT_THRESHOLD,
+    MAX_CANDIDATES,
+    MIN_FUZZY_LEN,
+    fold,
+    similarity,
+    trigrams,
+)
 
 
 def index_terms(conn: Any, terms: Iterable[str]) -> None:

@@ -7,7 +7,7 @@
 * ``OpenCodeEnv``: an isolated world (HOME, XDG dirs, TMPDIR, LLMEM_HOME under tmp), a git
   repo, ``opencode.json`` wiring the fake provider (in the isolated global config dir: a
   project-level file was ignored by the first ``opencode run`` of a fresh data dir) and the
-  plugin installed with ``llmem_hooks.install.install_opencode()`` (autostart off: the
+  plugin installed with ``llmem_hooks.agents.install.install_opencode()`` (autostart off: the
   tests start the sidecar themselves); ``opencode`` / ``run`` / ``serve`` helpers and the
   ``llmem-hooks run`` sidecar (``SidecarProcess``). ``close()`` stops everything it started.
 """
@@ -586,9 +586,9 @@ class OpenCodeEnv(LlmemCli):
 
     # -- llmem-hooks ----------------------------------------------------------------------------
     def install_plugin(self) -> list[Path]:
-        """``llmem_hooks.install.install_opencode()`` inside the isolated environment."""
+        """``llmem_hooks.agents.install.install_opencode()`` inside the isolated environment."""
         code = (
-            "import json; from llmem_hooks.install import install_opencode; "
+            "import json; from llmem_hooks.agents.install import install_opencode; "
             "print(json.dumps([str(p) for p in install_opencode()]))"
         )
         out = subprocess.run(

@@ -70,7 +70,7 @@ def seed(home: Path) -> dict[str, str]:
         )
         import time
 
-        from llmem_hooks.budget import utc_day
+        from llmem_hooks.model.budget import utc_day
 
         session_state.add_usage(
             st,

@@ -1,0 +1,326 @@
+"""The MCP server's front door: answer ``initialize`` and ``tools/list`` at once.
+
+An agent starts its MCP servers with the session and waits for them before the first
+turn (Copilot CLI waits for ``initialize`` and ``tools/list``). Importing the ``mcp`` SDK
+(pydantic, anyio, starlette, ...) takes 1.5-2 s on a loaded machine: that wait is what a
+user felt on every ``copilot -p``. So `serve` reads the stdio JSON-RPC lines itself and
+answers ``initialize``, ``tools/list`` and ``ping`` from a cache of the SDK server's own
+answers (`CACHE_NAME`, next to config.yaml, keyed by our version, the server module and
+the SDK's files), a request for a method the SDK does not have either (Copilot CLI's
+opening ``server/discover``) with "method not found", and takes in notifications. The
+first message it cannot answer (a tool call, a method only the SDK has) starts
+the SDK server in a thread, replays the client's ``initialize`` (under a private id whose
+answer is dropped) and ``notifications/initialized`` to it, and from then on passes
+every line through. Without a cache (first run, an upgrade) the SDK server handles
+everything from the first line and its answers fill the cache for the next start.
+
+Imports only the standard library and `paths` until the SDK server is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.server.fastmcp import FastMCP
+
+CACHE_NAME = ".mcp-front-cache.json"
+# The replayed initialize's id: one no client would pick, so no client answer is dropped.
+REPLAY_ID = f"llmem-front-initialize-{os.urandom(8).hex()}"
+METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the server does not have
+FRONT_METHODS = frozenset({"initialize", "tools/list", "ping"})
+LONE_SURROGATE_MARK = "\ufdd0"  # a noncharacter standing in for a lone UTF-16 surrogate
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def cache_path() -> Path:
+    from ..paths import get_config_path
+
+    return get_config_path().with_name(CACHE_NAME)
+
+
+def cache_stamp(server_module: str) -> list[Any]:
+    """What the cached answers depend on: our version, the module declaring the tools and
+    the installed SDK (its package folder's files, found without importing it)."""
+    from .. import __version__
+
+    stamp: list[Any] = [__version__]
+    for origin in (server_module, _sdk_origin()):
+        try:
+            st = os.stat(origin) if origin else None
+        except OSError:
+            st = None
+        stamp.append([st.st_mtime_ns, st.st_size] if st else None)
+    return stamp
+
+
+def _sdk_origin() -> str | None:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("mcp")
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None else None
+
+
+def load_cache(stamp: list[Any]) -> dict[str, Any] | None:
+    try:
+        data = json.loads(cache_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("stamp") != stamp:
+        return None
+    if not all(isinstance(data.get(k), dict) for k in ("initialize", "tools")):
+        return None
+    if not isinstance(data.get("versions"), list) or not isinstance(data.get("latest"), str):
+        return None
+    requests = data.get("requests")
+    if not isinstance(requests, list) or not all(isinstance(m, str) for m in requests):
+        return None
+    return data
+
+
+def save_cache(stamp: list[Any], initialize: Any, tools: Any) -> None:
+    """Record the SDK server's answers (never raises: the cache is only a speed-up)."""
+    try:
+        from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
+        from mcp.types import LATEST_PROTOCOL_VERSION
+
+        from ..paths import write_private_file
+
+        body = {
+            "stamp": stamp,
+            "initialize": initialize,
+            "tools": tools,
+            "versions": list(SUPPORTED_PROTOCOL_VERSIONS),
+            "latest": LATEST_PROTOCOL_VERSION,
+            "requests": sdk_request_methods(),
+        }
+        write_private_file(cache_path(), json.dumps(body) + "\n")
+    except Exception:
+        pass
+
+
+def sdk_request_methods() -> list[str]:
+    """Every request method the SDK server understands (its ``ClientRequest`` union)."""
+    import typing
+
+    from mcp.types import ClientRequest
+
+    union = ClientRequest.model_fields["root"].annotation
+    return sorted(
+        str(name)
+        for kind in typing.get_args(union)
+        for name in typing.get_args(kind.model_fields["method"].annotation)
+    )
+
+
+class _Backend:
+    """The SDK server in a thread, reading from one pipe and writing to another; a reader
+    thread forwards its lines to ``emit`` (except the answer to the replayed initialize)."""
+
+    def __init__(self, build: Callable[[], FastMCP], emit: Callable[[dict[str, Any]], None]):
+        self.emit = emit
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        self.to_server: IO[str] = os.fdopen(in_w, "w", encoding="utf-8")
+        self._in = os.fdopen(in_r, "r", encoding="utf-8")
+        self._out_w = os.fdopen(out_w, "w", encoding="utf-8")
+        self._out_r = os.fdopen(out_r, "r", encoding="utf-8")
+        self.failed: BaseException | None = None
+        self._server = threading.Thread(target=self._serve, args=(build,), daemon=True)
+        self._reader = threading.Thread(target=self._forward, daemon=True)
+        self._server.start()
+        self._reader.start()
+
+    def _serve(self, build: Callable[[], FastMCP]) -> None:
+        try:
+            import anyio
+            from mcp.server.stdio import stdio_server
+
+            server = build()
+
+            async def run() -> None:
+                files = anyio.wrap_file(self._in), anyio.wrap_file(self._out_w)
+                async with stdio_server(*files) as (read, write):
+                    low = server._mcp_server
+                    await low.run(read, write, low.create_initialization_options())
+
+            anyio.run(run)
+        except BaseException as exc:  # reported by `serve` at the end
+            self.failed = exc
+        finally:
+            self._out_w.close()
+            with contextlib.suppress(OSError):
+                self._in.close()  # the front's next write fails instead of filling the pipe
+
+    def _forward(self) -> None:
+        for line in self._out_r:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("id") == REPLAY_ID:
+                continue
+            self.emit(message)
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        text = message if isinstance(message, str) else json.dumps(message)
+        self.to_server.write(text.rstrip("\n") + "\n")
+        self.to_server.flush()
+
+    def finish(self) -> None:
+        """End of input: the server answers what it has, then stops."""
+        with contextlib.suppress(OSError):
+            self.to_server.close()
+        self._server.join()
+        self._reader.join()
+
+
+def serve(
+    build: Callable[[], FastMCP],
+    server_module: str,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[bytes] | None = None,
+) -> int:
+    """Serve MCP on stdio until the client closes stdin (see the module docstring)."""
+    src = stdin if stdin is not None else sys.stdin.buffer
+    dst = stdout if stdout is not None else sys.stdout.buffer
+    lock = threading.Lock()
+    stamp = cache_stamp(server_module)
+    cache = load_cache(stamp)
+    seen: dict[str, Any] = {"init": None, "initialized": False, "ids": {}}
+    learned: dict[str, Any] = {}
+
+    def emit(message: dict[str, Any]) -> None:
+        method = seen["ids"].pop(message.get("id"), None) if "id" in message else None
+        if cache is None and method in ("initialize", "tools/list") and "result" in message:
+            learned[method] = message["result"]
+            if len(learned) == 2:
+                save_cache(stamp, learned["initialize"], learned["tools/list"])
+        data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        with lock:
+            dst.write(data)
+            dst.flush()
+
+    backend: _Backend | None = None
+    if cache is None:
+        backend = _Backend(build, emit)
+    for raw in src:
+        if not raw.strip():
+            continue
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            message = None
+        if backend is None and isinstance(message, dict):
+            if _answer(message, cache, seen, emit):  # type: ignore[arg-type]
+                continue
+            backend = _Backend(build, emit)
+            replay: list[dict[str, Any]] = []
+            if seen["init"] is not None:
+                replay.append({**seen["init"], "id": REPLAY_ID})
+                if seen["initialized"]:
+                    replay.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        elif backend is None:
+            backend, replay = _Backend(build, emit), []
+        else:
+            replay = []
+        if isinstance(message, dict) and "id" in message and "method" in message:
+            seen["ids"][message["id"]] = message["method"]
+        try:
+            for earlier in replay:
+                backend.send(earlier)
+            backend.send(guard_line(raw.decode("utf-8", errors="replace")))
+        except (OSError, ValueError):
+            break  # the server thread died: nothing more can be answered
+    if backend is not None:
+        backend.finish()
+        if backend.failed is not None and not isinstance(backend.failed, SystemExit):
+            print(f"error: the MCP server failed: {backend.failed!r}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def guard_line(line: str) -> str:
+    """``line`` with every lone UTF-16 surrogate in its JSON (``"\\ud800"``: valid JSON,
+    but no UTF-8 text can carry it) replaced by `LONE_SURROGATE_MARK`. The SDK would
+    refuse the whole line and answer nothing at all; this way the call reaches the tool,
+    which answers with an error result."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line  # a surrogate in JSON is always written as an escape
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line  # the SDK answers malformed JSON itself
+    return json.dumps(_unsurrogate(message), ensure_ascii=False) + "\n"
+
+
+def _unsurrogate(value: Any) -> Any:
+    if isinstance(value, str):
+        return re.sub("[\ud800-\udfff]", LONE_SURROGATE_MARK, value)
+    if isinstance(value, list):
+        return [_unsurrogate(v) for v in value]
+    if isinstance(value, dict):
+        return {_unsurrogate(k): _unsurrogate(v) for k, v in value.items()}
+    return value
+
+
+def _answer(
+    message: dict[str, Any],
+    cache: dict[str, Any],
+    seen: dict[str, Any],
+    emit: Callable[[dict[str, Any]], None],
+) -> bool:
+    """Answer ``message`` from the cache if it is one of `FRONT_METHODS`; take in a
+    notification (no SDK server runs for it to concern); answer with JSON-RPC's
+    "method not found" if it is a request the SDK server does not know either (Copilot
+    CLI 1.0.102 opens with ``server/discover``, a draft method: asking the SDK server would
+    cost its whole start-up before ``initialize``); False if the SDK server must see it."""
+    method = message.get("method")
+    params = message.get("params")
+    mid = message.get("id")
+    if (
+        isinstance(method, str)
+        and method not in cache["requests"]
+        and not method.startswith("notifications/")
+        and isinstance(mid, (str, int))
+        and not isinstance(mid, bool)
+        and mid != REPLAY_ID
+    ):
+        error = {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method[:100]}"}
+        emit({"jsonrpc": "2.0", "id": mid, "error": error})
+        return True
+    if isinstance(method, str) and method.startswith("notifications/") and "id" not in message:
+        # No SDK server yet: nothing in flight to cancel, no state a notice could change.
+        seen["initialized"] = seen["initialized"] or method == "notifications/initialized"
+        return True
+    if method not in FRONT_METHODS or (params is not None and not isinstance(params, dict)):
+        return False
+    if not isinstance(mid, (str, int)) or isinstance(mid, bool) or mid == REPLAY_ID:
+        return False
+    if method == "initialize":
+        if seen["init"] is not None or not isinstance(params, dict):
+            return False
+        wanted = params.get("protocolVersion")
+        result = dict(cache["initialize"])
+        versions = cache["versions"]
+        result["protocolVersion"] = wanted if wanted in versions else cache["latest"]
+        seen["init"] = message
+    elif method == "tools/list":
+        if seen["init"] is None or (params and params.get("cursor")):
+            return False
+        result = cache["tools"]
+    else:  # ping
+        result = {}
+    emit({"jsonrpc": "2.0", "id": mid, "result": result})
+    return True

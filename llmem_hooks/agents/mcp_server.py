@@ -1,0 +1,361 @@
+"""`llmem-hooks mcp`: the memory tools as an MCP server on stdio.
+
+Five tools, the same in every agent: ``memory_search``, ``memory_remember``,
+``memory_forget``, ``memory_get``, ``memory_timeline``. Each one is a single call of the
+query service (the sidecar's socket, else a `QueryService` kept in this process:
+`ServiceCall`), behind one seam, `Call`, so the server holds no memory logic of its own:
+redaction, dedupe and project scoping happen where they happen for everything else.
+
+Results are compact text (one line per memory, with the short id `memory_get` takes),
+not JSON: they are read by a model, and every token of a tool result is context.
+
+Built on the official ``mcp`` Python SDK 1.x (``FastMCP``; 2.x renamed it), imported
+only when the server starts so the other commands stay fast.
+
+Which project: an MCP server cannot ask Copilot CLI for the session's folder (it sends no
+MCP roots) and a plugin's server runs in the plugin's folder, so the directory is, in
+order: ``--project-dir``, ``$LLMEM_PROJECT_DIR``, the folder of the Copilot session named
+by ``$COPILOT_AGENT_SESSION_ID`` (Copilot sets it for every MCP server it starts), else the
+working directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..markers import neutralize
+from .mcp_front import LONE_SURROGATE_MARK
+
+if TYPE_CHECKING:
+    from mcp.server.fastmcp import FastMCP
+
+SERVER_NAME = "llmem"
+PROJECT_ENV = "LLMEM_PROJECT_DIR"
+COPILOT_SESSION_ENV = "COPILOT_AGENT_SESSION_ID"
+MAX_LIMIT = 50
+LINE_CHARS = 200  # one line per hit in search/timeline results
+
+# Methods scoped to the caller's project (its directory is added to their params).
+SCOPED = frozenset({"search", "remember", "get", "forget", "timeline"})
+
+Call = Callable[[str, dict[str, Any]], Mapping[str, Any]]
+"""``call(method, params) -> result``: the query-service seam (tests may pass their own)."""
+
+INSTRUCTIONS = (
+    "Long-term memory of this project, shared by every coding session and agent: decisions, "
+    "conventions, commands that worked, earlier failures and their fixes, the user's "
+    "preferences. Search it before answering about the project's past; remember what a "
+    "later session should know."
+)
+
+SCOPE_NOTE = (
+    " Ids reach this project's and global memories; another project's only with any_project: true."
+)
+# The same words as plugin/llmem.ts's TOOL_SPECS: the same tools in both agents
+# (tests/test_mcp_server.py compares them).
+SEARCH_DESC = (
+    "Search this project's long-term memory: decisions, conventions, commands that worked, "
+    "the user's preferences, earlier errors and their fixes, and past conversations "
+    "(episodes) of earlier sessions. Use it BEFORE answering a question about the project's"
+    " past, its conventions or an earlier failure, and before re-deriving something that "
+    "may have been settled already. Returns one line per hit with a short id; read the full"
+    " text with memory_get."
+)
+REMEMBER_DESC = (
+    "Store one durable memory for later sessions. Use it when a decision is taken (say "
+    "why), a command finally worked, the user states a preference or convention, or an "
+    "error is understood and fixed. One self-contained sentence or short paragraph that "
+    "makes sense without this conversation; not for transient task state. Secrets are "
+    "redacted; near-duplicates are merged."
+)
+FORGET_DESC = (
+    "Mark a memory as no longer true (kept in history with the reason, never shown again). "
+    "Use it when the user says something changed or a memory proved wrong; remember the new"
+    " state separately." + SCOPE_NOTE
+)
+GET_DESC = (
+    "The full text and provenance (agent, session, time, project) of memories or episodes, "
+    "by the short ids shown in recalled memory blocks, memory_search or memory_timeline."
+    + SCOPE_NOTE
+)
+TIMELINE_DESC = (
+    "What happened around a memory or episode in its session: the exchanges just before and"
+    " after it, one line each with short ids (full text with memory_get)." + SCOPE_NOTE
+)
+
+
+# -- the project -----------------------------------------------------------------------------
+def copilot_session_dir(session_id: str) -> str | None:
+    """The working directory of Copilot CLI session ``session_id`` (its ``session.start``
+    line or workspace.yaml), or None."""
+    from ..adapters.copilot import CopilotAdapter
+    from ..events import session_id_problem
+
+    if session_id_problem(session_id) is not None:
+        return None
+    try:
+        info = CopilotAdapter().get_session(session_id)
+    except Exception:  # an unreadable Copilot home is not our problem to report here
+        return None
+    return info.directory if info is not None else None
+
+
+def project_dir(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """The directory whose project the tools work in (see the module docstring)."""
+    return ProjectDir(explicit, environ)()
+
+
+class ProjectDir:
+    """`project_dir`, asked at each tool call: the server starts with Copilot CLI, before
+    the session's ``events.jsonl`` exists, so a session not found yet is looked for
+    again next time (and kept once found)."""
+
+    def __init__(self, explicit: str | None = None, environ: Mapping[str, str] | None = None):
+        env = os.environ if environ is None else environ
+        self.fixed: str | None = None
+        if explicit:
+            self.fixed = str(Path(explicit).expanduser().absolute())
+        elif env.get(PROJECT_ENV):
+            self.fixed = str(Path(env[PROJECT_ENV]).expanduser().absolute())
+        self.session_id = env.get(COPILOT_SESSION_ENV) or None
+
+    def __call__(self) -> str:
+        if self.fixed is None and self.session_id:
+            self.fixed = copilot_session_dir(self.session_id)
+        return self.fixed or os.getcwd()
+
+
+# -- rendering -------------------------------------------------------------------------------
+def _one_line(text: Any, limit: int = LINE_CHARS) -> str:
+    flat = " ".join(neutralize(str(text or "")).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _date(value: Any) -> str:
+    return str(value or "")[:10]
+
+
+def _entry_line(item: Mapping[str, Any]) -> str:
+    """``[id] (type, date) line``: the form of the recall block, so ids look the same."""
+    text = item.get("line") or item.get("content") or item.get("summary") or ""
+    meta = ", ".join(p for p in (str(item.get("type") or ""), _date(item.get("created_at"))) if p)
+    head = f"[{item.get('id', '?')}]" + (f" ({meta})" if meta else "")
+    marker = " <-" if item.get("focus") or item.get("anchor") else ""
+    return f"- {head} {_one_line(text)}{marker}"
+
+
+def render_search(result: Mapping[str, Any], query: str) -> str:
+    hits = list(result.get("results") or [])
+    if not hits:
+        return f"No memory matches {query!r}."
+    lines = [f"{len(hits)} memories for {query!r} (full text: memory_get):"]
+    lines += [_entry_line(h) for h in hits]
+    return "\n".join(lines)
+
+
+def render_remember(result: Mapping[str, Any]) -> str:
+    status = str(result.get("status") or "stored")
+    mid = result.get("id")
+    if status == "stored":
+        return f"Stored as [{mid}]."
+    if status == "duplicate":
+        return f"Already known as [{mid}] (merged, nothing new stored)."
+    reason = result.get("reason") or result.get("message") or "not accepted"
+    return f"Not stored: {_one_line(reason)}."
+
+
+def render_forget(result: Mapping[str, Any], mid: str) -> str:
+    return f"Forgot [{result.get('id') or mid}]."
+
+
+def render_get(result: Mapping[str, Any]) -> str:
+    items = list(result.get("memories") or result.get("results") or [])
+    missing = [
+        f"{m.get('id')} ({m.get('reason')})" if isinstance(m, Mapping) else str(m)
+        for m in result.get("missing") or ()
+    ]
+    blocks: list[str] = []
+    for m in items:
+        prov = [
+            f"{k}: {m[k]}"
+            for k in ("type", "agent", "session_id", "created_at", "project", "source", "tags")
+            if m.get(k) not in (None, "", [])
+        ]
+        body = neutralize(str(m.get("content") or m.get("text") or ""))
+        blocks.append(f"[{m.get('id', '?')}] " + "; ".join(prov) + "\n" + body.strip())
+    if missing:
+        blocks.append("Not found: " + "; ".join(missing))
+    return neutralize("\n\n".join(blocks)) if blocks else "Nothing found."
+
+
+def render_timeline(result: Mapping[str, Any], mid: str) -> str:
+    entries = list(result.get("items") or result.get("entries") or [])
+    if not entries:
+        return f"No timeline around [{mid}]."
+    head = f"Session {result['session_id']}" if result.get("session_id") else "Timeline"
+    return "\n".join([f"{head} around [{mid}] (<- marks it):", *map(_entry_line, entries)])
+
+
+# -- the server ------------------------------------------------------------------------------
+class ServiceCall:
+    """The default seam: the sidecar's socket (`service_client.call`), else a
+    `QueryService` of this process, opened on first need and kept (the server lives as
+    long as the agent's session: re-opening the store per call would cost ~40 ms). The
+    socket is tried first at every call, so a sidecar started later takes over. Adds the
+    project directory, and for Copilot CLI the session id and agent, where the service
+    takes them."""
+
+    def __init__(self, directory: Callable[[], str]) -> None:
+        self.directory = directory
+        self.session_id = os.environ.get(COPILOT_SESSION_ENV) or None
+        self.local: Any = None  # a QueryService once the sidecar did not answer
+
+    def __call__(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        from ..service.client import FALLBACK_CODES, ServiceCallError, ServiceUnavailable, call
+
+        params = dict(params)
+        if method in SCOPED:
+            params.setdefault("directory", self.directory())
+        if method == "remember" and self.session_id:
+            params.setdefault("session_id", self.session_id)
+            params.setdefault("agent", "copilot")
+        try:
+            return call(method, params)
+        except ServiceUnavailable:
+            pass
+        except ServiceCallError as exc:
+            if exc.code not in FALLBACK_CODES:
+                raise
+        return self.in_process(method, params)
+
+    def in_process(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        from ..config import load_settings
+        from ..service.client import ServiceCallError
+        from ..service.operations import QueryService, ServiceError
+
+        if self.local is None:
+            self.local = QueryService.open(load_settings(), served_by="in-process")
+        try:
+            result: Mapping[str, Any] = self.local.call(method, params)
+        except ServiceError as exc:
+            raise ServiceCallError(exc.code, str(exc)) from None
+        return result
+
+    def close(self) -> None:
+        if self.local is not None:
+            self.local.close()
+            self.local = None
+
+
+def _reach(params: dict[str, Any], any_project: bool) -> dict[str, Any]:
+    if any_project:
+        params["any_project"] = True
+    return params
+
+
+def _checked(call: Call) -> Call:
+    """``call``, refusing arguments that held a lone UTF-16 surrogate (`mcp_front.guard_line`
+    marked them): the tool answers with an error result, as for any bad argument."""
+
+    def checked(method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        if LONE_SURROGATE_MARK in json.dumps(params, ensure_ascii=False):
+            raise ValueError("an argument holds a lone UTF-16 surrogate (a cut character)")
+        return call(method, params)
+
+    return checked
+
+
+def build_server(call: Call) -> FastMCP:
+    """A `FastMCP` server whose five tools each make one ``call``."""
+    from mcp.server.fastmcp import FastMCP
+
+    call = _checked(call)
+    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool(name="memory_search", description=SEARCH_DESC, structured_output=False)
+    def memory_search(query: str, limit: int = 10, type: str | None = None) -> str:
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        params: dict[str, Any] = {"query": query, "limit": limit}
+        if type:
+            params["type"] = type
+        return render_search(call("search", params), query)
+
+    @server.tool(name="memory_remember", description=REMEMBER_DESC, structured_output=False)
+    def memory_remember(
+        content: str, type: str | None = None, tags: list[str] | None = None
+    ) -> str:
+        params: dict[str, Any] = {"content": content}
+        if type:
+            params["type"] = type
+        if tags:
+            params["tags"] = list(tags)
+        return render_remember(call("remember", params))
+
+    @server.tool(name="memory_forget", description=FORGET_DESC, structured_output=False)
+    def memory_forget(
+        id: str,
+        reason: str,
+        any_project: bool = False,
+    ) -> str:
+        params = _reach({"id": id, "reason": reason}, any_project)
+        return render_forget(call("forget", params), id)
+
+    @server.tool(name="memory_get", description=GET_DESC, structured_output=False)
+    def memory_get(
+        ids: list[str],
+        any_project: bool = False,
+    ) -> str:
+        return render_get(call("get", _reach({"ids": list(ids)}, any_project)))
+
+    @server.tool(name="memory_timeline", description=TIMELINE_DESC, structured_output=False)
+    def memory_timeline(
+        id: str,
+        any_project: bool = False,
+    ) -> str:
+        return render_timeline(call("timeline", _reach({"id": id}, any_project)), id)
+
+    return server
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, exit 2, like every other command
+        print(f"error: {message} (see llmem-hooks mcp --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="llmem-hooks mcp",
+        description="Serve the memory tools (memory_search, memory_remember, memory_forget, "
+        "memory_get, memory_timeline) over MCP on stdio. See docs/mcp.md.",
+    )
+    p.add_argument(
+        "--project-dir",
+        help="the project folder (default: $LLMEM_PROJECT_DIR, the Copilot CLI session's "
+        "folder, else the working directory)",
+    )
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the server until the client closes stdin. Usage errors exit 2."""
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    if args.project_dir and not Path(args.project_dir).expanduser().is_dir():
+        print(f"error: --project-dir {args.project_dir!r} is not a folder", file=sys.stderr)
+        return 2
+    seam = ServiceCall(ProjectDir(args.project_dir))
+    from .mcp_front import serve  # answers initialize and tools/list before the SDK loads
+
+    try:
+        return serve(lambda: build_server(seam), __file__)
+    finally:
+        seam.close()

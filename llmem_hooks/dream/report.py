@@ -1,0 +1,184 @@
+"""What a dream run leaves for a person: the diary (``dream-diary.md``, appended, one
+section per applied run) and the report (``dream-report.html``, the latest run, one
+self-contained page: no script, no stylesheet or font from elsewhere).
+
+The diary names every changed memory with its old and new values, up to
+`DIARY_LINES_PER_KIND` lines per kind of change and run (a first decay of 100,000
+memories would otherwise write 100,000 lines); the ``dream_changes`` table holds every
+change in full, and ``llmem-hooks dream --undo RUN`` restores from it (docs/dream.md).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..paths import FILE_MODE, ensure_private_dir, write_private_file
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+    from .cycle import DreamRun
+
+DIARY_LINES_PER_KIND = 200
+REPORT_ROWS_PER_KIND = 50
+CLIP = 100
+
+
+def _clip(text: Any, n: int = CLIP) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def describe(kind: str, item: dict[str, Any]) -> str:
+    """One line for one change: the memory, and its old -> new values."""
+    mid = item.get("id")
+    if kind == "merged":
+        others = ", ".join(
+            f"`{o['id']}` ({o['by']} {o['score']}: {_clip(o['content'], 60)})"
+            for o in item["merged"]
+        )
+        old, new = item["old"], item["new"]
+        if item.get("new_content"):
+            text = f"; text rewritten by the model -> {_clip(item['new_content'])}"
+        else:
+            text = f"; model rewrite: {item['rewrite']}" if item.get("rewrite") else ""
+        return (
+            f"kept `{mid}` ({_clip(item['content'], 60)}); merged {others} into it;"
+            f" confidence {old['confidence']} -> {new['confidence']},"
+            f" tags {old['tags']} -> {new['tags']},"
+            f" recalls {old['access_count']} -> {new['access_count']}{text}"
+        )
+    if kind == "retired":
+        return f"retired `{mid}`: expired at {item['expires_at']} (was valid)"
+    if kind == "pruned":
+        return f"pruned {item['count']} episodes ({item['reason']})"
+    if kind == "consolidated":
+        where = f"memory `{mid}`" if mid else "a duplicate of a stored memory"
+        return (
+            f"inbox `{item['inbox_id']}` (score {item['attention_score']}) -> {where}:"
+            f" {_clip(item['content'])}"
+        )
+    if kind == "evicted":
+        return (
+            f"evicted inbox `{item['inbox_id']}` (score {item['attention_score']}):"
+            f" {_clip(item['content'])}"
+        )
+    if kind == "superseded":
+        return (
+            f"`{mid}` ({_clip(item['content'], 60)}) superseded by `{item['by']}`"
+            f" ({_clip(item['by_content'], 60)}); was valid"
+        )
+    if kind in ("boosted", "decayed"):
+        uses = f", {item['uses']} recalls" if "uses" in item else ""
+        return f"`{mid}` confidence {item['old']} -> {item['new']}{uses}"
+    if kind == "linked":
+        return f"`{mid}` related_to `{item['target']}` ({item['by']} {item['score']})"
+    if kind == "stale":
+        return (
+            f"`{mid}` possibly stale (last confirmed {item['last_confirmed']}):"
+            f" {_clip(item['content'], 80)}"
+        )
+    return f"{kind}: {item}"
+
+
+def diary_section(run: DreamRun) -> str:
+    mode = "applied" if run.apply else "dry run"
+    lines = [f"## Dream {run.run_id} ({mode}, {run.trigger}) at {run.started_at}", ""]
+    lines.append(f"Undo: `llmem-hooks dream --undo {run.run_id}`. Took {run.seconds:.2f} s.")
+    for result in run.results:
+        lines += ["", f"### {result.phase}", ""]
+        if not result.counts() and not result.notes and not result.errors:
+            lines.append("- nothing to do")
+        for kind in result.COUNTED:
+            items = getattr(result, kind)
+            for item in items[:DIARY_LINES_PER_KIND]:
+                lines.append(f"- {describe(kind, item)}")
+            if len(items) > DIARY_LINES_PER_KIND:
+                lines.append(
+                    f"- ... and {len(items) - DIARY_LINES_PER_KIND} more {kind} (every one,"
+                    f" with its old values, is in the dream_changes table of run {run.run_id})"
+                )
+        for path in result.backups:
+            lines.append(f"- backup written before deleting: `{path}`")
+        lines += [f"- note: {n}" for n in result.notes]
+        lines += [f"- error: {e}" for e in result.errors]
+    return "\n".join(lines) + "\n\n"
+
+
+def append_diary(path: Path, run: DreamRun) -> Path:
+    """Append the run's section to the diary (created 0600, never through a symlink)."""
+    ensure_private_dir(path.parent)
+    new = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        if new:
+            fh.write("# llmem-hooks dream diary\n\n")
+        fh.write(diary_section(run))
+    return path
+
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;width:100%;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}code{font-size:.92em}.n{text-align:right}.err{color:#a00}
+"""
+
+
+def render_report(run: DreamRun, sizes: dict[str, Any] | None = None) -> str:
+    """The report page for ``run`` (HTML-escaped throughout)."""
+    e = html.escape
+    mode = "applied" if run.apply else "dry run"
+    out = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>llmem-hooks dream {e(run.run_id)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>Dream {e(run.run_id)}</h1>",
+        f"<p>{e(mode)}, {e(run.trigger)}, started {e(run.started_at)}, took"
+        f" {run.seconds:.2f} s. Undo with"
+        f" <code>llmem-hooks dream --undo {e(run.run_id)}</code>.</p>",
+        "<h2>Summary</h2><table><tr><th>phase</th><th>change</th><th class='n'>count</th></tr>",
+    ]
+    for r in run.results:
+        counts = r.counts() or {"nothing to do": 0}
+        for kind, n in counts.items():
+            out.append(f"<tr><td>{e(r.phase)}</td><td>{e(kind)}</td><td class='n'>{n}</td></tr>")
+    out.append("</table>")
+    for r in run.results:
+        out.append(f"<h2>{e(r.phase)}</h2>")
+        for kind in r.COUNTED:
+            items: list[dict[str, Any]] = getattr(r, kind)
+            if not items:
+                continue
+            out.append(f"<p><b>{e(kind)}</b> ({len(items)})</p><table>")
+            for item in items[:REPORT_ROWS_PER_KIND]:
+                out.append(f"<tr><td>{e(describe(kind, item))}</td></tr>")
+            if len(items) > REPORT_ROWS_PER_KIND:
+                out.append(f"<tr><td>… and {len(items) - REPORT_ROWS_PER_KIND} more</td></tr>")
+            out.append("</table>")
+        out += [f"<p>backup: <code>{e(b)}</code></p>" for b in r.backups]
+        out += [f"<p>{e(n)}</p>" for n in r.notes]
+        out += [f"<p class='err'>error: {e(x)}</p>" for x in r.errors]
+    if sizes:
+        out.append(f"<h2>Store size ({e(sizes['method'])})</h2><table>")
+        out.append("<tr><th>table</th><th class='n'>bytes</th></tr>")
+        for name, n in sizes["tables"].items():
+            out.append(f"<tr><td>{e(name)}</td><td class='n'>{n:,}</td></tr>")
+        out.append("</table>")
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+def write_report(path: Path, run: DreamRun, store: MemoryStore | None = None) -> Path:
+    """Write the report of ``run`` to ``path`` (0600), with the store's table sizes."""
+    sizes = None
+    if store is not None:
+        from ..store.dream import table_sizes
+
+        method, tables = table_sizes(store)
+        sizes = {"method": method, "tables": tables}
+    ensure_private_dir(path.parent)
+    write_private_file(path, render_report(run, sizes))
+    return path

@@ -1,0 +1,838 @@
+"""Retriever: finding the memories that answer a query.
+
+Pipeline (FTS mode): parse the query (`llmem_hooks.text.query`) -> strict AND match ranked by
+BM25 -> if that finds fewer than wanted, the OR of the content words, ranked by BM25 ->
+if still fewer than 5, fuzzy corrections of unknown words (`llmem_hooks.text.fuzzy`) ->
+reciprocal-rank fusion with semantic results when an embedder is given -> rerank by
+confidence, recency, access frequency and type priority -> for plain questions, the
+question boosts (`question_booster`: a quoted phrase the hit holds, an author the question
+names, a time for "when" questions).
+
+Rerank (LLMem reference): ``final = rrf * (1 - blend) + signals * blend`` with signals
+``0.4 confidence + 0.3 recency + 0.2 access + 0.1 type priority``. Raw RRF scores are
+tiny (1/61 at best) while signals are near 1, so both are scaled to [0, 1] first (RRF
+divided by its best possible value, type priority by the highest priority); otherwise
+the signals alone would decide the order and relevance would be lost.
+
+Results: `Retriever.find` returns `SearchHit`s (the memory, untouched, plus its scores and
+how it matched). `hybrid_search` / `search` are the reference's dict view of the same
+hits: the memory's keys plus ``_rrf_score``, ``_rerank_score`` and ``_match``. Which
+memories may match is one `MemoryFilter` (``filter=``); the reference's filter keywords
+(``type=``, ``tags=``, ``project=``...) still work and build one.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from ..config import RetrievalSettings
+from ..errors import SearchError, SearchTimeout, ValidationError
+from ..store import Memory, MemoryFilter, MemoryStore, pack_embedding
+from ..store.db import is_interrupted
+from ..text import fuzzy
+from ..text.query import ParsedQuery, parse_query, quote, words
+from .passages import fit
+
+if TYPE_CHECKING:
+    from ..model.embed import Embedder
+
+log = logging.getLogger(__name__)
+
+# Chosen by measurement with a real small embedding model (bench/minilm_sweep.py,
+# docs/retrieval.md): alpha 0.3 with the semantic list's RRF k = 10 lifts MRR on both dev
+# sets and never scores below FTS-only on recall@5, recall@10 or MRR.
+DEFAULT_ALPHA: float = RetrievalSettings.alpha  # the setting's default (config.py)
+DEFAULT_BLEND: float = RetrievalSettings.blend
+DEFAULT_LIMIT: int = RetrievalSettings.limit
+DEFAULT_RRF_K = 10
+# The semantic list's RRF k when it is fused with FTS hits (the same 10 as keyword ranks;
+# the customary 60 flattens the model's order until it hardly matters).
+DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
+FUZZY_MIN_RESULTS = 5
+SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._bounded`)
+MAX_WORD_COMBINATIONS = 4
+COMMON_WORD_SHARE = 0.02
+COMMON_WORD_FLOOR = 500
+# A word form or synonym (`lexicon`) in more than this share of the memories is not
+# searched for ("keeps" is widened to "kept" only while "kept" says something).
+ALTERNATIVE_SHARE = 0.2
+# A guessed spelling in more than this share is no correction: "outdated" is not
+# "updated" when every other row says "updated" (a typo of a common word, "dokcer", still
+# finds "docker" in a fifth of the rows).
+CORRECTION_SHARE = 0.4
+DF_CACHE_S = 300.0  # how long a count of `DocCounts` is reused
+DF_CACHE_MAX = 20_000
+SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
+DEFAULT_TYPE_PRIORITY: dict[str, float] = {
+    "decision": 1.2,
+    "preference": 1.1,
+    "procedure": 1.1,
+    "fact": 1.0,
+    "project_state": 1.0,
+    "self_assessment": 1.0,
+    "event": 0.9,
+    "conversation": 0.8,
+}
+SEARCH_MODES = ("hybrid", "fts", "semantic")
+# The reference's filter keywords of `hybrid_search`, and the MemoryFilter field each sets.
+FILTER_KEYWORDS = {
+    "type": "type",
+    "tags": "tags_all",
+    "any_tags": "tags_any",
+    "after": "after",
+    "before": "before",
+    "entered_by": "entered_by",
+    "project": "project",
+    "project_only": "project_only",
+    "session_id": "session_id",
+    "valid_only": "valid_only",
+    "include_expired": "include_expired",
+}
+
+Match = Literal["fts", "fuzzy", "semantic"]
+PASSAGE_HITS = 5  # the results that share the passage budget (what a reader takes in)
+PASSAGE_TAIL_CHARS = 200  # what each later result shows at most
+
+
+@dataclass(slots=True)
+class SearchHit:
+    """One search result: the memory as stored, and what the search learned about it.
+
+    Kept apart from the memory (as simonw/llm's ``Entry``) so a memory dict never carries
+    scoring keys. ``score`` is the final reranked score (higher is better), ``rrf`` the
+    fused rank score before reranking, ``bm25`` FTS5's rank (lower is better; None for a
+    semantic-only hit), ``distance`` the cosine distance (None for a keyword-only hit),
+    ``corrections`` the fuzzy spellings that found it (word -> alternatives), ``passage``
+    the query-focused excerpt shown in place of a long content (None: shown whole).
+    """
+
+    memory: Memory
+    match: Match
+    score: float = 0.0
+    rrf: float = 0.0
+    bm25: float | None = None
+    distance: float | None = None
+    corrections: dict[str, list[str]] | None = None
+    passage: str | None = None  # what to show when the content is cut (`attach_passages`)
+
+    @property
+    def id(self) -> str:
+        return self.memory["id"]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The reference's result dict: the memory's keys plus ``_rrf_score``,
+        ``_rerank_score``, ``_match`` (and ``_bm25`` / ``_distance`` / ``_fuzzy`` when known)."""
+        out: dict[str, Any] = {
+            **self.memory,
+            "_rrf_score": self.rrf,
+            "_rerank_score": self.score,
+            "_match": self.match,
+        }
+        for key, value in (
+            ("_bm25", self.bm25),
+            ("_distance", self.distance),
+            ("_fuzzy", self.corrections),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class DocCounts:
+    """How many memories match an FTS5 expression (a word and its stems), counted only
+    up to the cap the caller decides with and cached for `DF_CACHE_S`: counting a common
+    word costs milliseconds every time, and the answer ("more than the cap") changes
+    slowly. Thread-safe; the query service shares one between its read connections."""
+
+    def __init__(self, ttl: float = DF_CACHE_S) -> None:
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        # (match, project, project only) -> count, whether it was cut at a cap, when
+        self._counts: dict[tuple[str, str | None, bool], tuple[int, bool, float]] = {}
+        self._suggested: dict[tuple[str, float], tuple[list[str], float]] = {}
+
+    def count(
+        self, store: MemoryStore, match: str, cap: int, flt: MemoryFilter | None = None
+    ) -> int:
+        """The number of matches (within ``flt``'s project, if any; ``match`` "": the
+        project's rows), or ``cap + 1`` when there are more than ``cap``."""
+        key = (match, flt.project if flt else None, bool(flt and flt.project_only))
+        now = time.monotonic()
+        with self._lock:
+            hit = self._counts.get(key)
+        if hit is not None and now - hit[2] < self.ttl and (not hit[1] or hit[0] > cap):
+            return min(hit[0], cap + 1)
+        n = store.fts_count(match or None, flt, cap + 1)
+        with self._lock:
+            if len(self._counts) >= DF_CACHE_MAX:
+                self._counts.clear()
+            self._counts[key] = (n, n > cap, now)
+        return n
+
+    def suggestions(self, store: MemoryStore, term: str, threshold: float) -> list[str]:
+        """`MemoryStore.suggest_terms`, cached like the counts (scoring the vocabulary's
+        candidates in Python costs milliseconds a word)."""
+        key = (term, threshold)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._suggested.get(key)
+        if hit is not None and now - hit[1] < self.ttl:
+            return hit[0]
+        found = store.suggest_terms(term, threshold)
+        with self._lock:
+            if len(self._suggested) >= DF_CACHE_MAX:
+                self._suggested.clear()
+            self._suggested[key] = (found, now)
+        return found
+
+
+def attach_passages(hits: Sequence[SearchHit], query: str, budget: int) -> None:
+    """Give each hit whose content is too long to show whole the lines that answer
+    ``query`` (`passages.fit`); ranking is untouched. The first `PASSAGE_HITS` hits share
+    ``budget`` characters; each later one shows at most `PASSAGE_TAIL_CHARS`. ``budget``
+    <= 0 shows every content whole."""
+    if budget <= 0 or not hits:
+        return
+    parsed = parse_query(query)
+    terms = [*parsed.terms, *(a for t in parsed.terms for a in parsed.alternatives.get(t, ()))]
+    contents = [h.memory["content"] for h in hits]
+    shown = fit(contents[:PASSAGE_HITS], terms, budget)
+    shown += [fit([c], terms, PASSAGE_TAIL_CHARS)[0] for c in contents[PASSAGE_HITS:]]
+    for hit, text in zip(hits, shown, strict=True):
+        hit.passage = None if text == hit.memory["content"] else text
+
+
+def _hit(row: dict[str, Any], match: Match) -> SearchHit:
+    """A store result as a hit: the store's ``_bm25`` / ``_distance`` move onto the hit."""
+    bm25 = row.pop("_bm25", None)
+    distance = row.pop("_distance", None)
+    return SearchHit(cast(Memory, row), match, bm25=bm25, distance=distance)
+
+
+def filter_from_keywords(flt: MemoryFilter | None = None, **keywords: Any) -> MemoryFilter:
+    """``flt``, or one built from the reference's filter keywords (`FILTER_KEYWORDS`);
+    both at once is an error, so a search never silently drops a condition."""
+    unknown = set(keywords) - set(FILTER_KEYWORDS)
+    if unknown:
+        raise TypeError(f"unexpected search keyword(s): {', '.join(sorted(unknown))}")
+    given = {FILTER_KEYWORDS[k]: v for k, v in keywords.items() if v is not None}
+    if flt is None:
+        given["tags_all"] = _split(given.get("tags_all"))
+        given["tags_any"] = _split(given.get("tags_any"))
+        return MemoryFilter(**given)
+    defaults = MemoryFilter()
+    if any(getattr(defaults, f) != _norm(f, v) for f, v in given.items()):
+        raise ValidationError(
+            f"give the search filter as filter= or as keywords ({', '.join(sorted(keywords))}),"
+            " not both"
+        )
+    return flt
+
+
+def _norm(field: str, value: Any) -> Any:
+    return tuple(_split(value)) if field in ("tags_all", "tags_any") else value
+
+
+def _rrf_score(rank: int, k: int = DEFAULT_RRF_K) -> float:
+    """Reciprocal-rank-fusion contribution of a 1-based rank."""
+    return 1.0 / (k + rank)
+
+
+def _days_since(ts: str | None, now: datetime) -> float | None:
+    if not ts:
+        return None
+    try:
+        then = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return max(0.0, (now - then).total_seconds() / 86400.0)
+
+
+def rerank_signals(
+    mem: Mapping[str, Any], type_priority: Mapping[str, float], now: datetime
+) -> dict[str, float]:
+    """The four reference signals, each in [0, 1]."""
+    since_access = _days_since(mem.get("accessed_at"), now)
+    age = _days_since(mem.get("created_at"), now) or 0.0
+    count = mem.get("access_count") or 0
+    top = max(type_priority.values()) if type_priority else 1.0
+    return {
+        "confidence": float(mem.get("confidence") or 0.0),
+        "recency": math.exp(-0.01 * since_access) if since_access is not None else 0.0,
+        "access": min(1.0, math.log1p(count / max(age, 1.0))) if count else 0.0,
+        "type": type_priority.get(mem.get("type", ""), 1.0) / top,
+    }
+
+
+class Retriever:
+    """Search over a `MemoryStore`: FTS5 (+ fuzzy), optional semantic, fused and reranked."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder | None = None,
+        alpha: float = DEFAULT_ALPHA,
+        blend: float = DEFAULT_BLEND,
+        *,
+        rrf_k: int = DEFAULT_RRF_K,
+        rrf_k_semantic: int = DEFAULT_RRF_K_SEMANTIC,
+        fuzzy_threshold: float = fuzzy.DEFAULT_THRESHOLD,
+        type_priority: Mapping[str, float] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        time_limit: float | None = SEARCH_TIME_LIMIT_S,
+    ) -> None:
+        for name, value in (
+            ("alpha", alpha),
+            ("blend", blend),
+            ("fuzzy_threshold", fuzzy_threshold),
+        ):
+            if not 0.0 <= value <= 1.0:
+                raise ValidationError(f"{name} must be between 0 and 1, got {value!r}")
+        self.store = store
+        self.embedder = embedder
+        self.alpha = alpha
+        self.blend = blend
+        self.rrf_k = rrf_k
+        self.rrf_k_semantic = rrf_k_semantic
+        self.fuzzy_threshold = fuzzy_threshold
+        self.type_priority = dict(type_priority or DEFAULT_TYPE_PRIORITY)
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self.time_limit = time_limit
+        self.counts = DocCounts()
+        self.alternative_share = ALTERNATIVE_SHARE
+
+    @classmethod
+    def from_settings(
+        cls,
+        store: MemoryStore,
+        settings: RetrievalSettings | Mapping[str, Any],
+        embedder: Embedder | None = None,
+    ) -> Retriever:
+        """A retriever with the ``retrieval:`` section's weights (config.yaml)."""
+        r = settings if isinstance(settings, RetrievalSettings) else RetrievalSettings(**settings)
+        return cls(
+            store,
+            embedder=embedder,
+            alpha=r.alpha,
+            blend=r.blend,
+            fuzzy_threshold=r.fuzzy_threshold,
+            rrf_k_semantic=r.rrf_k_semantic,
+        )
+
+    # -- public API --------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        limit: int = DEFAULT_LIMIT,
+        offset: int = 0,
+        type: str | None = None,
+        track_access: bool = True,
+        *,
+        filter: MemoryFilter | None = None,
+        fuzzy: bool | None = None,
+        threshold: float | None = None,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
+        """Keyword search (FTS5 + relaxation + fuzzy), reranked: `hybrid_search` with
+        ``search_mode="fts"``."""
+        return self.hybrid_search(
+            query,
+            limit=limit,
+            offset=offset,
+            type=type,
+            search_mode="fts",
+            track_access=track_access,
+            filter=filter,
+            fuzzy=fuzzy,
+            threshold=threshold,
+            **filters,
+        )
+
+    def hybrid_search(
+        self,
+        query: str,
+        limit: int = DEFAULT_LIMIT,
+        type: str | None = None,
+        alpha: float | None = None,
+        search_mode: str = "hybrid",
+        track_access: bool = True,
+        *,
+        filter: MemoryFilter | None = None,
+        offset: int = 0,
+        fuzzy: bool | None = None,
+        threshold: float | None = None,
+        **filters: Any,
+    ) -> list[dict[str, Any]]:
+        """The reference's search: `find`, each hit as a dict (`SearchHit.as_dict`: the
+        memory plus ``_rrf_score``, ``_rerank_score`` and ``_match``).
+
+        Which memories may match: ``filter``, or the reference's keywords (``type``,
+        ``tags``, ``any_tags``, ``after``, ``before``, ``entered_by``, ``project``,
+        ``project_only``, ``session_id``, ``valid_only``, ``include_expired``), not both.
+        """
+        flt = filter_from_keywords(filter, type=type, **filters)
+        hits = self.find(
+            query,
+            flt,
+            limit=limit,
+            offset=offset,
+            alpha=alpha,
+            search_mode=search_mode,
+            track_access=track_access,
+            fuzzy=fuzzy,
+            threshold=threshold,
+        )
+        return [h.as_dict() for h in hits]
+
+    def find(
+        self,
+        query: str,
+        filter: MemoryFilter | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        offset: int = 0,
+        alpha: float | None = None,
+        search_mode: str = "hybrid",
+        track_access: bool = True,
+        fuzzy: bool | None = None,
+        threshold: float | None = None,
+    ) -> list[SearchHit]:
+        """Up to ``limit`` hits for ``query`` among the memories ``filter`` allows, best first.
+
+        ``search_mode``: "hybrid" (FTS + semantic fused by RRF; FTS only, with a warning,
+        when there is no embedder), "fts", or "semantic" (needs an embedder).
+        ``fuzzy``: None = only when exact matching finds fewer than 5; True/False = always/never.
+        """
+        if search_mode not in SEARCH_MODES:
+            raise ValidationError(
+                f"invalid search mode {search_mode!r} (use {', '.join(SEARCH_MODES)})"
+            )
+        if limit < 1 or offset < 0:
+            raise ValidationError("limit must be >= 1 and offset >= 0")
+        if not query or not query.strip():
+            return []
+        alpha = self.alpha if alpha is None else alpha
+        if search_mode == "semantic" and self.embedder is None:
+            raise SearchError("semantic search needs an embedder; none is configured")
+        if search_mode == "hybrid" and self.embedder is None:
+            log.warning("hybrid search without an embedder: using FTS only")
+            search_mode = "fts"
+        flt = filter if filter is not None else MemoryFilter()
+        want = limit + offset
+        pool = max(2 * want, 20)
+        fts_hits: list[SearchHit] = []
+        sem_hits: list[SearchHit] = []
+        parsed = parse_query(query)
+        with self._bounded():
+            authors = self._authors_named(parsed)
+            if search_mode in ("fts", "hybrid"):
+                fts_hits = self._fts(
+                    parsed,
+                    flt,
+                    pool,
+                    fuzzy,
+                    self.fuzzy_threshold if threshold is None else threshold,
+                )
+                fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
+            if search_mode in ("semantic", "hybrid"):
+                sem_hits = self._semantic(query, flt, pool)
+        if search_mode == "fts":
+            alpha = 0.0
+        elif search_mode == "semantic":
+            alpha = 1.0
+        boost = question_booster(parsed, authors)
+        results = self._fuse(fts_hits, sem_hits, alpha, boost)[offset:want]
+        if track_access and results:
+            self.store.touch_batch([h.id for h in results])
+        return results
+
+    @contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """The search's statements under `time_limit` seconds (SQLite's progress handler,
+        `MemoryStore.time_limit`); one cut off is a `SearchTimeout`, not a 40 s wait."""
+        try:
+            with self.store.time_limit(self.time_limit):
+                yield
+        except Exception as exc:
+            if not is_interrupted(exc):
+                raise
+            raise SearchTimeout(
+                f"the search took longer than {self.time_limit:g} s and was stopped;"
+                " search for fewer or rarer words"
+            ) from None
+
+    def format_context(self, query: str, budget_chars: int = 4000, **kwargs: Any) -> str:
+        """Search results as a markdown list an LLM reads well, cut at ``budget_chars``
+        on a whole entry. Empty string when nothing matches."""
+        kwargs.setdefault("limit", 20)
+        kwargs.setdefault("track_access", False)
+        kwargs.setdefault("search_mode", "hybrid" if self.embedder else "fts")
+        results = self.hybrid_search(query, **kwargs)
+        return format_memories(results, budget_chars)
+
+    # -- strategies --------------------------------------------------------------------------
+    def _fts(
+        self,
+        parsed: ParsedQuery,
+        flt: MemoryFilter,
+        pool: int,
+        use_fuzzy: bool | None,
+        threshold: float,
+    ) -> list[SearchHit]:
+        if not parsed.strict_match:
+            return []
+        if not parsed.explicit and self._drop_common_alternatives(parsed):
+            parsed.strict_match = parsed.all_of(parsed.terms)
+        corrected: dict[str, list[str]] = {}
+        if use_fuzzy is not False and not parsed.explicit:
+            # A word no memory contains is most likely a typo ("dokcer"): widen it to its
+            # close spellings up front, so the other words cannot bury it under hits that
+            # merely share them (the "fewer than 5 results" cascade below would never run).
+            corrected = self._corrections(parsed.terms, threshold)
+            for term, alts in corrected.items():
+                parsed.alternatives[term] = [*parsed.alternatives.get(term, ()), *alts]
+            if corrected:
+                parsed.strict_match = parsed.all_of(parsed.terms)
+        try:
+            rows = self.store.fts_search(parsed.strict_match, flt, pool)
+        except Exception as exc:  # an FTS5 syntax error from an odd operator combination
+            if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                raise ValidationError(f"invalid search query {parsed.raw!r}: {exc}") from None
+            raise
+        hits = [_hit(r, "fts") for r in rows]
+        seen = {h.id for h in hits}
+        # Check before asking for the next stage: the generator does work to build it.
+        stages = self._relaxations(parsed) if len(hits) < pool else iter(())
+        relaxed: list[SearchHit] = []
+        want = pool - len(hits)
+        for match in stages:
+            for row in self.store.fts_search(match, _excluding(flt, seen), want - len(relaxed)):
+                relaxed.append(_hit(row, "fts"))
+                seen.add(row["id"])
+            if len(relaxed) >= want:
+                break
+        # Below the strict matches, a memory holding more of the question's words comes
+        # first (BM25 of the any-word stage only sees the rarer words).
+        covered = coverage_counter(parsed)
+        relaxed.sort(key=lambda h: -covered(h.memory))
+        hits.extend(relaxed[:want])
+        if corrected:
+            for h in hits:
+                h.match, h.corrections = "fuzzy", corrected
+        if use_fuzzy is False or parsed.explicit:
+            return hits
+        if use_fuzzy is None and len(hits) >= FUZZY_MIN_RESULTS:
+            return hits
+        # Still too little (or --fuzzy): widen the known words too ("dockers" is a word,
+        # but the memories say "docker").
+        corrections = self._corrections(parsed.terms, threshold, known_too=True)
+        if corrections:
+            for row in self.store.fts_search(
+                parsed.any_of(parsed.terms, corrections), _excluding(flt, seen), pool
+            ):
+                hit = _hit(row, "fuzzy")
+                hit.corrections = corrections
+                hits.append(hit)
+        return hits
+
+    def _cap(self, share: float) -> int:
+        return int(max(COMMON_WORD_FLOOR, share * self.store.size_hint()))
+
+    def _drop_common_alternatives(self, parsed: ParsedQuery) -> bool:
+        """Leave out the other forms and synonyms of a question's words that are in more
+        than `alternative_share` of the memories (never fewer than `COMMON_WORD_FLOOR`):
+        they say little, and each costs FTS5 a ranking of every memory that holds it
+        ("keeps" -> "kept" in two rows of three). True when one was dropped."""
+        cap = self._cap(self.alternative_share)
+        dropped = False
+        for term, alts in list(parsed.alternatives.items()):
+            kept = [a for a in alts if self.counts.count(self.store, quote(a), cap) <= cap]
+            if len(kept) < len(alts):
+                dropped = True
+                parsed.alternatives[term] = kept
+        return dropped
+
+    def _authors_named(self, parsed: ParsedQuery) -> set[str]:
+        """The question's words that name a stored author (``entered_by``: a person, a
+        role such as "reviewer", an agent): one indexed lookup per word, no scan."""
+        if parsed.explicit:
+            return set()
+        names = [t for t in parsed.terms if len(t) > 2 and not t.isdigit()]
+        names += [ROLE_ALIASES[t] for t in names if t in ROLE_ALIASES]
+        return {t for t in names if self.store.has_author([t, t.capitalize(), t.upper()])}
+
+    def _question_extras(
+        self,
+        parsed: ParsedQuery,
+        authors: set[str],
+        flt: MemoryFilter,
+        pool: int,
+        hits: list[SearchHit],
+    ) -> list[SearchHit]:
+        """Candidates a plain question may miss: memories holding a quoted phrase (the
+        boost in `question_booster` then ranks them first), and the named author's own
+        statements about the question's other words (their text rarely names them)."""
+        if parsed.explicit:
+            return hits
+        seen = {h.id for h in hits}
+        extra: list[SearchHit] = []
+        if parsed.phrases:
+            match = " OR ".join(quote(p) for p in parsed.phrases)
+            for row in self.store.fts_search(match, _excluding(flt, seen), pool):
+                extra.append(_hit(row, "fts"))
+                seen.add(row["id"])
+        rest = [t for t in parsed.terms if t not in authors]
+        for name in sorted(authors):
+            if not rest:
+                break
+            for variant in (name, name.capitalize(), name.upper()):
+                by = replace(_excluding(flt, seen), entered_by=variant)
+                for row in self.store.fts_search(parsed.any_of(rest), by, pool // 2):
+                    extra.append(_hit(row, "fts"))
+                    seen.add(row["id"])
+        return hits + extra
+
+    def _relaxations(self, parsed: ParsedQuery) -> Iterator[str]:
+        """Looser matches, tried in turn while the strict AND finds too little.
+
+        First "at least m of the k words" for m = k-1 down to 2 while the number of word
+        combinations stays at most MAX_WORD_COMBINATIONS (so for 3- and 4-word questions:
+        FTS5 evaluates each combination separately and at 100k memories a 7-word question's
+        combinations cost more than they bring), then any single word, whose hits the
+        caller orders by how many of the words they hold. For that last stage, words found
+        in more than COMMON_WORD_SHARE of all memories are left out (unless nothing else
+        is left): alone they say little, and ranking every memory that holds one costs
+        tens of milliseconds at 100k memories. Explicit syntax is never relaxed.
+        """
+        k = len(parsed.terms)
+        if parsed.explicit or k < 2:
+            return
+        for m in range(k - 1, 1, -1):
+            if math.comb(k, m) > MAX_WORD_COMBINATIONS:
+                break
+            yield parsed.at_least(m)
+        cap = self._cap(COMMON_WORD_SHARE)
+        df = {t: self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms}
+        rare = [t for t in parsed.terms if 0 < df[t] <= cap]
+        if not rare:  # the rarest of the common words: exact counts (cached)
+            top = self.store.size_hint()
+            df = {t: self.counts.count(self.store, parsed.group(t), top) for t in parsed.terms}
+            present = [t for t in parsed.terms if df[t] > 0]
+            rare = sorted(present, key=lambda t: df[t])[:1]
+        if rare:
+            yield parsed.any_of(rare)
+
+    def _corrections(
+        self, terms: Sequence[str], threshold: float, known_too: bool = False
+    ) -> dict[str, list[str]]:
+        """Close spellings from the vocabulary for each word no memory contains (or for
+        every word with ``known_too``)."""
+        out: dict[str, list[str]] = {}
+        for term in terms:
+            if fuzzy.extract_terms(term) != {term}:
+                continue
+            if not known_too and self.counts.count(self.store, quote(term), 0) > 0:
+                continue  # a word some memory holds (cached: recall asks on every prompt)
+            cap = self._cap(CORRECTION_SHARE)
+            alts = [
+                a
+                for a in self.counts.suggestions(self.store, term, threshold)
+                if self.counts.count(self.store, quote(a), cap) <= cap
+            ]  # a common word is no correction worth its cost ("outdated" -> "updated")
+            if alts:
+                out[term] = alts
+        return out
+
+    def _semantic(self, query: str, flt: MemoryFilter, pool: int) -> list[SearchHit]:
+        assert self.embedder is not None
+        qblob = pack_embedding(list(self.embedder.embed(query)))
+        assert qblob is not None
+        return [_hit(row, "semantic") for row in self.store.nearest(qblob, flt, pool)]
+
+    def _fuse(
+        self,
+        fts_hits: list[SearchHit],
+        sem_hits: list[SearchHit],
+        alpha: float,
+        boost: Callable[[Mapping[str, Any]], float] | None = None,
+    ) -> list[SearchHit]:
+        k = self.rrf_k
+        # A lone list keeps sharp ranks; next to FTS hits the semantic ranks are flattened.
+        k_sem = self.rrf_k_semantic if fts_hits and alpha < 1.0 else k
+        merged: dict[str, SearchHit] = {}
+        for weight, hits, list_k in ((1.0 - alpha, fts_hits, k), (alpha, sem_hits, k_sem)):
+            for rank, hit in enumerate(hits, start=1):
+                kept = merged.setdefault(hit.id, hit)
+                if kept is not hit and kept.distance is None:  # found by both: keep both
+                    kept.distance = hit.distance
+                kept.rrf += weight * _rrf_score(rank, list_k)
+        best = max(
+            (1.0 - alpha) / (k + 1) if fts_hits else 0.0,
+            alpha / (k_sem + 1) if sem_hits else 0.0,
+        )
+        now = self._clock()
+        for hit in merged.values():
+            signals = rerank_signals(hit.memory, self.type_priority, now)
+            weighted = sum(SIGNAL_WEIGHTS[s] * v for s, v in signals.items())
+            norm = hit.rrf / best if best else 0.0
+            hit.score = norm * (1.0 - self.blend) + weighted * self.blend
+            if boost is not None:
+                hit.score += boost(hit.memory)
+        return sorted(merged.values(), key=lambda h: h.score, reverse=True)
+
+
+# What a question says beyond its words, added to the final score (which lives in [0, 1]:
+# the top keyword hit has 0.7 from RRF; rank 5 has 0.51). A phrase the question quotes
+# outweighs a few ranks; a named author, or a time for a "when" question, about three.
+PHRASE_BOOST = 0.3
+AUTHOR_BOOST = 0.2
+WHEN_BOOST = 0.2
+AUTHOR_METADATA_KEYS = ("speaker", "role", "author", "user", "name")
+TIME_METADATA_KEYS = ("time", "date", "occurred_at", "said_at", "started_at", "when")
+TIMED_TYPES = frozenset({"conversation", "event"})
+# How a question names the person at the keyboard, and the author value that means them
+# (`llmem-hooks store` enters "user"; episodes' speaker is "user").
+ROLE_ALIASES = {"developer": "user", "programmer": "user", "human": "user"}
+_DATE = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+    r"\s+\d{1,2}\b|\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|"
+    r"yesterday|last (?:week|month|year)|\d{1,2}:\d{2})",
+    re.IGNORECASE,
+)
+
+
+def memory_authors(mem: Mapping[str, Any]) -> set[str]:
+    """Who said a memory, as lower-case words: ``entered_by`` and the metadata's speaker,
+    role, author (strings or lists of them)."""
+    values: list[Any] = [mem.get("entered_by")]
+    meta = mem.get("metadata") or {}
+    if isinstance(meta, Mapping):
+        values.extend(meta.get(k) for k in AUTHOR_METADATA_KEYS)
+    out: set[str] = set()
+    for v in values:
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, str):
+                out.update(words(item))
+    return out
+
+
+def has_time(mem: Mapping[str, Any]) -> bool:
+    """An episode or event, or a memory that records when something happened (a time in
+    its metadata or a date in its text)."""
+    if mem.get("type") in TIMED_TYPES:
+        return True
+    meta = mem.get("metadata") or {}
+    if isinstance(meta, Mapping) and any(meta.get(k) for k in TIME_METADATA_KEYS):
+        return True
+    return bool(_DATE.search(str(mem.get("content", ""))))
+
+
+def question_booster(
+    parsed: ParsedQuery, authors: set[str] | None = None
+) -> Callable[[Mapping[str, Any]], float] | None:
+    """The score a hit gains from what the question says besides its words: quoted
+    phrases it holds, an author the question names (``authors``: question words that are
+    stored authors; the metadata's speaker/role count too), a time for "when" questions.
+    None when the question says nothing of the kind (the common case, no cost)."""
+    if parsed.explicit:
+        return None
+    phrases = [p for p in parsed.phrases if p]
+    authors = authors or set()
+    names = {t for t in parsed.terms if len(t) > 2 and not t.isdigit()}
+    names |= {ROLE_ALIASES[t] for t in names if t in ROLE_ALIASES}
+    when = parsed.asks_when
+    padded = [f" {p} " for p in phrases]
+
+    def boost(mem: Mapping[str, Any]) -> float:
+        score = 0.0
+        if padded:
+            text = " " + " ".join(words(f"{mem.get('content', '')} {mem.get('summary') or ''}"))
+            text += " "
+            score += PHRASE_BOOST * sum(1 for p in padded if p in text) / len(padded)
+        if (authors and memory_authors(mem) & authors) or _named_in_metadata(mem, names):
+            score += AUTHOR_BOOST
+        if when and has_time(mem):
+            score += WHEN_BOOST
+        return score
+
+    return boost
+
+
+def _named_in_metadata(mem: Mapping[str, Any], names: set[str]) -> bool:
+    """Whether the speaker/role metadata (not only ``entered_by``, whose common values
+    such as "user" are no name a question means) holds one of ``names``."""
+    meta = mem.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        return False
+    for key in AUTHOR_METADATA_KEYS:
+        v = meta.get(key)
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, str) and names & set(words(item)):
+                return True
+    return False
+
+
+def _stem(word: str) -> str:
+    """A crude stem for counting matches: the first 4-6 letters (whole word if short)."""
+    return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
+
+
+@functools.lru_cache(maxsize=4096)
+def _stems_pattern(alts: tuple[str, ...]) -> re.Pattern[str]:
+    """A word's stems as one pattern (compiled once: recall counts every hit)."""
+    return re.compile(
+        r"(?<!\w)(?:" + "|".join(re.escape(_stem(a)) for a in alts) + ")", re.IGNORECASE
+    )
+
+
+def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
+    """A function giving how many of the question's words (or their synonyms) a memory
+    holds; inflections count (listen ~ listens, deploy ~ deploying)."""
+    patterns = [_stems_pattern((t, *parsed.alternatives.get(t, ()))) for t in parsed.terms]
+
+    def count(mem: Mapping[str, Any]) -> int:
+        tags = " ".join(mem.get("tags") or ())
+        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
+        return sum(1 for p in patterns if p.search(text))
+
+    return count
+
+
+def _split(tags: Sequence[str] | str | None) -> list[str]:
+    if not tags:
+        return []
+    if isinstance(tags, str):
+        return [t for t in (p.strip() for p in tags.split(",")) if t]
+    return list(tags)
+
+
+def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:
+    """``flt`` also excluding ``ids`` (the ids it excluded already stay excluded)."""
+    return replace(flt, exclude_ids=tuple(dict.fromkeys([*flt.exclude_ids, *ids])))
+
+
+def format_memories(memories: Sequence[Mapping[str, Any]], budget_chars: int = 4000) -> str:
+    """Markdown bullet list of memories, whole entries only, within ``budget_chars``."""
+    lines: list[str] = []
+    used = 0
+    for mem in memories:
+        tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
+        content = " ".join(str(mem["content"]).split())
+        line = f"- **{mem['type']}**: {content}{tags}"
+        if used + len(line) + 1 > budget_chars:
+            if not lines and budget_chars > 20:  # never return nothing when something matched
+                lines.append(line[: budget_chars - 2].rstrip() + "…")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)

@@ -1,0 +1,179 @@
+"""Per-session context files: what a new session should know, as markdown.
+
+`<context_dir>/<session_id>.md` is written once when a session starts and then left
+alone: it sits in the system prompt, and a block that changed every turn would defeat
+prompt caching. `<session_id>.compact.md` (the resume pack) is rewritten as the session
+goes on. Both are 0600 in a 0700 folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..config import ContextSettings
+from ..markers import neutralize
+from ..paths import (
+    COMPACT_MARKER_SUFFIX,
+    RECALL_LOCK_SUFFIX,
+    ensure_private_dir,
+    get_context_dir,
+    validate_session_id,
+    write_private_file,
+)
+from ..redact import find_secrets
+from ..store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4
+# Which kinds of memory a fresh session needs first, and how each section is titled.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("preference", "Preferences"),
+    ("decision", "Decisions"),
+    ("procedure", "How-tos and commands"),
+    ("project_state", "Project state"),
+    ("fact", "Facts"),
+    ("event", "Recent sessions"),
+)
+TYPE_WEIGHT = {
+    "preference": 1.2,
+    "decision": 1.15,
+    "procedure": 1.1,
+    "project_state": 1.0,
+    "fact": 0.95,
+    "event": 0.6,
+}
+CANDIDATES = 400
+
+
+def context_path(session_id: str, context_dir: Path | None = None) -> Path:
+    return (context_dir or get_context_dir()) / f"{validate_session_id(session_id)}.md"
+
+
+def resume_path(session_id: str, context_dir: Path | None = None) -> Path:
+    return (context_dir or get_context_dir()) / f"{validate_session_id(session_id)}.compact.md"
+
+
+def _score(mem: Mapping[str, Any], now: float) -> float:
+    try:
+        updated = datetime.fromisoformat(str(mem["updated_at"]).replace("Z", "+00:00"))
+        age_days = max(0.0, (now - updated.timestamp()) / 86400)
+    except (KeyError, ValueError):
+        age_days = 365.0
+    recency = 1.0 / (1.0 + age_days / 30)
+    usage = min(1.0, (mem.get("access_count") or 0) / 10)
+    return TYPE_WEIGHT.get(mem["type"], 0.8) * (
+        0.55 * float(mem.get("confidence") or 0.5) + 0.3 * recency + 0.15 * usage
+    )
+
+
+def select_memories(store: MemoryStore, project: str | None) -> list[dict[str, Any]]:
+    """The project's and global memories worth putting in front of a new session, best
+    first. Conversation and self-assessment memories are left out (noise in a prompt)."""
+    types = [t for t, _ in SECTIONS]
+    mems = store.list_all(
+        type=types, project=project, sort="updated", order="desc", limit=CANDIDATES
+    )
+    if project is None:
+        mems = [m for m in mems if m.get("project") is None]
+    now = time.time()
+    return sorted(mems, key=lambda m: -_score(m, now))
+
+
+ENTRY_CHARS = 400  # one memory's line in the context file, at most
+
+
+def context_entry(content: object) -> str:
+    """A memory as its line of the context file shows it (after ``- ``): flat, cut at
+    `ENTRY_CHARS`, anything imitating our markers defused (`markers.neutralize`).
+    Per-prompt recall compares against it to skip what the file gave."""
+    text = " ".join(neutralize(str(content)).split())
+    if len(text) > ENTRY_CHARS:
+        text = neutralize(text[: ENTRY_CHARS - 3].rstrip()) + "..."
+    return text
+
+
+def render_context(
+    memories: Sequence[Mapping[str, Any]], project: str | None, budget_tokens: int
+) -> str:
+    """Markdown within ``budget_tokens`` (about 4 characters each), whole entries only,
+    grouped by kind. Empty string when there is nothing to say."""
+    budget = budget_tokens * CHARS_PER_TOKEN
+    head = (
+        "# Memory from earlier sessions (llmem-hooks)\n\n"
+        "What earlier sessions in this project learned. Prefer it over guessing; it may be "
+        "outdated, so trust the code and the user when they disagree.\n"
+    )
+    used = len(head)
+    picked: dict[str, list[str]] = {t: [] for t, _ in SECTIONS}
+    seen: set[str] = set()
+    for mem in memories:
+        text = context_entry(mem["content"])
+        if not text or text.lower() in seen:
+            continue
+        line = f"- {text}\n"
+        extra = len(line) + (0 if picked[mem["type"]] else 20)
+        if used + extra > budget or find_secrets(text):  # the costly check last
+            continue
+        seen.add(text.lower())
+        picked[mem["type"]].append(line)
+        used += extra
+    if not any(picked.values()):
+        return ""
+    parts = [head]
+    for mtype, title in SECTIONS:
+        if picked[mtype]:
+            parts.append(f"\n## {title}\n\n" + "".join(picked[mtype]))
+    return "".join(parts)
+
+
+def build_session_context(
+    store: MemoryStore, project: str | None, budget_tokens: int = ContextSettings.budget_tokens
+) -> str:
+    return render_context(select_memories(store, project), project, budget_tokens)
+
+
+def write_context_file(path: Path, text: str) -> bool:
+    """Write a context file (0600, atomically). Refused, with a log line, into a context
+    folder that is a symlink or over a file that is one: we never follow a link we did
+    not create (it could point the write, and the folder's chmod, anywhere). Returns
+    whether the file was written."""
+    for p in (path.parent, path):
+        if p.is_symlink():
+            log.warning("not writing %s: %s is a symlink", path.name, p)
+            return False
+    ensure_private_dir(path.parent)
+    write_private_file(path, text)
+    return True
+
+
+def remove_session_files(session_id: str, context_dir: Path | None = None) -> list[Path]:
+    """Delete a session's files in the context folder (retention): its context file,
+    resume pack, and the Copilot hook's marker and recall lock. Nothing is deleted through a context
+    folder that is a symlink: its target is not ours to clean. (A file that is itself a
+    symlink is unlinked, which removes the link, never its target.)"""
+    removed: list[Path] = []
+    folder = context_path(session_id, context_dir).parent
+    if folder.is_symlink():
+        log.warning("not cleaning %s: it is a symlink", folder)
+        return removed
+    extra = [
+        folder / f"{validate_session_id(session_id)}{suffix}"
+        for suffix in (COMPACT_MARKER_SUFFIX, RECALL_LOCK_SUFFIX)
+    ]
+    for path in (
+        context_path(session_id, context_dir),
+        resume_path(session_id, context_dir),
+        *extra,
+    ):
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed

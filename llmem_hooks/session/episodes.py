@@ -1,0 +1,230 @@
+"""Episodes: each exchange of a session (a user message and the reply) as one memory.
+
+An exchange becomes a ``conversation`` memory whose content is what was said (text only;
+each tool call one line: the command or file, and ``failed`` when it failed). Reasoning,
+patches and tool output are never kept, ``<private>`` spans are dropped and the context
+blocks llmem-hooks itself injects are stripped. Credentials and private key blocks are
+redacted before anything is cut (`redact_transcript`), and the store redacts again.
+
+Besides its own text, an episode is indexed (``metadata.fts_context``, the low-weight FTS5
+column of migration 10) by the words of the exchange before it and by its time as words:
+ISO date, weekday, month name, and the dates that relative expressions in its text
+("yesterday", "last week", "3 days ago") meant when it was said. See docs/episodes.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+from ..events import Message
+from ..extraction.transcript import transcript_lines
+from ..redact import redact_transcript
+from ..store.records import MAX_LIST_ITEMS
+
+CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
+CONTEXT_CHARS = 600  # the previous exchange's words kept as context
+NEXT_CHARS = 300  # ... and the next one's opening (a follow-up names what the answer did)
+TOOL_LINE_CHARS = 160
+# The context blocks we inject as markdown (a header, to the end of the message). The
+# per-prompt recall block (<llmem-recall> ... </llmem-recall>) is cut out earlier, by
+# `transcript_lines`, for episodes and extraction alike.
+INJECTED_HEADERS = (
+    "# Memory from earlier sessions (llmem-hooks)",
+    "# Resume pack",
+)
+_TOOL = re.compile(
+    r"^Tool:\s*(?P<name>[^:\[]+?)\s*(?::\s*(?P<what>.*?))?\s*(?P<err>\[error\])?\s*$"
+)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_RELATIVE = re.compile(
+    r"\b(?:(?P<simple>yesterday|today|tomorrow|tonight|this morning|this afternoon)"
+    r"|(?P<lastnext>last|next|this) (?P<unit>weekend|week|month|year|"
+    + "|".join(_WEEKDAYS)
+    + r")|(?P<n>\d{1,3}|a|an|one|two|three|four|five|six|seven) (?P<nunit>days?|weeks?|months?)"
+    r" ago|(?:on|since) (?P<bare>" + "|".join(_WEEKDAYS) + r"))\b",
+    re.IGNORECASE,
+)
+_SMALL = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+}
+
+
+@dataclass
+class Episode:
+    """One exchange, ready for `MemoryStore.add` (type ``conversation``)."""
+
+    content: str
+    message_ids: list[str]
+    time_ms: int
+    context: str = ""
+    files: list[str] = field(default_factory=list)
+    after: str = ""  # the opening of the exchange after it (a lower-weight FTS column)
+
+    def metadata(self) -> dict[str, object]:
+        meta: dict[str, object] = {"episode": True, "fts_context": self.context}
+        if self.after:
+            meta["fts_after"] = self.after
+        return meta
+
+
+def time_words(ms: int) -> str:
+    """``2026-11-24 Tuesday 24 November 2026``: the date as the words a question uses."""
+    if ms <= 0:
+        return ""
+    day = datetime.fromtimestamp(ms / 1000, UTC)
+    return f"{day:%Y-%m-%d} {day:%A} {day.day} {day:%B %Y}"
+
+
+def resolved_times(text: str, ms: int) -> list[str]:
+    """The dates that relative time expressions in ``text`` meant at ``ms``, as words."""
+    if ms <= 0:
+        return []
+    now = datetime.fromtimestamp(ms / 1000, UTC)
+    out: list[str] = []
+    for m in _RELATIVE.finditer(text):
+        when: datetime | None = None
+        span = "day"
+        if m.group("simple"):
+            word = m.group("simple").lower()
+            when = now + timedelta(days={"yesterday": -1, "tomorrow": 1}.get(word, 0))
+        elif m.group("lastnext"):
+            sign = {"last": -1, "next": 1, "this": 0}[m.group("lastnext").lower()]
+            unit = m.group("unit").lower()
+            if unit == "weekend":  # its Saturday (the Sunday follows below)
+                delta = (5 - now.weekday()) % 7
+                delta = {-1: delta - 7 if delta > 0 else -7, 1: delta or 7, 0: delta}[sign]
+                when = now + timedelta(days=delta)
+                out.append(time_words(int((when + timedelta(days=1)).timestamp() * 1000)))
+            elif unit == "week":
+                when, span = now + timedelta(weeks=sign), "week"
+            elif unit == "month":
+                month = now.month - 1 + sign
+                when, span = (
+                    now.replace(year=now.year + month // 12, month=month % 12 + 1, day=1),
+                    "month",
+                )
+            elif unit == "year":
+                when, span = now.replace(year=now.year + sign, month=1, day=1), "year"
+            else:
+                delta = (_WEEKDAYS.index(unit) - now.weekday()) % 7
+                if sign < 0:
+                    delta = delta - 7 if delta > 0 else -7
+                elif sign > 0 and delta == 0:
+                    delta = 7
+                when = now + timedelta(days=delta)
+        elif m.group("bare"):
+            # "on Tuesday" in a conversation is most often the one just past; said on a
+            # Tuesday it means a week ago (today would be "today")
+            delta = (_WEEKDAYS.index(m.group("bare").lower()) - now.weekday()) % 7
+            when = now + timedelta(days=delta - 7 if delta > 0 else -7)
+        else:
+            raw = m.group("n").lower()
+            n = int(raw) if raw.isdigit() else _SMALL.get(raw, 1)
+            unit = m.group("nunit").lower().rstrip("s")
+            days = {"day": 1, "week": 7, "month": 30}[unit] * n
+            when = now - timedelta(days=days)
+        if span == "month":
+            out.append(f"{when:%B %Y} {when:%Y-%m}")
+        elif span == "year":
+            out.append(f"{when:%Y}")
+        else:
+            out.append(time_words(int(when.timestamp() * 1000)))
+    return list(dict.fromkeys(out))
+
+
+def _tool_line(text: str) -> str:
+    m = _TOOL.match(text.strip())
+    if not m:
+        return ""
+    what = (m.group("what") or "").strip()
+    line = f"[{m.group('name').strip()}] {what}".strip()[:TOOL_LINE_CHARS]
+    return line + (" (failed)" if m.group("err") else "")
+
+
+def message_text(msg: Message) -> str:
+    """A message as episode text: speech and code, one line per tool call, nothing else
+    (no reasoning, patches, tool output, private spans, injected context blocks)."""
+    out: list[str] = []
+    injected = False
+    # Redacted whole, before any cut: a clipped secret is no longer recognizable, and a
+    # key block spans lines. Redacted, never refused (docs/security.md).
+    msg = replace(msg, text=redact_transcript(msg.text))
+    for line in transcript_lines(msg):
+        text = line.text.rstrip()
+        if text.strip() in INJECTED_HEADERS:
+            injected = True
+            continue
+        if injected:
+            continue  # our own block runs to the end of the message it was put in
+        if line.kind in ("speech", "code"):
+            if text.strip():
+                out.append(text)
+        elif line.kind == "tool":
+            tool = _tool_line(text)
+            if tool:
+                out.append(tool)
+    return "\n".join(out).strip()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]:
+    """The exchanges of ``msgs`` (in order): each user message with the assistant messages
+    after it; assistant messages before the first user message form an exchange of their
+    own. ``previous`` is the text of the exchange before ``msgs`` (its context)."""
+    groups: list[list[Message]] = []
+    for msg in msgs:
+        if msg.role == "user" or not groups:
+            groups.append([msg])
+        else:
+            groups[-1].append(msg)
+    episodes: list[Episode] = []
+    prev = previous
+    for group in groups:
+        parts = []
+        for msg in group:
+            text = message_text(msg)
+            if text:
+                speaker = "User" if msg.role == "user" else "Assistant"
+                parts.append(f"{speaker}: {text}")
+        content = _clip("\n".join(parts), CONTENT_CHARS)
+        if not content:
+            continue
+        time_ms = next((m.created_ms for m in group if m.created_ms), 0)
+        context = " ".join(
+            x
+            for x in (
+                _clip(prev, CONTEXT_CHARS),
+                time_words(time_ms),
+                *resolved_times(content, time_ms),
+            )
+            if x
+        )
+        files = [f for m in group for f in m.files]
+        if episodes:
+            episodes[-1].after = after_words(content)
+        # An agentic turn may hold thousands of messages: the store keeps at most
+        # MAX_LIST_ITEMS ids (the first one is what marks the exchange as stored).
+        ids = [m.id for m in group][:MAX_LIST_ITEMS]
+        episodes.append(Episode(content, ids, time_ms, context, files))
+        prev = content
+    return episodes
+
+
+def after_words(next_content: str) -> str:
+    """What an episode is also found by from the exchange after it: that exchange's
+    opening (its follow-up, "that fixed it", "and the staging one?")."""
+    return _clip(next_content, NEXT_CHARS)

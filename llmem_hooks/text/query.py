@@ -1,0 +1,247 @@
+"""The search language: grep-like syntax and natural-language questions, to FTS5.
+
+Syntax (as in the LLMemory spec): words are ANDed (``docker compose``); ``AND``, ``OR``,
+``NOT`` (upper case) combine them; ``"exact phrase"``; ``prefix*``; parentheses group.
+Everything else is quoted before it reaches FTS5, so no input can produce an FTS5
+syntax error except an operator in a place where it makes no sense (``NOT`` first).
+
+A question such as "how do we deploy the staging server?" is the common case: its stop
+words are dropped (FTS5 has no stop-word list, and ANDing "how" and "we" would find
+nothing), leaving the content words for an AND query and, when that finds too little,
+an OR query ranked by BM25.
+
+Quotes inside such a question ("When did Alice read \"Dune Messiah\"?") are a *phrase
+boost*, not a filter: a question that holds quoted words and also plain question words
+(a stop word such as "when"/"did", or a final "?") and no operators, parentheses or
+prefixes is parsed as a question over all its words (relaxation applies), and the quoted
+phrases are kept in ``ParsedQuery.phrases`` for the retriever to rank their holders first.
+A query of quotes and keywords only (``"tagged release"``, ``docker "compose up"``) stays
+grep-like and strict.
+
+Bounds (docs/query-service.md, *Query limits*): a query is at most `MAX_QUERY_CHARS`
+characters; a query in search syntax holds at most `MAX_QUERY_TERMS` words, phrases and
+prefixes (an OR-chain of thousands of words cost tens of seconds), else ValidationError;
+a question keeps its first `MAX_QUERY_TERMS` content words.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import ValidationError
+from .lexicon import ALTERNATIVES, alternatives
+
+OPERATORS = frozenset({"AND", "OR", "NOT"})
+MAX_QUERY_CHARS = 4_000
+MAX_QUERY_TERMS = 32
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do
+    does doesn't doing don't down during each few for from further had hadn't has hasn't
+    have haven't having he her here hers herself him himself his how i i'm if in into is
+    isn't it it's its itself just let's me more most my myself no nor not of off on once
+    only or other ought our ours ourselves out over own same she should shouldn't so
+    some such than that that's the their theirs them themselves then there there's these
+    they they're this those through to too under until up very was wasn't we we're were
+    weren't what what's when where which while who whom why will with won't would
+    wouldn't you you're your yours yourself yourselves again also anything anyone
+    something someone thing things way ways get got going know please tell remind
+    recall remember say said us hey hi ok okay like really
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+# Other words for a question's words (synonyms, irregular verbs, kinds): text/lexicon.py.
+SYNONYMS: dict[str, list[str]] = ALTERNATIVES
+
+_TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
+_WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
+
+
+# "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
+# asks only before an auxiliary ("... and when was the switch made?"), not as a
+# conjunction ("what error appears when the check fails").
+_WHEN = re.compile(
+    r"(?i)\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|"
+    r"\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b"
+)
+
+
+def quote(term: str) -> str:
+    """Quote ``term`` as an FTS5 string (a phrase if it has several tokens)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+@dataclass
+class ParsedQuery:
+    """A query analysed once, for the several strategies of the retriever.
+
+    ``strict_match``: the FTS5 expression with grep semantics (implicit AND);
+    ``terms``: the content words (stop words removed) for OR relaxation and fuzzy matching;
+    ``explicit``: the user wrote operators, quotes or prefixes, so we do not relax it.
+    """
+
+    raw: str
+    strict_match: str = ""
+    terms: list[str] = field(default_factory=list)
+    explicit: bool = False
+    alternatives: dict[str, list[str]] = field(default_factory=dict)
+    phrases: list[str] = field(default_factory=list)
+    asks_when: bool = False
+
+    def group(self, term: str, extra: Sequence[str] = ()) -> str:
+        """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
+        alts = [term, *self.alternatives.get(term, ()), *extra]
+        alts = list(dict.fromkeys(alts))
+        if len(alts) == 1:
+            return quote(term)
+        return "(" + " OR ".join(quote(a) for a in alts) + ")"
+
+    def all_of(self, terms: Sequence[str]) -> str:
+        return " AND ".join(self.group(t) for t in terms)
+
+    def any_of(self, terms: Sequence[str], extra: Mapping[str, Sequence[str]] | None = None) -> str:
+        extra = extra or {}
+        return " OR ".join(self.group(t, extra.get(t, ())) for t in terms)
+
+    def at_least(self, m: int) -> str:
+        """Memories containing at least ``m`` of the content words ("minimum should match").
+
+        An OR of the AND of every m-subset: far fewer rows than a plain OR, so BM25 ranks
+        a small set, and the rows it finds share more of the question's words.
+        """
+        if len(self.terms) == 4 and m == 3:
+            # The same rows with each word written twice instead of three times: FTS5's BM25
+            # reads a word's whole row list once per occurrence (~40% of this stage's time
+            # on everyday words), and as every word occurs equally often the order of the
+            # rows is the same.
+            a, b, c, d = (self.group(t) for t in self.terms)
+            return f"({a} AND {b} AND ({c} OR {d})) OR (({a} OR {b}) AND {c} AND {d})"
+        subsets = itertools.combinations(self.terms, m)
+        return " OR ".join(f"({self.all_of(sub)})" for sub in subsets)
+
+
+def words(text: str) -> list[str]:
+    """Words of free text, lower-cased, punctuation around them removed."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    """Words minus stop words; all words if nothing else is left (e.g. "what is it")."""
+    ws = list(dict.fromkeys(words(text)))
+    # Single letters are left from contractions ("what's" -> what, s) or are noise.
+    kept = [w for w in ws if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    return kept or ws
+
+
+def parse_query(query: str) -> ParsedQuery:
+    """Turn user input into FTS5 expressions (see the module docstring). Raises
+    ValidationError for a query over the bounds of the module docstring."""
+    if len(query or "") > MAX_QUERY_CHARS:
+        raise ValidationError(
+            f"invalid search query: longer than {MAX_QUERY_CHARS} characters"
+            f" ({len(query)}); search for a few distinctive words"
+        )
+    parsed = ParsedQuery(raw=query)
+    tokens: list[str] = []  # FTS5 pieces
+    plain: list[str] = []  # free text, for the content words
+    phrases: list[str] = []
+    other_syntax = False  # operators, parentheses or prefixes: never a question
+    question_words = False  # an unquoted stop word: the query reads as a sentence
+    depth = 0
+    for m in _TOKEN.finditer(query or ""):
+        phrase, lpar, rpar, bare = m.groups()
+        if phrase is not None:
+            if phrase.strip():
+                tokens.append(quote(phrase.strip()))
+                plain.append(phrase)
+                phrases.append(" ".join(words(phrase)))
+                parsed.explicit = True
+        elif lpar:
+            tokens.append("(")
+            depth += 1
+            parsed.explicit = True
+            other_syntax = True
+        elif rpar:
+            if depth > 0:
+                tokens.append(")")
+                depth -= 1
+        elif bare in OPERATORS:
+            tokens.append(bare)
+            parsed.explicit = True
+            other_syntax = True
+        elif bare.endswith("*") and len(bare.rstrip("*")) > 0:
+            stem = " ".join(words(bare.rstrip("*")))
+            if stem:
+                tokens.append(quote(stem) + "*")
+                plain.append(stem)
+                parsed.explicit = True
+                other_syntax = True
+        else:
+            ws = words(bare)
+            if ws:
+                question_words = question_words or any(w in STOP_WORDS for w in ws)
+                tokens.append(("__WORD__", " ".join(ws)))  # type: ignore[arg-type]
+                plain.append(" ".join(ws))
+    tokens.extend(")" * depth)
+    parsed.terms = content_words(" ".join(plain))[:MAX_QUERY_TERMS]
+    parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
+    first = words(query or "")[:1]
+    parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
+    if phrases and not other_syntax and (question_words or (query or "").rstrip().endswith("?")):
+        parsed.explicit = False  # quotes in a question: a boost (the retriever), not a filter
+    # Implicit-AND words: drop stop words unless the user wrote operators around them.
+    keep_stop = parsed.explicit and any(t in OPERATORS for t in tokens if isinstance(t, str))
+    out: list[str] = []
+    for tok in tokens:
+        if isinstance(tok, tuple):
+            text = tok[1]
+            if (
+                not keep_stop
+                and all(w in STOP_WORDS for w in text.split())
+                and parsed.terms
+                and text not in parsed.terms
+            ):
+                continue
+            out.append(quote(text))
+        else:
+            out.append(tok)
+    parsed.alternatives = {t: alts for t in parsed.terms if (alts := alternatives(t))}
+    if parsed.explicit:
+        pieces = sum(1 for t in out if t not in OPERATORS and t not in ("(", ")"))
+        if pieces > MAX_QUERY_TERMS:
+            raise ValidationError(
+                f"invalid search query: {pieces} words or phrases; at most {MAX_QUERY_TERMS}"
+                " in search syntax"
+            )
+        parsed.strict_match = _tidy(out)
+    else:  # a question or plain words: AND of the content words, each with its synonyms
+        parsed.strict_match = parsed.all_of(parsed.terms)
+    return parsed
+
+
+def _tidy(tokens: list[str]) -> str:
+    """Drop dangling AND/OR (``docker AND``) so FTS5 accepts the query; a NOT with nothing
+    before it cannot be expressed in FTS5 and is an error rather than silently dropped."""
+    cleaned: list[str] = []
+    for tok in tokens:
+        if tok in OPERATORS and (not cleaned or cleaned[-1] in OPERATORS or cleaned[-1] == "("):
+            if tok == "NOT":
+                raise ValidationError(
+                    "invalid search query: NOT needs a term before it (e.g. 'docker NOT swarm')"
+                )
+            continue
+        if tok == ")":
+            while cleaned and cleaned[-1] in OPERATORS:
+                cleaned.pop()
+            if cleaned and cleaned[-1] == "(":
+                cleaned.pop()
+                continue
+        cleaned.append(tok)
+    while cleaned and cleaned[-1] in OPERATORS:
+        cleaned.pop()
+    return " ".join(cleaned)

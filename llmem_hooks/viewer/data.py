@@ -1,0 +1,248 @@
+"""What the viewer shows and does, as JSON-able dicts: one place for `llmem-hooks ui`
+(`llmem_hooks.viewer.server`) and `llmem-hooks report --html` (`llmem_hooks.viewer.page`).
+
+The overview: live memories by project and type, the newest memories, the forgotten
+ones, the inbox, today's model usage against the budget, and whether a dream report
+exists. A memory's provenance: its session (and that session's agent), who entered it,
+when, its source and messages, and the episode it was learned from. Search is the same
+`Retriever.find` as ``llmem-hooks search`` (hybrid when the embedding model answers).
+Edits go through `MemoryStore.update` / `invalidate` and `store.browse.restore`, so the
+store's validation and its redaction choke point apply as everywhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import Config
+from ..errors import NotFoundError, ValidationError
+from ..model.budget import BudgetLimits, ModelBudget
+from ..paths import get_llmem_home, read_regular_file
+from ..registry import DEFAULT_MEMORY_TYPES
+from ..search.retriever import Retriever, attach_passages
+from ..store import MemoryFilter, browse
+from ..store import sessions as session_state
+from ..timestamps import now_iso
+
+if TYPE_CHECKING:
+    from ..model.embed import EmbeddingEngine
+    from ..store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+DREAM_REPORT = "dream-report.html"  # written by the dream cycle into LLMEM_HOME
+MAX_DREAM_REPORT_CHARS = 4 * 1024 * 1024
+EPISODE_CHARS = 1200  # how much of the source episode a memory's provenance shows
+SEARCH_LIMIT = 50
+INBOX_LIMIT = 100
+FORGOTTEN_LIMIT = 200
+MEMORY_FIELDS = (
+    "id",
+    "type",
+    "content",
+    "summary",
+    "source",
+    "confidence",
+    "created_at",
+    "updated_at",
+    "valid_until",
+    "invalidation_reason",
+    "expires_at",
+    "entered_by",
+    "project",
+    "session_id",
+    "tags",
+)
+
+
+def slim(memory: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a list shows (no metadata, hints or message ids)."""
+    return {k: memory.get(k) for k in MEMORY_FIELDS}
+
+
+class ViewerData:
+    """The viewer's reads and writes over one open store. Not thread-safe by itself: the
+    server serializes calls."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        config: Config | dict[str, Any] | None = None,
+        *,
+        embedder: EmbeddingEngine | None = None,
+        home: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.config = Config.coerce(config)
+        self.home = home if home is not None else get_llmem_home()
+        self.retriever = Retriever.from_settings(store, self.config.retrieval, embedder)
+
+    # -- reads ----------------------------------------------------------------------------
+    def overview(self, *, details: bool = False) -> dict[str, Any]:
+        """Everything the main page shows. ``details``: each listed memory carries its
+        provenance too (the static report, which cannot ask later)."""
+        limit = self.config.viewer.list_limit
+        memories = self.store.list_all(limit=limit, sort="created", order="desc")
+        stats = self.store.stats()
+        listed = [slim(m) for m in memories]
+        forgotten = [slim(m) for m in browse.forgotten(self.store, FORGOTTEN_LIMIT)]
+        out: dict[str, Any] = {
+            "generated_at": now_iso(),
+            "db_path": str(self.store.db_path),
+            "totals": {
+                "active": stats["active"],
+                "forgotten": stats["invalidated"],
+                "expired": stats["expired"],
+                "inbox": stats["inbox"],
+                "listed": len(listed),
+            },
+            "counts": [
+                {"project": p, "type": t, "count": n}
+                for p, t, n in browse.counts_by_project_type(self.store)
+            ],
+            "types": sorted({*DEFAULT_MEMORY_TYPES, *stats["by_type"]}),
+            "memories": listed,
+            "forgotten": forgotten,
+            "inbox": [
+                {
+                    k: item.get(k)
+                    for k in ("id", "content", "source", "attention_score", "created_at")
+                }
+                for item in self.store.list_inbox(INBOX_LIMIT)
+            ],
+            "usage": ModelBudget(self.store, BudgetLimits.from_config(self.config)).report(),
+            "dream": self.dream_status(),
+        }
+        if details:
+            whole = [*memories, *self.store.get_many([f["id"] for f in forgotten]).values()]
+            out["provenance"] = {m["id"]: self.provenance(m) for m in whole}
+        return out
+
+    def memory(self, memory_id: str) -> dict[str, Any]:
+        """One memory, whole, with its provenance and relations."""
+        if not isinstance(memory_id, str) or not memory_id:
+            raise ValidationError("give a memory id")
+        mem = self.store.get(self.store.resolve_id(memory_id))
+        if mem is None:  # pragma: no cover - resolve_id found it
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        return {"memory": slim(mem), "provenance": self.provenance(mem)}
+
+    def provenance(self, mem: dict[str, Any]) -> dict[str, Any]:
+        """Where a memory came from: session (and its agent), author, time, source,
+        messages, the episode it was learned from, and its relations."""
+        sid = mem.get("session_id")
+        rec = session_state.find(self.store, sid) if sid else None
+        episode = browse.episode_of(self.store, mem)
+        return {
+            "session_id": sid,
+            "session_agent": rec.agent if rec else None,
+            "session_title": rec.title if rec else None,
+            "entered_by": mem.get("entered_by"),
+            "created_at": mem.get("created_at"),
+            "source": mem.get("source"),
+            "source_message_ids": list(mem.get("source_message_ids") or [])[:50],
+            "episode": None
+            if episode is None
+            else {
+                "id": episode["id"],
+                "created_at": episode["created_at"],
+                "content": _clip(episode["content"], EPISODE_CHARS),
+            },
+            "relations": self.store.get_relations(mem["id"]),
+        }
+
+    def search(
+        self, query: str, *, project: str | None = None, type: str | None = None
+    ) -> dict[str, Any]:
+        """The retriever's hits for ``query`` (a person browsing: no access counts)."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("give something to search for")
+        mode = "hybrid" if self.retriever.embedder is not None else "fts"
+        flt = MemoryFilter(type=type or None, project=project or None)
+        try:
+            hits = self.retriever.find(
+                query, flt, limit=SEARCH_LIMIT, search_mode=mode, track_access=False
+            )
+        except (ValidationError, NotFoundError):
+            raise
+        except Exception as exc:  # the model failed mid-search: keywords still answer
+            if mode == "fts":
+                raise
+            log.info("viewer search without the model: %s", exc)
+            mode = "fts"
+            hits = self.retriever.find(
+                query, flt, limit=SEARCH_LIMIT, search_mode=mode, track_access=False
+            )
+        attach_passages(hits, query, self.config.retrieval.passage_chars)
+        return {
+            "query": query,
+            "mode": mode,
+            "hits": [
+                {**slim(h.memory), "score": round(h.score, 4), "passage": h.passage} for h in hits
+            ],
+        }
+
+    def dream_status(self) -> dict[str, Any]:
+        path = self.home / DREAM_REPORT
+        try:
+            st = path.lstat()
+        except OSError:
+            return {"exists": False}
+        return {"exists": path.is_file() and not path.is_symlink(), "size": st.st_size}
+
+    def dream_report(self) -> str | None:
+        """The dream cycle's latest report (its own self-contained page), or None. Never
+        read through a symlink planted in LLMEM_HOME."""
+        path = self.home / DREAM_REPORT
+        if not path.is_file() or path.is_symlink():
+            return None
+        with contextlib.suppress(OSError, ValidationError):
+            return read_regular_file(path, MAX_DREAM_REPORT_CHARS)
+        return None
+
+    # -- writes ---------------------------------------------------------------------------
+    def edit(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        type: str | None = None,
+        tags: str | list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Change a memory's content, type or tags (validated and redacted by the store)."""
+        full = self.store.resolve_id(_id(memory_id))
+        for name, value in (("content", content), ("type", type)):
+            if value is not None and not isinstance(value, str):
+                raise ValidationError(f"{name} must be a string")
+        if tags is not None and not isinstance(tags, str | list):
+            raise ValidationError("tags must be a string or a list")
+        self.store.update(full, content=content, type=type, tags=tags)
+        return self.memory(full)
+
+    def forget(self, memory_id: str, reason: str | None = None) -> dict[str, Any]:
+        full = self.store.resolve_id(_id(memory_id))
+        if reason is not None and not isinstance(reason, str):
+            raise ValidationError("reason must be a string")
+        if not self.store.invalidate(full, reason or "forgotten in the viewer"):
+            raise ValidationError(f"memory {full} is already forgotten")
+        return self.memory(full)
+
+    def restore(self, memory_id: str) -> dict[str, Any]:
+        full = self.store.resolve_id(_id(memory_id))
+        if not browse.restore(self.store, full):
+            raise ValidationError(f"memory {full} is not forgotten")
+        return self.memory(full)
+
+
+def _id(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValidationError("give a memory id")
+    return value
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
