@@ -561,7 +561,7 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
     // First call of this session and no file yet: the service builds the same context at
     // once (`start`), so nobody waits for the sidecar to notice the session.
     let given = started.get(sid)
-    if (given === undefined) {
+    if (given === undefined && settings.wait_ms > 0) {
       const reply = await ask("start", { session_id: sid, directory: pluginInput?.directory ?? process.cwd() }, settings.wait_ms)
       if (reply.ok && isObject(reply.result) && typeof reply.result.context === "string") given = reply.result.context
       else log(`start ${sid}: ${reply.ok ? "no context in the reply" : reply.error}; waiting for the file`)

@@ -219,6 +219,7 @@ let mode = "ok" // ok | slow | error | empty | garbage
 const START_CTX = "# Memory from earlier sessions (llmem-hooks)\n\n- MARKER-START-CONTEXT\n"
 const BLOCK = "<llmem-recall>\n- [1a2b3c4d] (fact, 2026-01-02) MARKER-RECALLED fact\n</llmem-recall>"
 const svc = net.createServer((conn) => {
+  conn.on("error", () => {}) // a client that gave up (timeout) closed its end first
   let buf = ""
   conn.on("data", (d) => {
     buf += d
@@ -260,6 +261,10 @@ timings.start_context_ms = now() - t0
 check("start: its context goes into the system prompt, no file, no wait, no second request", out.system.length === 2 && out.system[1] === START_CTX && asked.length === 1 && timings.start_context_ms < 50, JSON.stringify([out.system, asked.length, timings.start_context_ms]))
 out = sys()
 await hooks["experimental.chat.system.transform"]({ sessionID: "ses_s" }, out)
+check("start: wait_ms 0 asks nothing and waits for nothing", out.system.length === 1 && asked.length === 1, JSON.stringify([out.system, asked.length]))
+const waiting = await Plugin({ directory: "/work/proj", worktree: "/work/proj" }, { ...svcOptions, wait_ms: 500 })
+out = sys()
+await waiting["experimental.chat.system.transform"]({ sessionID: "ses_s" }, out)
 check("start: a session whose first call is the system prompt asks `start` without a prompt", out.system[1] === START_CTX && asked.at(-1).method === "start" && !("prompt" in asked.at(-1).params), JSON.stringify(asked.at(-1)))
 asked.pop()
 check("recall: the block is added as a synthetic text part", msg.parts.length === 2 && added.type === "text" && added.synthetic === true && added.text === BLOCK && added.messageID === "msg_1" && added.sessionID === "ses_r" && added.metadata?.llmem === "recall", JSON.stringify(msg.parts))
