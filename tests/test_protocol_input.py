@@ -166,3 +166,22 @@ def test_mcp_answers_a_lone_surrogate_with_an_error_result(tmp_path: Path) -> No
         proc.stdout.close()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_a_missing_parameter_is_named_and_a_bug_is_not_bad_params(tmp_path: Path) -> None:
+    """Required parameters are checked against the method's signature: a missing one is
+    "bad params" naming it; a TypeError raised inside a method (a bug) is not turned
+    into "bad params" and reaches the caller as what it is."""
+    from llmem_hooks.service.operations import ServiceError
+
+    class Buggy(QueryService):
+        def status(self) -> dict[str, object]:
+            raise TypeError("unsupported operand type(s)")
+
+    with MemoryStore(tmp_path / "m.db") as store:
+        service = Buggy(store, {"ollama": {"enabled": False}})
+        with pytest.raises(ServiceError) as err:
+            service.call("recall", {"session_id": "ses_1"})
+        assert err.value.code == proto.BAD_PARAMS and "prompt" in str(err.value)
+        with pytest.raises(TypeError, match="unsupported operand"):
+            service.call("status", {})

@@ -37,6 +37,7 @@ after `Retriever.time_limit` seconds (SQLite's progress handler): ``search`` ans
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
@@ -353,10 +354,17 @@ class QueryService:
         unknown = sorted(set(params) - set(allowed))
         if unknown:
             raise ServiceError(proto.BAD_PARAMS, f"unknown parameter(s): {', '.join(unknown)}")
+        missing = [
+            name
+            for name, param in inspect.signature(fn).parameters.items()
+            if param.default is inspect.Parameter.empty and name not in params
+        ]
+        if missing:  # checked here: a TypeError from inside a method is a bug, not bad input
+            raise ServiceError(
+                proto.BAD_PARAMS, f"missing required parameter(s): {', '.join(missing)}"
+            )
         try:
             result: dict[str, Any] = fn(**params)
-        except TypeError as exc:  # a required parameter missing
-            raise ServiceError(proto.BAD_PARAMS, str(exc).split(") ", 1)[-1]) from None
         except NotFoundError as exc:
             raise ServiceError(proto.NOT_FOUND, str(exc)) from None
         except ValidationError as exc:
