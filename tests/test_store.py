@@ -502,13 +502,16 @@ def test_every_public_method_runs_sql_under_the_lock(store: MemoryStore) -> None
 
 def test_sql_runs_only_inside_the_store_package() -> None:
     """Which module owns which table stays visible: outside ``llmem_hooks/store/`` no module
-    of the package runs a statement (adapters read the agents' own databases, not ours)."""
+    of the package runs a statement (adapters read the agents' own databases, not ours),
+    not through the store's private helpers either (``_fetchone``, ``_conn``)."""
     import re
 
     import llmem_hooks
 
     root = Path(llmem_hooks.__file__).parent
-    statement = re.compile(r"\.(execute|executemany|executescript)\(|\.conn\b")
+    statement = re.compile(
+        r"\.(execute|executemany|executescript)\(|\.conn\b|\._conn\b|\._fetch(one|all)\("
+    )
     offenders = [
         f"{path.relative_to(root)}:{n}"
         for path in sorted(root.rglob("*.py"))

@@ -444,11 +444,11 @@ class Dreamer:
         k = max(2, self.settings.max_links_per_memory + 2)
         out: list[tuple[str, str, float]] = []
         for m in with_vec:
-            row = self.store._fetchone("SELECT embedding FROM memories WHERE id = ?", (m["id"],))
-            if row is None or row[0] is None:
+            blob = self.store.embedding_blob(m["id"])
+            if blob is None:
                 continue
             flt = MemoryFilter(project=m["project"], project_only=True)
-            for hit in self.store.nearest(row[0], flt, limit=k):
+            for hit in self.store.nearest(blob, flt, limit=k):
                 cos = 1.0 - float(hit["_distance"])
                 other = hit["id"]
                 if other == m["id"] or other not in live_ids or cos < threshold:

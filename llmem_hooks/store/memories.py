@@ -865,6 +865,7 @@ class MemoryStore:
     # -- vectors: the filtered-KNN planner and embedding backfill (store/vectors.py) ------
     _nearest_rows = vectors.nearest_rows
     get_embedding = vectors.get_embedding
+    embedding_blob = vectors.embedding_blob
     get_embeddings_with_types = vectors.get_embeddings_with_types
     missing_embeddings = vectors.missing_embeddings
     set_embeddings = vectors.set_embeddings

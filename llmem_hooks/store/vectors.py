@@ -770,5 +770,11 @@ def count_embeddings(store: MemoryStore) -> int:
 
 
 def get_embedding(store: MemoryStore, memory_id: str) -> list[float] | None:
+    blob = embedding_blob(store, memory_id)
+    return unpack_embedding(blob) if blob is not None else None
+
+
+def embedding_blob(store: MemoryStore, memory_id: str) -> bytes | None:
+    """A memory's vector as stored (packed float32), ready for `MemoryStore.nearest`."""
     row = store._fetchone("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
-    return unpack_embedding(row[0]) if row and row[0] is not None else None
+    return bytes(row[0]) if row and row[0] is not None else None
