@@ -204,53 +204,29 @@ def render_timeline(result: Mapping[str, Any], mid: str) -> str:
 
 # -- the server ------------------------------------------------------------------------------
 class ServiceCall:
-    """The default seam: the sidecar's socket (`service_client.call`), else a
-    `QueryService` of this process, opened on first need and kept (the server lives as
-    long as the agent's session: re-opening the store per call would cost ~40 ms). The
-    socket is tried first at every call, so a sidecar started later takes over. Adds the
-    project directory, and for Copilot CLI the session id and agent, where the service
-    takes them."""
+    """The default seam: a kept `service.client.Client` (the sidecar's socket at every
+    call, else a `QueryService` of this process, opened on first need and kept for the
+    server's life), plus the project directory, and for Copilot CLI the session id and
+    agent, where the service takes them."""
 
     def __init__(self, directory: Callable[[], str]) -> None:
+        from ..service.client import Client
+
         self.directory = directory
         self.session_id = os.environ.get(COPILOT_SESSION_ENV) or None
-        self.local: Any = None  # a QueryService once the sidecar did not answer
+        self.client = Client(keep=True)
 
     def __call__(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
-        from ..service.client import FALLBACK_CODES, ServiceCallError, ServiceUnavailable, call
-
         params = dict(params)
         if method in SCOPED:
             params.setdefault("directory", self.directory())
         if method == "remember" and self.session_id:
             params.setdefault("session_id", self.session_id)
             params.setdefault("agent", "copilot")
-        try:
-            return call(method, params)
-        except ServiceUnavailable:
-            pass
-        except ServiceCallError as exc:
-            if exc.code not in FALLBACK_CODES:
-                raise
-        return self.in_process(method, params)
-
-    def in_process(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
-        from ..config import load_settings
-        from ..service.client import ServiceCallError
-        from ..service.operations import QueryService, ServiceError
-
-        if self.local is None:
-            self.local = QueryService.open(load_settings(), served_by="in-process")
-        try:
-            result: Mapping[str, Any] = self.local.call(method, params)
-        except ServiceError as exc:
-            raise ServiceCallError(exc.code, str(exc)) from None
-        return result
+        return self.client(method, params)
 
     def close(self) -> None:
-        if self.local is not None:
-            self.local.close()
-            self.local = None
+        self.client.close()
 
 
 def _reach(params: dict[str, Any], any_project: bool) -> dict[str, Any]:

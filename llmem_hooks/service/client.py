@@ -160,6 +160,65 @@ def _read_line(sock: socket.socket, deadline: float) -> bytes:
         buf += chunk
 
 
+class Client:
+    """The query service for a caller: the sidecar's socket at every call (a sidecar
+    started later takes over at once), else a `QueryService` of this process. ``keep``:
+    that service is opened on first need and kept until `close` (a long-lived caller such
+    as the MCP server: re-opening the store per call costs ~40 ms); else it is opened for
+    the one call. ``config``: the settings for it (typed or a dict; default config.yaml).
+    Errors of the request itself raise `ServiceCallError` either way."""
+
+    def __init__(
+        self,
+        *,
+        keep: bool = False,
+        fallback: bool = True,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        home: Path | None = None,
+        config: Any = None,
+        report: Callable[[str], None] | None = None,
+    ) -> None:
+        self.keep, self.fallback, self.timeout = keep, fallback, timeout
+        self.home, self.config, self.report = home, config, report
+        self._local: Any = None  # the kept QueryService
+
+    def __call__(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        try:
+            return call(method, params, timeout=self.timeout, home=self.home, report=self.report)
+        except ServiceUnavailable:
+            if not self.fallback:
+                raise
+        except ServiceCallError as exc:
+            if not self.fallback or exc.code not in FALLBACK_CODES:
+                raise
+        return self.in_process(method, params)
+
+    def in_process(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``method`` on this process's `QueryService` (the kept one, or one for the call)."""
+        from ..config import load_settings
+        from .operations import QueryService, ServiceError
+
+        service = self._local
+        if service is None:
+            settings = load_settings() if self.config is None else self.config
+            service = QueryService.open(settings, served_by="in-process")
+            if self.keep:
+                self._local = service
+        try:
+            result: dict[str, Any] = service.call(method, params)
+        except ServiceError as exc:
+            raise ServiceCallError(exc.code, str(exc)) from None
+        finally:
+            if not self.keep:
+                service.close()
+        return result
+
+    def close(self) -> None:
+        if self._local is not None:
+            self._local.close()
+            self._local = None
+
+
 def query(
     method: str,
     params: Mapping[str, Any] | None = None,
@@ -170,34 +229,16 @@ def query(
     config: Any = None,
     report: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """`call`, and when no sidecar answers (or it is busy) and ``fallback``, the same
-    method in-process on a `QueryService` of this process (``config``: the settings to
-    use, typed or a dict; default config.yaml). Errors of the request itself raise
-    `ServiceCallError` either way."""
-    try:
-        return call(method, params, timeout=timeout, home=home, report=report)
-    except ServiceUnavailable:
-        if not fallback:
-            raise
-    except ServiceCallError as exc:
-        if not fallback or exc.code not in FALLBACK_CODES:
-            raise
-    return call_in_process(method, params, config=config)
+    """One call through a `Client`: the sidecar, else (``fallback``) in-process."""
+    client = Client(fallback=fallback, timeout=timeout, home=home, config=config, report=report)
+    return client(method, params)
 
 
 def call_in_process(
     method: str, params: Mapping[str, Any] | None = None, *, config: Any = None
 ) -> dict[str, Any]:
     """``method`` on a `QueryService` opened for this one call (then closed)."""
-    from ..config import load_settings
-    from .operations import QueryService, ServiceError
-
-    settings = load_settings() if config is None else config
-    with QueryService.open(settings, served_by="in-process") as service:
-        try:
-            return service.call(method, params)
-        except ServiceError as exc:
-            raise ServiceCallError(exc.code, str(exc)) from None
+    return Client(config=config).in_process(method, params)
 
 
 def answers(home: Path | None = None, timeout: float = 0.5) -> dict[str, Any] | None:
