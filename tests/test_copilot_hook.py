@@ -525,7 +525,7 @@ def test_the_cli_still_works_after_the_split(llmem_home: Path, capsys: Any) -> N
     assert cli_main(["store", "hello from the split cli"]) == 0
     assert cli_main(["list", "--json"]) == 0
     assert "hello from the split cli" in capsys.readouterr().out
-    assert callable(cli.app.app) and len(cli._agent_guide()) > 100
+    assert callable(cli.app.app) and len(cli.app._agent_guide()) > 100
 
 
 # -- the sidecar autostart ---------------------------------------------------------------------

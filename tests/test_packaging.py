@@ -63,7 +63,7 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
         "from llmem_hooks.store import MemoryStore;"
         "print(llmem_hooks.__file__);"
         "print(importlib.util.find_spec('adapters'));"
-        "print(len(llmem_hooks.cli._agent_guide()) > 100)"
+        "print(len(llmem_hooks.cli.app._agent_guide()) > 100)"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run(

@@ -50,10 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def __getattr__(name: str) -> Any:
-    """The submodules, and the commands' names (``llmem_hooks.cli.open_store``, ...) from
-    `llmem_hooks.cli.app`, loaded on first use (PEP 562) so the hook path stays light."""
-    if name.startswith("__"):
-        raise AttributeError(name)
+    """The submodules, loaded on first use (PEP 562) so the hook path stays light. Only
+    they: a command's helpers are reached through their own module (`cli.app`, ...)."""
     if name in SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    return getattr(importlib.import_module(f"{__name__}.app"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
