@@ -676,7 +676,17 @@ class OpenCodeEnv(LlmemCli):
         pytest.fail(f"no session id in the output of opencode run:\n{proc.stdout}\n{proc.stderr}")
 
     def serve(self) -> OpenCodeServer:
-        server = OpenCodeServer(self).start()
+        """``opencode serve``; OpenCode's own "database is locked" at start-up (its first
+        pragma runs before its busy timeout is set, so a reader of ours that holds the WAL
+        index that instant makes it exit; seen once in a few CI runs) gets one more try,
+        as `run` does. The cause is in docs/sidecar.md's known limits."""
+        try:
+            server = OpenCodeServer(self).start()
+        except pytest.fail.Exception as exc:
+            if "database is locked" not in str(exc):
+                raise
+            time.sleep(1)
+            server = OpenCodeServer(self).start()
         self._servers.append(server)
         return server
 
