@@ -199,27 +199,38 @@ def sidecar(world: Path, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
             proc.wait(5)
 
 
-def test_with_a_sidecar_the_hook_asks_its_socket(
-    world: Path, repo: Path, sidecar: subprocess.Popen[bytes]
-) -> None:
-    """The same answer, through the socket: the hook process never loads the retriever."""
+def hook_probe(event: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The hook in a fresh interpreter: its output and which of our heavier modules it
+    loaded (``loaded``: module name -> imported?)."""
     probe = (
         "import io, json, sys\n"
         "from llmem_hooks.cli import main\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
         "out = io.StringIO(); sys.stdout, real = out, sys.stdout\n"
-        "main(['hook', 'copilot', 'userPromptSubmitted'])\n"
+        "main(['hook', 'copilot', sys.argv[2]])\n"
         "sys.stdout = real\n"
-        "print(json.dumps({'out': out.getvalue(), 'retriever': 'llmem_hooks.search.retriever' in "
-        "sys.modules, 'store': 'llmem_hooks.store' in sys.modules}))\n"
+        "heavy = ('llmem_hooks.search.retriever', 'llmem_hooks.store',\n"
+        "         'llmem_hooks.session.hooks')\n"
+        "loaded = {m: m in sys.modules for m in heavy}\n"
+        "print(json.dumps({'out': out.getvalue(), 'loaded': loaded}))\n"
     )
-    data = json.dumps(_payload("x", repo, prompt=QUESTION))
     proc = subprocess.run(
-        [sys.executable, "-c", probe, data], capture_output=True, text=True, timeout=30
+        [sys.executable, "-c", probe, json.dumps(data), event],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
-    result = json.loads(proc.stdout)
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def test_with_a_sidecar_the_hook_asks_its_socket(
+    world: Path, repo: Path, sidecar: subprocess.Popen[bytes]
+) -> None:
+    """The same answer, through the socket: the hook process never loads the retriever."""
+    result = hook_probe("userPromptSubmitted", _payload("x", repo, prompt=QUESTION))
     assert "pg-orchid-7" in result["out"]
-    assert result["retriever"] is False and result["store"] is False
+    assert not any(result["loaded"].values()), result["loaded"]
 
 
 def test_with_a_sidecar_session_start_is_one_round_trip(
@@ -229,24 +240,9 @@ def test_with_a_sidecar_session_start_is_one_round_trip(
     ``start`` at once: the hook neither waits for the sidecar to notice the session and
     write its context file (there is no Copilot session folder here: it never would) nor
     builds the context itself. The text is what the in-process path gives."""
-    probe = (
-        "import io, json, sys, time\n"
-        "from llmem_hooks.cli import main\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
-        "out = io.StringIO(); sys.stdout, real = out, sys.stdout\n"
-        "t0 = time.monotonic(); main(['hook', 'copilot', 'sessionStart'])\n"
-        "took = time.monotonic() - t0; sys.stdout = real\n"
-        "print(json.dumps({'out': out.getvalue(), 'took': took, 'store': "
-        "'llmem_hooks.store' in sys.modules, 'hooks': 'llmem_hooks.session.hooks' in "
-        "sys.modules}))\n"
-    )
-    data = json.dumps(_payload("sessionStart", repo, initialPrompt=QUESTION))
-    proc = subprocess.run(
-        [sys.executable, "-c", probe, data], capture_output=True, text=True, timeout=30
-    )
-    result = json.loads(proc.stdout)
+    result = hook_probe("sessionStart", _payload("sessionStart", repo, initialPrompt=QUESTION))
     text = json.loads(result["out"])["additionalContext"]
-    assert result["store"] is False and result["hooks"] is False, result
+    assert not any(result["loaded"].values()), result["loaded"]
     assert not (world / "context" / f"{SID}.md").exists()
     context, _, block = text.partition("\n\n<llmem-recall>")
     assert context.startswith("# Memory from earlier sessions") and "Decision" in context
