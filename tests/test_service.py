@@ -15,7 +15,7 @@ from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.extraction.transcript import strip_injected
 from llmem_hooks.service.operations import QueryService, ServiceError, prompt_words
-from llmem_hooks.session.context import build_session_context, context_path, write_context_file
+from llmem_hooks.session.context import build_session_context, context_path
 from llmem_hooks.store import recall as given
 
 NO_MODEL = {"ollama": {"enabled": False}}
@@ -225,27 +225,34 @@ def test_an_old_fact_behind_400_recent_distractors_is_recalled(
 
 
 def test_what_the_start_context_gave_is_not_recalled(svc: QueryService, tmp_path: Path) -> None:
+    """What `start` gives a session is recorded as given, by memory id: recall leaves it
+    out for that session (a long entry the context cuts too), and only for that one."""
     shown = _fact(svc, "Docker images are pushed to ghcr.io/acme by the release job")
-    path = context_path("ses_ctx", svc.context_dir)
-    start = build_session_context(svc.store, None, 1500)
-    assert "ghcr.io/acme" in start
-    write_context_file(path, start)
-    assert svc.recall("ses_ctx", "where are docker images pushed?")["ids"] == []
-    assert svc.recall("ses_new", "where are docker images pushed?")["ids"] == [shown]
-
-
-def test_a_long_memory_the_start_context_cut_is_not_recalled_either(svc: QueryService) -> None:
-    """The file cuts long entries (and trims the space before its "..."); recall compares
-    with the same cut, so such an entry is still known as given."""
-    long = "The nightly backup job copies the billing database to cold storage " + (
-        "and then verifies every archived table checksum twice " * 8
+    long = _fact(
+        svc,
+        "The nightly backup job copies the billing database to cold storage "
+        + "and then verifies every archived table checksum twice " * 8,
     )
-    shown = _fact(svc, long)
-    start = build_session_context(svc.store, None, 1500)
-    assert "..." in start
-    write_context_file(context_path("ses_long", svc.context_dir), start)
-    assert svc.recall("ses_long", "how does the nightly backup job work?")["ids"] == []
-    assert svc.recall("ses_other", "how does the nightly backup job work?")["ids"] == [shown]
+    start = svc.start("ses_ctx")["context"]
+    assert "ghcr.io/acme" in start and "..." in start
+    assert svc.recall("ses_ctx", "where are docker images pushed?")["ids"] == []
+    assert svc.recall("ses_ctx", "how does the nightly backup job work?")["ids"] == []
+    assert svc.recall("ses_new", "where are docker images pushed?")["ids"] == [shown]
+    assert svc.recall("ses_other", "how does the nightly backup job work?")["ids"] == [long]
+
+
+def test_what_the_coordinators_context_file_gave_is_not_recalled(svc: QueryService) -> None:
+    """The sidecar's `on_created` records what the file gives the same way."""
+    from llmem_hooks.session.hooks import SessionHookCoordinator
+
+    shown = _fact(svc, "Docker images are pushed to ghcr.io/acme by the release job")
+    coord = SessionHookCoordinator(
+        svc.store, adapters={}, config={"context": {"dir": str(svc.context_dir)}}
+    )
+    assert coord.on_created("ses_file")[0] == "success"
+    assert "ghcr.io/acme" in context_path("ses_file", svc.context_dir).read_text()
+    assert svc.recall("ses_file", "where are docker images pushed?")["ids"] == []
+    assert svc.recall("ses_else", "where are docker images pushed?")["ids"] == [shown]
 
 
 def test_strip_injected() -> None:

@@ -53,12 +53,12 @@ from typing import TYPE_CHECKING, Any
 from ..config import Config, RecallSettings
 from ..errors import LLMemError, NotFoundError, SearchTimeout, ValidationError
 from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
-from ..paths import get_context_dir, read_regular_file
+from ..paths import get_context_dir
 from ..project import project_key
 from ..redact import find_secrets
 from ..search.passages import excerpt
 from ..search.retriever import DocCounts, Retriever, SearchHit, coverage_counter
-from ..session.context import build_session_context, context_entry, context_path
+from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
 from ..store import recall as given
 from ..store import sessions as session_state
@@ -216,7 +216,6 @@ class QueryService:
         self.context_dir = get_context_dir(self.settings.context.dir)
         self.started = time.monotonic()
         self._lock = threading.Lock()
-        self._context_lines: dict[str, tuple[int, frozenset[str]]] = {}
         self._idle: list[tuple[MemoryStore, Retriever]] = []
         self._local = threading.local()  # the reader this thread's request holds
         self._closed = False
@@ -454,29 +453,26 @@ class QueryService:
         directory: str | None = None,
     ) -> dict[str, Any]:
         """What a new session gets before its first turn, in one call (the Copilot hook's
-        ``sessionStart``): ``{"context": str}``, the session-start context as the
-        coordinator writes it to the session's context file (`context.build_session_context`;
-        the sidecar still writes that file when it sees the session), and with a ``prompt``
-        the recall block for it (`recall`'s fields), leaving out what the context gives.
-        The agent waits for neither the sidecar's watcher nor a second round trip."""
+        ``sessionStart``, the OpenCode plugin's first call): ``{"context": str}``, the
+        session-start context as the coordinator writes it to the session's context file
+        (`context.session_context`; the sidecar still writes that file when it sees the
+        session), recorded as given to the session, and with a ``prompt`` the recall
+        block for it (`recall`'s fields), which leaves out what the context gives. The
+        agent waits for neither the sidecar's watcher nor a second round trip."""
         session_id = _text(session_id, "session_id", 500)
         if prompt is not None:
             prompt = _require(prompt, "prompt", str)
         with self._reading():
             scope = self.scope(project, directory, session_id)
-            context = build_session_context(
+            context, shown = session_context(
                 self._rstore, scope, self.settings.context.budget_tokens
             )
+            self._mark(session_id, shown)
             result = _nothing("no_prompt")
             if prompt is not None:
-                given_lines = frozenset(
-                    line[2:] for line in context.splitlines() if line.startswith("- ")
-                )
                 try:
                     with self._rstore.time_limit(self._rretriever.time_limit):
-                        result = self._recall(
-                            session_id, prompt, scope, None, None, in_context=given_lines
-                        )
+                        result = self._recall(session_id, prompt, scope, None, None)
                 except Exception as exc:
                     if not isinstance(exc, SearchTimeout) and not is_interrupted(exc):
                         raise
@@ -491,7 +487,6 @@ class QueryService:
         project: str | None,
         directory: str | None,
         budget_tokens: int | None,
-        in_context: frozenset[str] | None = None,
     ) -> dict[str, Any]:
         session_id = _text(session_id, "session_id", 500)
         prompt = _require(prompt, "prompt", str)
@@ -515,15 +510,11 @@ class QueryService:
             return _nothing("no_match")
         parsed = parse_query(" ".join(terms))
         covered = coverage_counter(parsed)
-        if in_context is None:
-            in_context = self._context_texts(session_id)
         kept: list[SearchHit] = []
         for hit in hits:
             share = _coverage(parsed, covered, hit) / len(terms)
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
             if share < cfg.min_coverage and not semantic:
-                continue
-            if context_entry(hit.memory["content"]) in in_context:
                 continue
             kept.append(hit)
         block, shown = self._render(kept, terms, budget)
@@ -573,26 +564,6 @@ class QueryService:
         store = self._rstore
         top = store.size_hint()  # exact counts (cached): `df` stops at the cap
         return [min(terms, key=lambda t: self._counts.count(store, quote(t), top))]
-
-    def _context_texts(self, session_id: str) -> frozenset[str]:
-        """The entries of the session's start-of-session context file (what it was given
-        at its start), as flat texts cut where the file cuts them; cached by mtime."""
-        try:
-            path = context_path(session_id, self.context_dir)
-            mtime = os.stat(path).st_mtime_ns
-        except (OSError, ValidationError):
-            return frozenset()
-        with self._lock:
-            cached = self._context_lines.get(session_id)
-            if cached is not None and cached[0] == mtime:
-                return cached[1]
-        text = read_regular_file(path, 200_000) or ""
-        entries = frozenset(line[2:] for line in text.splitlines() if line.startswith("- "))
-        with self._lock:
-            if len(self._context_lines) > 1000:
-                self._context_lines.clear()
-            self._context_lines[session_id] = (mtime, entries)
-        return entries
 
     def _render(
         self, hits: Sequence[SearchHit], terms: Sequence[str], budget_tokens: int

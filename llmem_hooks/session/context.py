@@ -103,6 +103,11 @@ def render_context(
 ) -> str:
     """Markdown within ``budget_tokens`` (about 4 characters each), whole entries only,
     grouped by kind. Empty string when there is nothing to say."""
+    return _render(memories, budget_tokens)[0]
+
+
+def _render(memories: Sequence[Mapping[str, Any]], budget_tokens: int) -> tuple[str, list[str]]:
+    """`render_context`'s text and the ids of the memories it shows."""
     budget = budget_tokens * CHARS_PER_TOKEN
     head = (
         "# Memory from earlier sessions (llmem-hooks)\n\n"
@@ -112,6 +117,7 @@ def render_context(
     used = len(head)
     picked: dict[str, list[str]] = {t: [] for t, _ in SECTIONS}
     seen: set[str] = set()
+    shown: list[str] = []
     for mem in memories:
         text = context_entry(mem["content"])
         if not text or text.lower() in seen:
@@ -122,20 +128,30 @@ def render_context(
             continue
         seen.add(text.lower())
         picked[mem["type"]].append(line)
+        shown.append(str(mem["id"]))
         used += extra
     if not any(picked.values()):
-        return ""
+        return "", []
     parts = [head]
     for mtype, title in SECTIONS:
         if picked[mtype]:
             parts.append(f"\n## {title}\n\n" + "".join(picked[mtype]))
-    return "".join(parts)
+    return "".join(parts), shown
 
 
 def build_session_context(
     store: MemoryStore, project: str | None, budget_tokens: int = ContextSettings.budget_tokens
 ) -> str:
-    return render_context(select_memories(store, project), project, budget_tokens)
+    return session_context(store, project, budget_tokens)[0]
+
+
+def session_context(
+    store: MemoryStore, project: str | None, budget_tokens: int = ContextSettings.budget_tokens
+) -> tuple[str, list[str]]:
+    """The session-start context and the ids of the memories it gives: whoever hands it
+    to a session records them as given (`store.recall.mark_given`), so per-prompt recall
+    never repeats them (by id, not by comparing rendered text)."""
+    return _render(select_memories(store, project), budget_tokens)
 
 
 def write_context_file(path: Path, text: str) -> bool:

@@ -28,12 +28,13 @@ from ..paths import get_context_dir, read_regular_file, validate_session_id
 from ..project import session_project
 from ..registry import VALID_SESSION_EVENT_TYPES, get_registered_session_hooks
 from ..store import MemoryStore
+from ..store import recall as recall_given
 from ..store import sessions as session_state
 from .context import (
-    build_session_context,
     context_path,
     remove_session_files,
     resume_path,
+    session_context,
     write_context_file,
 )
 
@@ -160,7 +161,10 @@ class SessionHookCoordinator:
             rec = self.track(session_id, info)
             faults.hit("after-session-row", session_id)
             project = rec.project if rec else None
-            text = build_session_context(self.store, project, self.budget_tokens)
+            text, given = session_context(self.store, project, self.budget_tokens)
+            # What the file gives is recorded first: a replay after a kill writes the file
+            # (and records again, idempotent); recall never repeats it (by memory id).
+            recall_given.mark_given(self.store, session_id, given)
             write_context_file(path, text)
             return RESULT_SUCCESS, path
         except Exception:
