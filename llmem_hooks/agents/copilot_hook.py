@@ -356,6 +356,14 @@ def session_start(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     return join_blocks(text, block)
 
 
+def context_file(settings: Settings, sid: str) -> Path:
+    """``<context_dir>/<session>.md`` (`session.context.context_path`'s rule, without
+    importing the coordinator's module on the hook's path)."""
+    from ..paths import validate_session_id
+
+    return settings.context_dir / f"{validate_session_id(sid)}.md"
+
+
 def sidecar_start(
     sid: str, prompt: str | None, payload: Mapping[str, Any], settings: Settings, deadline: float
 ) -> tuple[str, str] | None:
@@ -364,10 +372,9 @@ def sidecar_start(
     for the sidecar to notice the session and write its context file nor for a second
     call. None, and `start_context` goes on, when the session has a context file already
     (a resumed session: the file is what it was given) or no sidecar answers."""
-    from ..paths import validate_session_id
     from ..service.client import ServiceCallError, ServiceUnavailable, call
 
-    if (settings.context_dir / f"{validate_session_id(sid)}.md").exists():
+    if context_file(settings, sid).exists():
         return None
     params: dict[str, Any] = {"session_id": sid}
     cwd = _field(payload, "cwd")
@@ -396,9 +403,7 @@ def sidecar_start(
 
 def start_context(sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float) -> str:
     """The session's context: the sidecar's file, else built now by the coordinator."""
-    from ..paths import validate_session_id
-
-    path = settings.context_dir / f"{validate_session_id(sid)}.md"
+    path = context_file(settings, sid)
     text = _read_text(path)
     if text is None and sidecar_running():
         text = _wait_for_file(path, deadline)
