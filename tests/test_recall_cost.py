@@ -73,7 +73,8 @@ def test_recall_ranks_only_the_newest_matches_of_a_common_word(
 ) -> None:
     """BM25 is computed for every row a word matches: recall's search ranks the newest
     `RECALL_RANK_NEWEST` matches only (a rowid bound FTS5 applies before ranking); a
-    search without the bound still ranks them all."""
+    search without the bound still ranks them all. Finding the bound runs the search's
+    expression once more, so a stage whose words cannot match that many rows skips it."""
     from llmem_hooks.service import operations as service
     from llmem_hooks.store import MemoryFilter
 
@@ -91,7 +92,15 @@ def test_recall_ranks_only_the_newest_matches_of_a_common_word(
     )
     everyday_store.conn.set_trace_callback(None)
     assert "qemu emulator" in out["block"]
-    assert any(f"ORDER BY rowid DESC LIMIT 1 OFFSET {newest - 1}" in sql for sql in seen)
+    floor = f"ORDER BY rowid DESC LIMIT 1 OFFSET {newest - 1}"
+    # ...but only where its words can match that many rows: "arm64" is in one memory
+    assert not any(floor in sql for sql in seen)
+    seen = _traced(everyday_store)
+    QueryService(everyday_store, {"ollama": {"enabled": False}}).recall(
+        "ses_3", "what did the note about the small change and the script say"
+    )
+    everyday_store.conn.set_trace_callback(None)
+    assert any(floor in sql for sql in seen)
 
 
 def test_three_of_four_words_match_and_rank_as_every_combination(tmp_path: Path) -> None:
@@ -127,3 +136,58 @@ def test_three_of_four_words_match_and_rank_as_every_combination(tmp_path: Path)
             if sum(w in m["content"].split() for w in words) >= 3
         ]
         assert sorted(held3) == sorted(ranked)
+
+
+def test_a_ranked_search_scores_each_match_once_in_the_configured_order(
+    everyday_store: MemoryStore,
+) -> None:
+    """Selecting FTS5's ``rank`` next to ``ORDER BY rank`` scored every match twice (half
+    the time of a ranked stage on everyday words); the search orders by the one value it
+    selects, with the weights the store's ``rank`` is configured with, in the same order."""
+    from llmem_hooks.store.migrations import BM25_RANK, RANK_WEIGHTS
+
+    store = everyday_store
+    conn = store.conn
+    config = conn.execute("SELECT v FROM memories_fts_config WHERE k = 'rank'").fetchone()[0]
+    assert config == f"bm25({', '.join(map(str, RANK_WEIGHTS))})"
+    match = '"kept" OR "qemu" OR "arm64"'
+    seen = _traced(store)
+    hits = store.fts_search(match, limit=50)
+    conn.set_trace_callback(None)
+    ranked = [sql for sql in seen if "MATCH" in sql and "ORDER BY" in sql]
+    assert ranked and all(".rank" not in sql and BM25_RANK in sql for sql in ranked)
+    by_rank = [
+        row[0]
+        for row in conn.execute(
+            "SELECT m.id FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? ORDER BY memories_fts.rank LIMIT 50",
+            (f"{{content summary tag_text fts_context fts_after}} : ({match})",),
+        )
+    ]
+    assert [h["id"] for h in hits] == by_rank
+    assert hits[0]["content"] == TARGET
+
+
+def test_an_inflected_stop_word_is_not_searched_as_a_typo(tmp_path: Path) -> None:
+    """ "I keep getting this error": "getting" is in no memory, so it was read as a typo
+    and searched as its close spellings ("setting", "settings": one memory in ten of a
+    real store, read by BM25 on every stage). Inflections of stop words are stop words;
+    short words that only look like one ("dos", "ones") stay."""
+    from llmem_hooks.service.operations import prompt_words
+    from llmem_hooks.text.query import content_words, is_stop_word
+
+    assert [w for w in ("getting", "says", "knows", "liked", "tells") if not is_stop_word(w)] == []
+    assert [w for w in ("dos", "ones", "setting", "status", "docker") if is_stop_word(w)] == []
+    assert prompt_words("I keep getting this migration error") == ["migration", "error"]
+    assert content_words("getting the settings") == ["settings"]
+    with MemoryStore(tmp_path / "m.db") as store:
+        for i in range(40):
+            store.add("fact", f"The setting {i} for the cache is in settings.toml", dedupe=False)
+        store.add("fact", "The migration error came from a missing index on orders.")
+        seen = _traced(store)
+        out = QueryService(store, {"ollama": {"enabled": False}}).recall(
+            "ses_1", "I keep getting this migration error"
+        )
+        store.conn.set_trace_callback(None)
+    assert "missing index" in out["block"]
+    assert not any('"setting"' in sql for sql in seen)

@@ -63,7 +63,7 @@ from ..store import MemoryFilter, MemoryStore
 from ..store import recall as given
 from ..store import sessions as session_state
 from ..store.db import is_interrupted
-from ..text.query import MAX_QUERY_CHARS, STOP_WORDS, parse_query, quote, words
+from ..text.query import MAX_QUERY_CHARS, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
 from . import protocol as proto
 
@@ -134,7 +134,7 @@ def prompt_words(prompt: str) -> list[str]:
     seen = dict.fromkeys(
         w
         for w in words(prompt[:MAX_PROMPT_CHARS])
-        if w not in STOP_WORDS and w not in FILLER_WORDS and (len(w) > 1 or w.isdigit())
+        if not is_stop_word(w) and w not in FILLER_WORDS and (len(w) > 1 or w.isdigit())
     )
     found = list(seen)
     if len(found) > MAX_PROMPT_WORDS:

@@ -28,7 +28,7 @@ from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
 from . import archive, inbox, relations, sessions, vectors, vocabulary
 from .db import connect, connect_readonly, is_sqlite_file, time_limit, transaction
-from .migrations import migrate, schema_lag
+from .migrations import BM25_RANK, migrate, schema_lag
 from .records import (
     DEFAULT_CONFIDENCE,
     DUPLICATE_COSINE,
@@ -621,10 +621,10 @@ class MemoryStore:
                     params.append(floor[0])
             sql = (
                 f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))}, "
-                "memories_fts.rank AS _bm25 FROM memories_fts JOIN memories m "
+                f"{BM25_RANK} AS _bm25 FROM memories_fts JOIN memories m "
                 "ON m.seq = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? AND {cond} "
-                "ORDER BY memories_fts.rank LIMIT ? OFFSET ?"
+                "ORDER BY _bm25 LIMIT ? OFFSET ?"
             )
             rows = self._conn.execute(sql, [expr, *params, limit, offset]).fetchall()
         out = []

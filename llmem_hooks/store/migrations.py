@@ -393,6 +393,13 @@ def m011_recall_given(conn: Any) -> None:
 
 
 AFTER_WEIGHT = 0.1  # the exchange after an episode: a tenth of its own text's weight
+# The weights of `memories_fts`'s columns (content, summary, tag_text, fts_scope,
+# fts_context, fts_after), as its ``rank`` is configured by the latest migration.
+RANK_WEIGHTS = (1.0, 0.5, 0.75, 0.0, 0.3, AFTER_WEIGHT)
+# The same ranking as a function call: selecting ``rank`` next to ``ORDER BY rank`` makes
+# FTS5 score every match twice (the BM25 of a common phrase reads its whole row list),
+# and ordering by the selected value scores it once: half the time of a ranked stage.
+BM25_RANK = f"bm25(memories_fts, {', '.join(map(str, RANK_WEIGHTS))})"
 
 
 def m012_fts_after(conn: Any) -> None:

@@ -125,6 +125,36 @@ class ParsedQuery:
         return " OR ".join(f"({self.all_of(sub)})" for sub in subsets)
 
 
+def is_stop_word(word: str) -> bool:
+    """A stop word, or an inflection of one of three letters or more ("getting",
+    "says", "knows", "liked"): "I keep getting this error" asks about the error, and an
+    inflected filler word no memory holds would otherwise be read as a typo and searched
+    as its close spellings ("getting" -> "setting", in one memory of ten)."""
+    if word in STOP_WORDS:
+        return True
+    for cut, add in _STOP_INFLECTIONS:
+        if len(word) > len(cut) + 2 and word.endswith(cut):
+            base = word[: -len(cut)] + add
+            if len(base) >= 3 and base in STOP_WORDS:
+                return True
+            doubled = cut in ("ing", "ed") and len(base) >= 4 and base[-1] == base[-2]
+            if doubled and base[:-1] in STOP_WORDS:  # getting -> gett -> get
+                return True
+    return False
+
+
+# Suffixes an inflection adds, and what the plain form then ends with.
+_STOP_INFLECTIONS = (
+    ("ing", ""),
+    ("ing", "e"),
+    ("ies", "y"),
+    ("es", ""),
+    ("s", ""),
+    ("ed", ""),
+    ("d", ""),
+)
+
+
 def words(text: str) -> list[str]:
     """Words of free text, lower-cased, punctuation around them removed."""
     return [w.lower() for w in _WORD.findall(text)]
@@ -134,7 +164,7 @@ def content_words(text: str) -> list[str]:
     """Words minus stop words; all words if nothing else is left (e.g. "what is it")."""
     ws = list(dict.fromkeys(words(text)))
     # Single letters are left from contractions ("what's" -> what, s) or are noise.
-    kept = [w for w in ws if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    kept = [w for w in ws if not is_stop_word(w) and (len(w) > 1 or w.isdigit())]
     return kept or ws
 
 
