@@ -92,18 +92,20 @@ def installed_copy(root: Path) -> Path:
     return venv / "bin"
 
 
-def shell_plugin(root: Path) -> Path:
+def shell_plugin(root: Path, events: list[str] | None = None) -> Path:
     """Copilot's own cost of a plugin (``--floor``): this plugin's manifest and hook
-    events, each hook the shell's ``true``, no MCP server. What Copilot spends starting
-    hook processes is a floor no hook of ours can go below."""
+    events (or only ``events``), each hook the shell's ``true``, no MCP server. What
+    Copilot spends starting hook processes is a floor no hook of ours can go below."""
     import json
 
-    folder = root / "shell-plugin"
+    folder = root / ("shell-plugin-" + "-".join(events) if events else "shell-plugin")
     (folder / ".github" / "plugin").mkdir(parents=True)
     manifest = json.loads((REPO / ".github" / "plugin" / "plugin.json").read_text())
     manifest.pop("mcpServers", None)
     (folder / ".github" / "plugin" / "plugin.json").write_text(json.dumps(manifest))
     hooks = json.loads((REPO / "hooks.json").read_text())
+    if events:
+        hooks["hooks"] = {k: v for k, v in hooks["hooks"].items() if k in events}
     for entries in hooks["hooks"].values():
         for entry in entries:
             entry["bash"] = "true"
@@ -182,6 +184,11 @@ def main() -> int:
     ap.add_argument("--only", choices=("copilot", "opencode"))
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument(
+        "--floor-events",
+        help="with --floor: only these hook events (comma-separated), e.g. to see what "
+        "each costs Copilot",
+    )
+    ap.add_argument(
         "--floor",
         action="store_true",
         help="also time Copilot with a plugin whose hooks do nothing (Copilot's own cost)",
@@ -228,7 +235,8 @@ def main() -> int:
                     rows.append(row("`copilot -p`", a, b))
                     print(rows[-1], flush=True)
                     if args.floor:
-                        shell = shell_plugin(root)
+                        events = args.floor_events.split(",") if args.floor_events else None
+                        shell = shell_plugin(root, events)
 
                         def copilot_shell() -> float:
                             cmd = [str(copilot_bin), "-p", PROMPT, f"--session-id={uuid.uuid4()}"]
@@ -236,7 +244,10 @@ def main() -> int:
                             return timed([*cmd, str(shell)], cp.repo, cp.env)
 
                         a, b = side_by_side(args.runs, copilot(False), copilot_shell)
-                        rows.append(row("`copilot -p`, a plugin whose hooks run `true`", a, b))
+                        what = f" ({args.floor_events})" if args.floor_events else ""
+                        rows.append(
+                            row(f"`copilot -p`, a plugin whose hooks{what} run `true`", a, b)
+                        )
                         print(rows[-1], flush=True)
                 if args.only in (None, "opencode"):
                     plugin_dir = Path(world.env["XDG_CONFIG_HOME"]) / "opencode" / "plugin"
