@@ -162,7 +162,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             proc.terminate()
             proc.wait(timeout=30)
         with MemoryStore(db) as store:  # leave the cached corpus as it was built
-            given.prune_given(store, "9999")
+            given.prune_given(store.db, "9999")
     res = {
         name: {
             "n": len(v),

@@ -204,7 +204,7 @@ def test_session_start_records_the_session_like_the_sidecar(
 
     hook("sessionStart", payload("sessionStart.camel.stdin.json", repo))
     with MemoryStore(llmem_home / "memory.db") as st:
-        rec = session_state.find(st, SID)
+        rec = session_state.find(st.db, SID)
     assert rec is not None
     assert (rec.agent, rec.project, rec.directory) == ("copilot", project_key(repo), str(repo))
     assert rec.title == "Capture USE_TOOL"  # initialPrompt = workspace.yaml's name
@@ -214,10 +214,10 @@ def test_session_start_records_the_session_like_the_sidecar(
     resumed = payload("sessionStart.camel.resume.stdin.json", repo)
     hook("sessionStart", resumed)
     with MemoryStore(llmem_home / "memory.db") as st:
-        rec = session_state.find(st, "pascal-session")
+        rec = session_state.find(st.db, "pascal-session")
         assert rec is not None and rec.title == "Capture USE_TOOL"
         assert rec.created_ms == 1795332381466  # 2026-11-22T07:26:21.466Z
-        rec = session_state.find(st, resumed["sessionId"])
+        rec = session_state.find(st.db, resumed["sessionId"])
         assert rec is not None and rec.title is None  # a resume prompt is not the name
 
 

@@ -119,14 +119,14 @@ def test_idle_on_an_old_opencode_session_and_a_later_prune_are_counted(
         store, {"opencode": OpenCodeAdapter(db.path)}, cfg, tmp_path / "ctx"
     )
     Sidecar(coord, cfg).tick()
-    stats = episode_stats(store)
+    stats = episode_stats(store.db)
     assert stats["count"] == 1 and stats["retention_skipped"] == 3
     cfg["episodes"]["retention_days"] = 7  # now the month-old one is out of the window too
     coord = SessionHookCoordinator(
         store, {"opencode": OpenCodeAdapter(db.path)}, cfg, tmp_path / "ctx"
     )
     assert coord.prune_episodes() == 1
-    stats = episode_stats(store)
+    stats = episode_stats(store.db)
     assert stats["count"] == 0 and stats["retention_pruned"] == 1
     assert stats["retention_skipped"] == 3
     db.close()

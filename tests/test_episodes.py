@@ -249,13 +249,13 @@ def test_retention_and_cap_prune_the_oldest(store: MemoryStore) -> None:
             dedupe=False,
         )
     store.add("fact", "kept: not an episode", created_at="2019-01-01T00:00:00+00:00")
-    assert episode_stats(store)["count"] == 4
+    assert episode_stats(store.db)["count"] == 4
     assert prune_episodes(store, retention_days=365 * 3, max_count=0) == 1  # 2020 goes
     assert prune_episodes(store, retention_days=0, max_count=2) == 1  # then the oldest
     left = [m["content"] for m in episodes_of(store)]
     assert left == ["User: exchange 2", "User: exchange 3"]
     assert store.count() == 3
-    stats = episode_stats(store)
+    stats = episode_stats(store.db)
     assert stats["count"] == 2 and stats["sessions"] == 1 and stats["bytes_per_episode"] > 0
 
 

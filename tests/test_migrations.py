@@ -90,7 +90,7 @@ def test_extraction_log_timestamps_are_normalized(tmp_path: Path) -> None:
         assert old is not None and old["extracted_at"] == "2026-11-22T13:15:00.000000+00:00"
         new = store.get_extraction("opencode", "new")
         assert new is not None and new["extracted_at"] == "2026-11-22T13:16:00.000000+00:00"
-        sessions.set_cursor(store, "fresh", "7")
+        sessions.set_cursor(store.db, "fresh", "7")
         row = store.get_extraction(sessions.ADAPTER_CURSOR, "fresh")
         assert row is not None and row["extracted_at"].endswith("+00:00")
         assert parse_stored(row["extracted_at"]).tzinfo is not None

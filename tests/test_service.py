@@ -75,7 +75,7 @@ def test_no_repeats_within_a_session_repeats_across_sessions(
     other = svc.recall("ses_2", "how are releases tagged?")
     assert other["ids"] == [fid]
     # kept in the store: a new service (a restarted sidecar, the in-process fallback) agrees
-    assert given.given_ids(store, "ses_1") == {first["memory_ids"][0]}
+    assert given.given_ids(store.db, "ses_1") == {first["memory_ids"][0]}
     with QueryService(store, NO_MODEL) as fresh:
         assert fresh.recall("ses_1", "how are releases tagged?")["ids"] == []
 

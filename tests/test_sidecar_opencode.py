@@ -264,11 +264,11 @@ def test_a_session_recorded_before_its_agent_store_shows_it_is_not_taken_for_del
     sid = "0b7a5f5e-1c1d-4a43-9a1e-3f1f3f1f3f1f"
     coord.on_created(sid, SessionInfo(sid, "copilot", str(tmp_path)))  # the hook's record
     sidecar._check_deleted(force=True)
-    assert session_state.find(store, sid).state == "active"
+    assert session_state.find(store.db, sid).state == "active"
     assert not store.list_all(type="event")
 
-    rec = session_state.find(store, sid)
+    rec = session_state.find(store.db, sid)
     rec.last_activity_ms -= UNSEEN_GRACE_MS + 1000  # long unseen: it never existed there
-    session_state.save(store, rec)
+    session_state.save(store.db, rec)
     sidecar._check_deleted(force=True)
-    assert session_state.find(store, sid).state == "ended"
+    assert session_state.find(store.db, sid).state == "ended"

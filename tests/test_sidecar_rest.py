@@ -80,7 +80,7 @@ def threads_within(limit: int, timeout: float = 5.0) -> int:
 
 
 def state(store: MemoryStore, sid: str) -> str | None:
-    rec = session_state.find(store, sid)
+    rec = session_state.find(store.db, sid)
     return None if rec is None else rec.state
 
 

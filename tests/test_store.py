@@ -457,9 +457,9 @@ def test_every_public_method_runs_sql_under_the_lock(store: MemoryStore) -> None
     mid = store.add("fact", "Locks guard the shared connection", tags=["lock"])
     other = store.add("fact", "A second memory to relate to")
     lock = _CountingLock()
-    store._lock = lock  # type: ignore[assignment]
-    store._conn = _GuardedConn(store._conn, lock)
-    store.vectors.conn = store._conn
+    store.db.lock = lock  # type: ignore[assignment]
+    store.db.conn = _GuardedConn(store.db.conn, lock)
+    store.vectors.conn = store.db.conn
     calls = [
         lambda: store.get(mid, track_access=True),
         lambda: store.resolve_id(mid[:8]),
@@ -487,10 +487,10 @@ def test_every_public_method_runs_sql_under_the_lock(store: MemoryStore) -> None
         lambda: store.get_embeddings_with_types(),
         lambda: store.update(mid, summary="guarded"),
         lambda: store.prune(dry_run=True),
-        lambda: sessions.active(store),
-        lambda: sessions.pending(store),
-        lambda: sessions.get_cursor(store, "k"),
-        lambda: sessions.set_cursor(store, "k", "1"),
+        lambda: sessions.active(store.db),
+        lambda: sessions.pending(store.db),
+        lambda: sessions.get_cursor(store.db, "k"),
+        lambda: sessions.set_cursor(store.db, "k", "1"),
         lambda: store.invalidate(other),
         lambda: store.delete(other),
     ]

@@ -189,8 +189,8 @@ def test_sessions_table_title_directory_and_end_reason(tmp_path: Path) -> None:
             directory=f"/tmp/{secret}",
             end_reason=f"ended: token {secret}",
         )
-        session_state.save(st, rec)
-        saved = session_state.get(st, "copilot", "s1")
+        session_state.save(st.db, rec)
+        saved = session_state.get(st.db, "copilot", "s1")
         assert saved is not None and saved.title == f"deploy with {REDACTED}"
     _assert_gone(db, secret)
 
@@ -214,6 +214,6 @@ def test_copilot_session_start_initial_prompt(
     assert copilot_hook.main(["copilot", "sessionStart"], stdin=raw, stdout=out) == 0
     db = llmem_home / "memory.db"
     with MemoryStore(db) as st:
-        rec = session_state.find(st, payload["sessionId"])
+        rec = session_state.find(st.db, payload["sessionId"])
     assert rec is not None and rec.title is not None and REDACTED in rec.title
     _assert_gone(db, secret, word)

@@ -196,7 +196,7 @@ def test_every_secret_shape_is_redacted_and_every_unit_stored(
     coord = SessionHookCoordinator(store, {agent: adapter}, cfg, tmp_path / "ctx")  # type: ignore[dict-item]
     with caplog.at_level(logging.WARNING):
         Sidecar(coord, cfg).tick()
-        (rec,) = session_state.all_sessions(store)
+        (rec,) = session_state.all_sessions(store.db)
         assert coord.on_ending(rec.session_id)[0] == "success"  # the summary unit too
     assert_all_facts_learned(store)
     assert len(episodes(store)) == exchanges, SEED  # not one exchange refused
@@ -276,7 +276,7 @@ def test_an_odd_opencode_title_costs_at_most_that_title(store: MemoryStore, tmp_
     sidecar.tick()
     for sid in sids:
         assert (tmp_path / "ctx" / f"{sid}.md").exists()  # created ran for each
-    rec = session_state.find(store, sids[1])
+    rec = session_state.find(store.db, sids[1])
     assert rec is not None and rec.title is not None and "\ufffd" in rec.title
     assert len(learned_facts(store)) == 3
     db.close()
@@ -296,7 +296,7 @@ def test_an_odd_copilot_title_and_message_cost_nothing(store: MemoryStore, tmp_p
     assert sidecar.backfill_episodes() == 2
     sidecar.tick()
     assert (tmp_path / "ctx" / f"{odd.id}.md").exists()
-    rec = session_state.find(store, odd.id)
+    rec = session_state.find(store.db, odd.id)
     assert rec is not None and rec.title == "Deploy \ufffd"
     assert len(learned_facts(store)) == 2
     (ep,) = [e for e in episodes(store) if e["session_id"] == odd.id]

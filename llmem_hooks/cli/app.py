@@ -512,10 +512,10 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     service = answers(timeout=0.5) if pid is not None else None
     stores = {name: [str(p) for p in a.watch_paths()] for name, a in default_adapters(cfg).items()}
     with open_store(read_only=True) as st:
-        sessions = session_state.all_sessions(st, limit=50)
+        sessions = session_state.all_sessions(st.db, limit=50)
         rows = []
         for rec in sessions:
-            last = session_state.last_extraction_at(st, rec.session_id)
+            last = session_state.last_extraction_at(st.db, rec.session_id)
             rows.append(
                 {
                     "session_id": rec.session_id,

@@ -34,7 +34,7 @@ def embed(
         with open_store() as st:
             from ..store.vectors import count_missing_embeddings
 
-            total = count_missing_embeddings(st)
+            total = count_missing_embeddings(st.db)
             if limit is not None:
                 total = min(total, limit)
             with progress("embedding memories", total=total) as bar:

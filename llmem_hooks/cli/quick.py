@@ -328,7 +328,7 @@ def run_stats(fmt: Format = Format.plain, embeddings: bool = False) -> None:
         s = st.stats()
         limits = Config.coerce(_config()).episodes
         s["episodes"] = {
-            **episode_stats(st),
+            **episode_stats(st.db),
             "retention_days": limits.retention_days,
             "max_count": limits.max_count,
         }

@@ -584,7 +584,7 @@ class Dreamer:
         backup export of each batch is written first (docs/dream.md)."""
         ep = self.episodes
         cutoff = _ago(self.now(), ep.retention_days) if ep.retention_days > 0 else None
-        doomed = episodes_to_prune(self.store, cutoff, ep.max_count)
+        doomed = episodes_to_prune(self.store.db, cutoff, ep.max_count)
         if doomed:
             result.pruned.append({"reason": "retention", "count": len(doomed)})
             self._delete_episodes(result, doomed, "retention")

@@ -673,7 +673,7 @@ def build_extraction_engine(
         if store is not None:
             from ..store import sessions as session_state
 
-            rec = session_state.find(store, session_id)
+            rec = session_state.find(store.db, session_id)
             if rec is not None:
                 return f"{rec.agent}:{session_id}"
         return session_id

@@ -103,11 +103,11 @@ class ModelBudget:
 
     def day_usage(self, day: str | None = None) -> Usage:
         """All sessions' usage on ``day`` (default: today, UTC)."""
-        return Usage(*sessions.usage_totals(self.store, day=day or self.today()))
+        return Usage(*sessions.usage_totals(self.store.db, day=day or self.today()))
 
     def session_usage(self, session_key: str) -> Usage:
         """One session's usage over all days."""
-        return Usage(*sessions.usage_totals(self.store, session_key=session_key))
+        return Usage(*sessions.usage_totals(self.store.db, session_key=session_key))
 
     def check(self, session_key: str, need_tokens: int = 0) -> BudgetCheck:
         """Whether a call of about ``need_tokens`` prompt tokens fits under every cap."""
@@ -141,7 +141,7 @@ class ModelBudget:
     ) -> None:
         """Add one call's cost to today's row for the session."""
         sessions.add_usage(
-            self.store,
+            self.store.db,
             self.today(),
             session_key,
             calls=max(0, calls),
@@ -154,7 +154,7 @@ class ModelBudget:
         """Today's usage, the caps and what is left of the day's: for ``stats`` and
         ``doctor``."""
         day = self.day_usage()
-        used_by = sessions.usage_sessions(self.store, self.today())
+        used_by = sessions.usage_sessions(self.store.db, self.today())
         lim = self.limits
         return {
             "day": self.today(),

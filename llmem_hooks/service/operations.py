@@ -242,7 +242,7 @@ class QueryService:
             embedder = embedder_from_config(settings, interactive=True)
         try:
             cutoff = to_iso(datetime.now(UTC) - timedelta(days=GIVEN_RETENTION_DAYS))
-            given.prune_given(store, cutoff)
+            given.prune_given(store.db, cutoff)
         except Exception as exc:  # a busy database: next time
             log.debug("recall_given retention skipped: %s", exc)
         # One call in a process (the in-process fallback) needs no second connection.
@@ -394,7 +394,7 @@ class QueryService:
         if directory is not None:
             return project_key(_no_nul(_text(directory, "directory", 4096), "directory"))
         if session_id:
-            rec = session_state.find(self._rstore, session_id)
+            rec = session_state.find(self._rstore.db, session_id)
             if rec is not None:
                 return rec.project
         return None
@@ -500,7 +500,7 @@ class QueryService:
         if not self._passes_floor(terms, df):
             return _nothing("below_floor")
         scope = self.scope(project, directory, session_id)
-        exclude = given.given_ids(self._rstore, session_id)
+        exclude = given.given_ids(self._rstore.db, session_id)
         flt = MemoryFilter(
             project=scope, exclude_ids=tuple(exclude), rank_newest=RECALL_RANK_NEWEST
         )
@@ -595,12 +595,12 @@ class QueryService:
         """Record what the session was given; a busy database costs a possible repeat
         later, never this answer."""
         try:
-            given.mark_given(self.store, session_id, ids)
+            given.mark_given(self.store.db, session_id, ids)
         except Exception as exc:
             log.warning("recall: could not record what session %s was given: %s", session_id, exc)
 
     def _short(self, memory_id: str) -> str:
-        return given.short_id(self._rstore, memory_id)
+        return given.short_id(self._rstore.db, memory_id)
 
     # -- agent tools ----------------------------------------------------------------------
     def search(
@@ -797,7 +797,7 @@ class QueryService:
         full = mem["id"]
         items = [
             {**self._line(m), "anchor": m["id"] == full}
-            for m in given.session_neighbours(self.store, mem, before, after)
+            for m in given.session_neighbours(self.store.db, mem, before, after)
             if reach(m)
         ]
         return {"id": self._short(full), "session_id": mem.get("session_id"), "items": items}

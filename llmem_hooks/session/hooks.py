@@ -119,7 +119,7 @@ class SessionHookCoordinator:
         """The stored record for a session, created from ``info`` or an adapter if new
         (None: no adapter knows the session). The sidecar calls it for every session an
         adapter reports, the hooks for the session they run on."""
-        rec = session_state.find(self.store, session_id)
+        rec = session_state.find(self.store.db, session_id)
         if rec is not None and (info is None or rec.agent == info.agent):
             return rec
         if info is None:
@@ -139,7 +139,7 @@ class SessionHookCoordinator:
             created_ms=info.created_ms or now_ms,
             last_activity_ms=max(info.updated_ms, info.created_ms) or now_ms,
         )
-        session_state.save(self.store, rec)
+        session_state.save(self.store.db, rec)
         return rec
 
     def _messages(
@@ -164,7 +164,7 @@ class SessionHookCoordinator:
             text, given = session_context(self.store, project, self.budget_tokens)
             # What the file gives is recorded first: a replay after a kill writes the file
             # (and records again, idempotent); recall never repeats it (by memory id).
-            recall_given.mark_given(self.store, session_id, given)
+            recall_given.mark_given(self.store.db, session_id, given)
             write_context_file(path, text)
             return RESULT_SUCCESS, path
         except Exception:
@@ -271,7 +271,7 @@ class SessionHookCoordinator:
                 rec.state = "ended"
                 rec.ended_ms = int(time.time() * 1000)
                 rec.end_reason = reason
-                session_state.save(self.store, rec)
+                session_state.save(self.store.db, rec)
             return RESULT_SUCCESS, written
         except Exception:
             log.exception("on_ending failed for session %s", session_id)
@@ -310,7 +310,7 @@ class SessionHookCoordinator:
         )
         from .episodes import after_words
 
-        known = episode_message_ids(self.store, session_id)
+        known = episode_message_ids(self.store.db, session_id)
         episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
         # What retention would delete at once is never stored (docs/episodes.md).
         cutoff = retention_cutoff_ms(self.settings.episodes.retention_days, time.time())
@@ -321,7 +321,7 @@ class SessionHookCoordinator:
         stored = 0
         with self.store.atomic():
             if last and episodes:  # the stored episode before these learns its follow-up
-                set_episode_after(self.store, last[0]["id"], after_words(episodes[0].content))
+                set_episode_after(self.store.db, last[0]["id"], after_words(episodes[0].content))
             for i, ep in enumerate(episodes):
                 when = (
                     to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None
@@ -343,7 +343,7 @@ class SessionHookCoordinator:
                         dedupe=False,
                     )
                 )
-            count_retention(self.store, skipped=len(too_old))
+            count_retention(self.store.db, skipped=len(too_old))
             self.store.log_extraction(
                 source,
                 session_id,
@@ -396,7 +396,7 @@ class SessionHookCoordinator:
             return 0
         seen = {
             (r.agent, r.session_id): r
-            for r in session_state.all_sessions(self.store, limit=BACKFILL_SESSIONS)
+            for r in session_state.all_sessions(self.store.db, limit=BACKFILL_SESSIONS)
         }
         for agent, adapter in self.adapters.items():
             try:
@@ -580,13 +580,13 @@ class SessionHookCoordinator:
     def reopen(self, session_id: str) -> None:
         """A session that ended was resumed (Copilot CLI ``--resume``): mark it active so
         it is extracted, and summarized again when it ends."""
-        rec = session_state.find(self.store, session_id)
+        rec = session_state.find(self.store.db, session_id)
         if rec is None:
             return
         with self.store.atomic():
-            session_state.forget_extraction(self.store, f"{rec.agent}:{ENDING_LOG}", session_id)
+            session_state.forget_extraction(self.store.db, f"{rec.agent}:{ENDING_LOG}", session_id)
             rec.state, rec.ended_ms, rec.end_reason = "active", None, None
-            session_state.save(self.store, rec)
+            session_state.save(self.store.db, rec)
 
     def cleanup_context_files(self, retention_days: float) -> int:
         """Remove the context files of sessions that ended more than ``retention_days``
@@ -596,7 +596,7 @@ class SessionHookCoordinator:
         cutoff = int((time.time() - retention_days * 86400) * 1000)
         cleaned = 0
         failed: list[str] = []
-        for sid in session_state.ended_before(self.store, cutoff):
+        for sid in session_state.ended_before(self.store.db, cutoff):
             try:
                 faults.hit("cleanup", sid)
                 if remove_session_files(sid, self.ctx_dir):
@@ -611,7 +611,7 @@ class SessionHookCoordinator:
         """Write the missing context file of every active session created since
         ``since_ms`` (a kill between its sessions row and its file). Returns their ids."""
         fixed = []
-        for rec in session_state.created_since(self.store, since_ms):
+        for rec in session_state.created_since(self.store.db, since_ms):
             try:
                 if context_path(rec.session_id, self.ctx_dir).exists():
                     continue
@@ -626,7 +626,7 @@ class SessionHookCoordinator:
         or ended after ``ended_after_ms``): a kill between the memories' commit and the
         pack. Returns the ids that got one."""
         fixed = []
-        for rec in session_state.extracted_since(self.store, ended_after_ms):
+        for rec in session_state.extracted_since(self.store.db, ended_after_ms):
             try:
                 if resume_path(rec.session_id, self.ctx_dir).exists():
                     continue

@@ -301,20 +301,20 @@ class Sidecar:
 
     # -- state -----------------------------------------------------------------------------
     def _load_active(self) -> None:
-        for rec in session_state.active(self.coord.store):
+        for rec in session_state.active(self.coord.store.db):
             self._clocks[rec.session_id] = _Clock(
                 rec.last_activity_ms, rec.turn_done_ms, rec.idle_done_ms
             )
 
     def _persist(self, sid: str) -> None:
-        rec = session_state.find(self.coord.store, sid)
+        rec = session_state.find(self.coord.store.db, sid)
         clock = self._clocks.get(sid)
         if rec is None or clock is None:
             return
         rec.last_activity_ms = clock.last_activity_ms
         rec.turn_done_ms = clock.turn_done_ms
         rec.idle_done_ms = clock.idle_done_ms
-        session_state.save(self.coord.store, rec)
+        session_state.save(self.coord.store.db, rec)
 
     def _step(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         """Run one step of the loop; a failure is one rate-limited log line, never the end
@@ -365,7 +365,7 @@ class Sidecar:
         if now < self._pending_at:
             return
         self._pending_at = now + PENDING_RETRY_S
-        for p in session_state.pending(self.coord.store):
+        for p in session_state.pending(self.coord.store.db):
             if p.seq in self._inflight or (p.event == "ending" and p.session_id in self._ending):
                 continue
             self._run_pending(p.seq, p.event, p.session_id, p.arg)
@@ -410,7 +410,7 @@ class Sidecar:
 
     def _poll_adapter(self, agent: str, adapter: SessionAdapter, now_ms: int) -> None:
         key = adapter.cursor_key(agent)
-        cursor = session_state.get_cursor(self.coord.store, key)
+        cursor = session_state.get_cursor(self.coord.store.db, key)
         while True:
             try:
                 events, new_cursor = adapter.poll(cursor)
@@ -436,7 +436,7 @@ class Sidecar:
                         self._persist(sid)
                     owed = [
                         (
-                            session_state.add_pending(self.coord.store, sid, hook, arg),
+                            session_state.add_pending(self.coord.store.db, sid, hook, arg),
                             hook,
                             sid,
                             arg,
@@ -444,7 +444,7 @@ class Sidecar:
                         for hook, sid, arg in due
                     ]
                     if new_cursor != cursor:
-                        session_state.set_cursor(self.coord.store, key, new_cursor)
+                        session_state.set_cursor(self.coord.store.db, key, new_cursor)
             except Exception:
                 # Nothing committed: the next pass reads these events again, so the
                 # endings they queued must not count as queued.
@@ -510,7 +510,7 @@ class Sidecar:
                 due.append(("created", sid, ""))
             return
         if clock is None:
-            rec = session_state.find(self.coord.store, sid)
+            rec = session_state.find(self.coord.store.db, sid)
             if rec is not None and rec.state == "ended":
                 if ev.detail != "resume" or stale:
                     return
@@ -536,7 +536,7 @@ class Sidecar:
         if due is not None:
             due.append(("ending", sid, reason))
             return
-        seq = session_state.add_pending(self.coord.store, sid, "ending", reason)
+        seq = session_state.add_pending(self.coord.store.db, sid, "ending", reason)
         self._run_pending(seq, "ending", sid, reason)
 
     def _check_deleted(self, force: bool = False) -> None:
@@ -548,7 +548,7 @@ class Sidecar:
         for agent, adapter in self.coord.adapters.items():
             ids = [
                 r.session_id
-                for r in session_state.active(self.coord.store, agent)
+                for r in session_state.active(self.coord.store.db, agent)
                 if r.session_id in self._clocks or now_ms - r.last_activity_ms > UNSEEN_GRACE_MS
             ]
             if not ids:

@@ -9,12 +9,32 @@
 - `sessions`  ``sessions``, ``extraction_log`` (adapter cursors), ``pending_hooks``,
   ``model_usage`` (was ``llmem_hooks.session_state``; imported as a module of functions)
 - `records`   validators, `Memory`, `MemoryFilter`, row -> `Memory`, embedding packing
-- `db`        connections, transactions;  `migrations` the schema, one named step each
+- `tags`      ``tags``, ``memory_tags`` (written inside the memory write that sets them)
+- `recall`    ``recall_given``;  `browse` the viewer's counts and undo;  `episodes` retention
+- `dream`     the dream cycle's book: ``dream_runs``, ``dream_changes``, ``dream_state``
+- `db`        connections, transactions, and `Database`;  `migrations` the schema
+
+One seam: `MemoryStore` owns a `Database` (``store.db``: the connection, its lock,
+``fetchone``/``fetchall``/``execute``, ``transaction()``, ``time_limit``). Table modules take
+that object, never the store's private attributes. Callers use one door per concern:
+
+- ``store.<method>``: the memories and what belongs to a memory (embeddings, relations,
+  tags, the inbox, export/import, the extraction log). The method calls its table module
+  with ``self.db`` (or with the store where the module writes memories: import, promotion).
+- ``module.function(store.db, ...)``: the side tables (`sessions`, `recall`, `browse`,
+  `episodes`). ``episodes.prune_episodes(store, ...)`` takes the store: it deletes memories,
+  and their vectors go with them.
+- ``dream.function(store, ...)``: the dream's book; its steps write memories with their
+  tags and vectors, through ``store.db``, ``store.vectors`` and public methods only.
+
+Inside the package imports run one way (no cycle; tests/test_architecture.py): `memories`
+imports the table modules, which import `db`, `records`, `tags`, never `memories`
+(a TYPE_CHECKING import for annotations excepted).
 """
 
 from __future__ import annotations
 
-from .db import transaction
+from .db import Database, transaction
 from .memories import MemoryStore, SchemaBehind
 from .records import (
     DEFAULT_CONFIDENCE,
@@ -63,6 +83,7 @@ __all__ = [
     "REINFORCEMENT",
     "RELATION_TYPES",
     "TARGET_TYPES",
+    "Database",
     "Memory",
     "MemoryFilter",
     "MemoryStore",

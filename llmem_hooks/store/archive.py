@@ -1,4 +1,4 @@
-"""Export and import: `export_all` / `import_memories` (bound on `MemoryStore`) and the
+"""Export and import: `export_all` / `import_memories` (behind `MemoryStore`'s methods) and the
 file format, a versioned JSON envelope around what `export_all` returns.
 
 ```json
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ImportFormatError, ValidationError
 from ..paths import DIR_MODE, FILE_MODE, get_llmem_home, read_bounded_text, write_private_file
 from ..timestamps import now_iso
-from .db import transaction
+from .db import Database
 from .records import DEFAULT_EXPORT_LIMIT, MEMORY_COLUMNS, row_to_memory, validate_import_record
 from .relations import check_relation
 
@@ -132,7 +132,7 @@ def read_export(path: Path) -> list[Any]:
 
 
 def export_all(
-    store: MemoryStore,
+    db: Database,
     limit: int | None = DEFAULT_EXPORT_LIMIT,
     ids: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -152,10 +152,10 @@ def export_all(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    with store._lock:
-        rows = store._conn.execute(sql, params).fetchall()
+    with db.lock:
+        rows = db.conn.execute(sql, params).fetchall()
         rels: dict[str, list[dict[str, Any]]] = {}
-        for r in store._conn.execute(
+        for r in db.conn.execute(
             "SELECT source_id, target_id, target_type, relation_type, created_at "
             "FROM relations ORDER BY id"
         ):
@@ -244,21 +244,21 @@ def import_memories(
                 )
         seen.add(rec["id"])
         records.append(rec)
-    with store._lock, transaction(store._conn):
+    with store.db.transaction():
         existing: set[str] = set()
         ids = [r["id"] for r in records]
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             existing.update(
                 r[0]
-                for r in store._conn.execute(
+                for r in store.db.conn.execute(
                     f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 )
             )
         fresh = [r for r in records if r["id"] not in existing]
         if fresh:
             store._insert(fresh)
-        store._conn.executemany(
+        store.db.conn.executemany(
             "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
             " created_at) VALUES (?, ?, ?, ?, ?)",
             relations,

@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -203,3 +203,61 @@ def time_limit(conn: Any, seconds: float | None) -> Iterator[None]:
 def is_interrupted(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite's "interrupted": a statement `time_limit` cut off."""
     return type(exc).__name__ == "OperationalError" and "interrupted" in str(exc).lower()
+
+
+class Database:
+    """The one seam into the memory database: a connection and the re-entrant lock that
+    serialises it (the connection is shared between threads). `MemoryStore` owns one as
+    ``store.db``; every table module takes it instead of reaching into the store.
+
+    Reads fetch all their rows under the lock (a cursor read after it is released would
+    race another thread's statement); `transaction` is the lock plus ``BEGIN IMMEDIATE``;
+    `locked` holds the lock over several statements and yields the raw connection."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.lock = threading.RLock()
+        self._functions: dict[str, bool] = {}
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self.lock:
+            return self.conn.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self.lock:
+            return list(self.conn.execute(sql, params).fetchall())
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One statement under the lock (a write outside a transaction, or a pragma)."""
+        with self.lock:
+            return self.conn.execute(sql, params)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Any]:
+        """The raw connection, held for several statements that must see one state."""
+        with self.lock:
+            yield self.conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """The lock and `transaction`: all the writes inside land, or none (joins an
+        outer transaction, so `MemoryStore.atomic` can group several)."""
+        with self.lock, transaction(self.conn):
+            yield self.conn
+
+    def time_limit(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:
+        """Statements abort after ``seconds`` (see the module-level `time_limit`)."""
+        return time_limit(self.conn, seconds)
+
+    def has_function(self, name: str) -> bool:
+        """`has_function`, asked once per connection (``vec_distance_cosine``)."""
+        if name not in self._functions:
+            with self.lock:
+                self._functions[name] = has_function(self.conn, name)
+        return self._functions[name]
+
+    def close(self) -> None:
+        with self.lock:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None

@@ -19,10 +19,10 @@ from ..errors import NotFoundError, ValidationError
 from ..text import fuzzy
 from ..timestamps import now_iso
 from . import vocabulary
-from .db import transaction
 from .episodes import EPISODE_WHERE
 from .records import check_content, content_hash, normalize_tags
 from .relations import relation_room
+from .tags import set_tags
 
 if TYPE_CHECKING:
     from .memories import MemoryStore
@@ -48,7 +48,7 @@ RESTORED_COLUMNS = (*PLAIN_COLUMNS, "content", "content_hash")
 def live_memories(store: MemoryStore, now: str) -> list[dict[str, Any]]:
     """Every valid, unexpired memory that is not an episode: what merging, linking,
     decay and boosting look at (episodes only age out, see `episodes_to_prune`)."""
-    rows = store._fetchall(
+    rows = store.db.fetchall(
         "SELECT seq, id, type, content, project, confidence, access_count, accessed_at,"
         " created_at, updated_at, tag_text, embedding IS NOT NULL AS has_vec"
         f" FROM memories WHERE {LIVE} AND {NOT_EPISODE} ORDER BY seq",
@@ -59,7 +59,7 @@ def live_memories(store: MemoryStore, now: str) -> list[dict[str, Any]]:
 
 def expired_unretired(store: MemoryStore, now: str) -> list[dict[str, Any]]:
     """Memories past ``expires_at`` that are not marked invalid yet."""
-    rows = store._fetchall(
+    rows = store.db.fetchall(
         "SELECT id, content, expires_at FROM memories WHERE valid_until IS NULL"
         " AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY seq",
         (now,),
@@ -72,7 +72,7 @@ def memory_rows(store: MemoryStore, ids: Sequence[str]) -> dict[str, dict[str, A
     out: dict[str, dict[str, Any]] = {}
     for i in range(0, len(ids), 500):
         chunk = list(ids[i : i + 500])
-        for r in store._fetchall(
+        for r in store.db.fetchall(
             f"SELECT seq, id, content, type, project, tag_text, {', '.join(PLAIN_COLUMNS)},"
             " embedding IS NOT NULL AS has_vec FROM memories"
             f" WHERE id IN ({','.join('?' * len(chunk))})",
@@ -89,7 +89,7 @@ def unused_since(
     reinforced: ``updated_at``) before ``before`` whose confidence is above ``floor``."""
     return [
         (r[0], r[1])
-        for r in store._fetchall(
+        for r in store.db.fetchall(
             f"SELECT id, confidence FROM memories WHERE {LIVE} AND {NOT_EPISODE}"
             " AND max(updated_at, coalesce(accessed_at, '')) < ? AND confidence > ?",
             (now, before, floor),
@@ -104,7 +104,7 @@ def recalled_since(
     ``since`` and at least ``min_count`` times in all, below full confidence."""
     return [
         (r[0], r[1], r[2])
-        for r in store._fetchall(
+        for r in store.db.fetchall(
             f"SELECT id, confidence, access_count FROM memories WHERE {LIVE} AND {NOT_EPISODE}"
             " AND accessed_at > ? AND access_count >= ? AND confidence < 1.0",
             (now, since, min_count),
@@ -114,7 +114,7 @@ def recalled_since(
 
 def unconfirmed_procedures(store: MemoryStore, before: str, now: str) -> list[dict[str, Any]]:
     """Live procedures neither updated nor recalled since ``before`` and not flagged yet."""
-    rows = store._fetchall(
+    rows = store.db.fetchall(
         "SELECT id, content, max(updated_at, coalesce(accessed_at, '')) AS confirmed"
         f" FROM memories WHERE {LIVE} AND type = 'procedure'"
         " AND max(updated_at, coalesce(accessed_at, '')) < ?"
@@ -127,7 +127,7 @@ def unconfirmed_procedures(store: MemoryStore, before: str, now: str) -> list[di
 def related_pairs(store: MemoryStore) -> set[tuple[str, str]]:
     """Pairs of memories already linked by any relation (both orders)."""
     out: set[tuple[str, str]] = set()
-    for a, b in store._fetchall(
+    for a, b in store.db.fetchall(
         "SELECT source_id, target_id FROM relations WHERE target_type = 'memory'"
     ):
         out.add((a, b))
@@ -136,28 +136,28 @@ def related_pairs(store: MemoryStore) -> set[tuple[str, str]]:
 
 
 def inbox_items(store: MemoryStore) -> list[dict[str, Any]]:
-    return [dict(r) for r in store._fetchall("SELECT * FROM inbox ORDER BY created_at, id")]
+    return [dict(r) for r in store.db.fetchall("SELECT * FROM inbox ORDER BY created_at, id")]
 
 
 # -- the book ---------------------------------------------------------------------------------
 def begin_run(store: MemoryStore, run_id: str, trigger: str, phases: Sequence[str]) -> None:
-    with store._lock, transaction(store._conn):
-        store._conn.execute(
+    with store.db.transaction():
+        store.db.conn.execute(
             "INSERT INTO dream_runs(run_id, started_at, trigger, phases) VALUES (?, ?, ?, ?)",
             (run_id, now_iso(), trigger, ",".join(phases)),
         )
 
 
 def finish_run(store: MemoryStore, run_id: str, summary: Mapping[str, Any]) -> None:
-    with store._lock, transaction(store._conn):
-        store._conn.execute(
+    with store.db.transaction():
+        store.db.conn.execute(
             "UPDATE dream_runs SET finished_at = ?, summary = ? WHERE run_id = ?",
             (now_iso(), json.dumps(summary, sort_keys=True), run_id),
         )
 
 
 def list_runs(store: MemoryStore, limit: int = 20) -> list[dict[str, Any]]:
-    rows = store._fetchall(
+    rows = store.db.fetchall(
         "SELECT r.*, (SELECT count(*) FROM dream_changes c WHERE c.run_id = r.run_id) AS changes"
         " FROM dream_runs r ORDER BY started_at DESC, rowid DESC LIMIT ?",
         (limit,),
@@ -166,15 +166,15 @@ def list_runs(store: MemoryStore, limit: int = 20) -> list[dict[str, Any]]:
 
 
 def get_state(store: MemoryStore, key: str) -> str | None:
-    row = store._fetchone("SELECT value FROM dream_state WHERE key = ?", (key,))
+    row = store.db.fetchone("SELECT value FROM dream_state WHERE key = ?", (key,))
     return str(row[0]) if row else None
 
 
 def set_state(store: MemoryStore, run_id: str, key: str, value: str) -> None:
     """Move a clock, logging its old value (an undone run puts the clock back too)."""
-    with store._lock, transaction(store._conn):
+    with store.db.transaction():
         old = get_state(store, key)
-        store._conn.execute(
+        store.db.conn.execute(
             "INSERT INTO dream_state(key, value) VALUES (?, ?)"
             " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
@@ -192,7 +192,7 @@ def _log(
     old: Any,
     new: Any,
 ) -> None:
-    store._conn.execute(
+    store.db.conn.execute(
         "INSERT INTO dream_changes(run_id, phase, action, memory_id, target, old, new)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         (run_id, phase, action, memory_id, target, json.dumps(old), json.dumps(new)),
@@ -213,9 +213,9 @@ def update_memories(
     redaction (`records.check_content`) and drops the memory's vector (it described the
     old text; the embedding backfill makes a new one). Returns how many memories changed."""
     done = 0
-    with store._lock, transaction(store._conn):
+    with store.db.transaction():
         for memory_id, sets in changes:
-            row = store._conn.execute(
+            row = store.db.conn.execute(
                 f"SELECT seq, tag_text, content, content_hash, embedding,"
                 f" {', '.join(PLAIN_COLUMNS)} FROM memories WHERE id = ?",
                 (memory_id,),
@@ -229,22 +229,22 @@ def update_memories(
                 sets = {**sets, "content": text}
                 old.update(content=row["content"], content_hash=row["content_hash"],
                            embedding=_b64(row["embedding"]))  # fmt: skip
-                store._conn.execute(
+                store.db.conn.execute(
                     "UPDATE memories SET content = ?, content_hash = ?, embedding = NULL"
                     " WHERE seq = ?",
                     (text, content_hash(text), row["seq"]),
                 )
                 if row["embedding"] is not None:
                     store.vectors.remove([row["seq"]])
-                vocabulary.index_terms(store._conn, fuzzy.extract_terms(text))
+                vocabulary.index_terms(store.db.conn, fuzzy.extract_terms(text))
             if cols:
-                store._conn.execute(
+                store.db.conn.execute(
                     f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE seq = ?",
                     [*(sets[c] for c in cols), row["seq"]],
                 )
             if "tags" in sets:
                 old["tags"] = row["tag_text"].split() if row["tag_text"] else []
-                store._set_tags(row["seq"], normalize_tags(sets["tags"]))
+                set_tags(store.db.conn, row["seq"], normalize_tags(sets["tags"]))
             _log(store, run_id, phase, action, memory_id, None, old, dict(sets))
             done += 1
     return done
@@ -257,16 +257,16 @@ def retire_memories(
     each; their vectors leave the index and are kept in the change row for an undo."""
     now = now_iso()
     done = 0
-    with store._lock, transaction(store._conn):
+    with store.db.transaction():
         for memory_id, reason in reasons.items():
-            row = store._conn.execute(
+            row = store.db.conn.execute(
                 "SELECT seq, valid_until, invalidation_reason, embedding FROM memories"
                 " WHERE id = ? AND valid_until IS NULL",
                 (memory_id,),
             ).fetchone()
             if row is None:
                 continue
-            store._conn.execute(
+            store.db.conn.execute(
                 "UPDATE memories SET valid_until = ?, invalidation_reason = ?, embedding = NULL"
                 " WHERE seq = ?",
                 (now, reason, row["seq"]),
@@ -294,11 +294,11 @@ def add_relations(
     logged); returns how many were added."""
     now = now_iso()
     done = 0
-    with store._lock, transaction(store._conn):
+    with store.db.transaction():
         for source, target in pairs:
-            if not relation_room(store._conn, source):
+            if not relation_room(store.db.conn, source):
                 continue  # at the per-memory limit: its export must stay importable
-            cur = store._conn.execute(
+            cur = store.db.conn.execute(
                 "INSERT OR IGNORE INTO relations(source_id, target_id, target_type,"
                 " relation_type, created_at) VALUES (?, ?, 'memory', ?, ?)",
                 (source, target, relation_type, now),
@@ -314,7 +314,7 @@ def consolidate_inbox(
 ) -> dict[str, list[dict[str, Any]]]:
     """`MemoryStore.consolidate` with every inbox row it removes and every memory it adds
     logged, in one transaction."""
-    with store._lock, transaction(store._conn):
+    with store.db.transaction():
         before = {r["id"]: r for r in inbox_items(store)}
         if not before:
             return {"promoted": [], "evicted": []}
@@ -325,7 +325,7 @@ def consolidate_inbox(
             mid = item.get("memory_id")
             if (
                 mid
-                and store._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone()
+                and store.db.conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone()
             ):
                 _log(store, run_id, phase, "insert", mid, None, None, {"content": item["content"]})
             else:
@@ -341,7 +341,7 @@ def oldest_episodes_for(
     and the bytes that estimate expects them to free."""
     out: list[tuple[int, str]] = []
     total = 0.0
-    rows = store._fetchall(
+    rows = store.db.fetchall(
         "SELECT seq, id, length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"
         " + coalesce(length(embedding), 0) FROM memories"
         f" WHERE {EPISODE_WHERE} ORDER BY created_at, seq",
@@ -370,12 +370,12 @@ def delete_memories(
     for start in range(0, len(doomed), 5000):
         batch = doomed[start : start + 5000]
         seqs = [seq for seq, _ in batch]
-        with store._lock, transaction(store._conn):
-            cur = store._conn.execute(
+        with store.db.transaction():
+            cur = store.db.conn.execute(
                 f"DELETE FROM memories WHERE seq IN ({','.join('?' * len(seqs))})", seqs
             )
             store.vectors.remove(seqs)
-            store._conn.executemany(
+            store.db.conn.executemany(
                 "INSERT INTO dream_changes(run_id, phase, action, memory_id, target, old, new)"
                 " VALUES (?, ?, ?, ?, ?, NULL, NULL)",
                 [(run_id, phase, action, mid, backup) for _, mid in batch],
@@ -400,7 +400,7 @@ def later_dependents(store: MemoryStore, run_id: str) -> list[str]:
     """The later runs, not undone, that touched a memory run ``run_id`` touched: undoing
     it first would put back old values under their changes (a memory "merged into" one
     that is valid again), so they must be undone first, newest first."""
-    rows = store._conn.execute(
+    rows = store.db.conn.execute(
         f"WITH touched(id) AS ({_TOUCHED}) SELECT r.run_id FROM dream_runs r"
         f" WHERE r.run_id IN ({_LATER}) AND EXISTS (SELECT 1 FROM dream_changes c"
         " WHERE c.run_id = r.run_id AND (c.memory_id IN touched"
@@ -422,8 +422,8 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
 
     counts: dict[str, int] = {}
     backups: list[str] = []
-    with store._lock, transaction(store._conn):
-        row = store._conn.execute(
+    with store.db.transaction():
+        row = store.db.conn.execute(
             "SELECT undone_at FROM dream_runs WHERE run_id = ?", (run_id,)
         ).fetchone()
         if row is None:
@@ -439,13 +439,13 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
             )
         moved_since = {
             str(r[0])
-            for r in store._conn.execute(
+            for r in store.db.conn.execute(
                 f"SELECT DISTINCT target FROM dream_changes WHERE action = 'state'"
                 f" AND run_id IN ({_LATER})",
                 {"run": run_id},
             )
         }
-        changes = store._conn.execute(
+        changes = store.db.conn.execute(
             "SELECT * FROM dream_changes WHERE run_id = ? ORDER BY id DESC", (run_id,)
         ).fetchall()
         for ch in changes:
@@ -455,7 +455,7 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
                 if ch["target"] not in backups:
                     backups.append(ch["target"])
             elif action == "relation":
-                store._conn.execute(
+                store.db.conn.execute(
                     "DELETE FROM relations WHERE source_id = ? AND target_id = ?"
                     " AND relation_type = ?",
                     (ch["memory_id"], ch["target"], json.loads(ch["new"])),
@@ -463,11 +463,11 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
             elif action == "insert":
                 seq = _seq(store, ch["memory_id"])
                 if seq is not None:
-                    store._conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+                    store.db.conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
                     store.vectors.remove([seq])
             elif action == "inbox":
                 cols = list(old)
-                store._conn.execute(
+                store.db.conn.execute(
                     f"INSERT OR IGNORE INTO inbox({', '.join(cols)})"
                     f" VALUES ({', '.join('?' * len(cols))})",
                     [old[c] for c in cols],
@@ -476,9 +476,9 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
                 if ch["target"] in moved_since:  # a later run's clock stands
                     pass
                 elif old["value"] is None:
-                    store._conn.execute("DELETE FROM dream_state WHERE key = ?", (ch["target"],))
+                    store.db.conn.execute("DELETE FROM dream_state WHERE key = ?", (ch["target"],))
                 else:
-                    store._conn.execute(
+                    store.db.conn.execute(
                         "UPDATE dream_state SET value = ? WHERE key = ?",
                         (old["value"], ch["target"]),
                     )
@@ -489,14 +489,14 @@ def undo_run(store: MemoryStore, run_id: str) -> dict[str, int]:
             from pathlib import Path
 
             store.import_memories(archive.read_export(Path(path)))
-        store._conn.execute(
+        store.db.conn.execute(
             "UPDATE dream_runs SET undone_at = ? WHERE run_id = ?", (now_iso(), run_id)
         )
     return counts
 
 
 def _seq(store: MemoryStore, memory_id: str) -> int | None:
-    row = store._conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    row = store.db.conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
     return int(row[0]) if row else None
 
 
@@ -506,18 +506,18 @@ def _restore_columns(store: MemoryStore, memory_id: str, old: Mapping[str, Any])
         return
     cols = [c for c in old if c in RESTORED_COLUMNS]
     if cols:
-        store._conn.execute(
+        store.db.conn.execute(
             f"UPDATE memories SET {', '.join(f'{c} = ?' for c in cols)} WHERE seq = ?",
             [*(old[c] for c in cols), seq],
         )
     if "tags" in old:
-        store._set_tags(seq, normalize_tags(old["tags"]))
+        set_tags(store.db.conn, seq, normalize_tags(old["tags"]))
     if old.get("embedding"):
         blob = base64.b64decode(old["embedding"])
-        store._conn.execute("UPDATE memories SET embedding = ? WHERE seq = ?", (blob, seq))
+        store.db.conn.execute("UPDATE memories SET embedding = ? WHERE seq = ?", (blob, seq))
         store.vectors.write([(seq, blob)])
     elif "content" in old:  # a rewritten text without a vector: a newer vector is of the new text
-        store._conn.execute("UPDATE memories SET embedding = NULL WHERE seq = ?", (seq,))
+        store.db.conn.execute("UPDATE memories SET embedding = NULL WHERE seq = ?", (seq,))
         store.vectors.remove([seq])
 
 
@@ -528,7 +528,7 @@ def _b64(blob: bytes | None) -> str | None:
 # -- sizes and pages --------------------------------------------------------------------------
 def db_usage(store: MemoryStore) -> dict[str, int]:
     """Page size and counts: ``used_bytes`` is what the rows take (free pages aside)."""
-    q = store._fetchone
+    q = store.db.fetchone
     page_size = int(q("PRAGMA page_size")[0])
     pages = int(q("PRAGMA page_count")[0])
     free = int(q("PRAGMA freelist_count")[0])
@@ -548,8 +548,8 @@ def incremental_vacuum(store: MemoryStore) -> int:
     before = db_usage(store)
     if before["auto_vacuum"] != 2 or not before["freelist_count"]:
         return 0
-    with store._lock:
-        store._conn.execute("PRAGMA incremental_vacuum").fetchall()
+    with store.db.lock:
+        store.db.conn.execute("PRAGMA incremental_vacuum").fetchall()
     return before["page_count"] - db_usage(store)["page_count"]
 
 
@@ -559,9 +559,9 @@ def enable_incremental_vacuum(store: MemoryStore) -> bool:
     duration). Returns True if it switched."""
     if db_usage(store)["auto_vacuum"] == 2:
         return False
-    with store._lock:
-        store._conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        store._conn.execute("VACUUM")
+    with store.db.lock:
+        store.db.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        store.db.conn.execute("VACUUM")
     return db_usage(store)["auto_vacuum"] == 2
 
 
@@ -570,7 +570,7 @@ def table_sizes(store: MemoryStore) -> tuple[str, dict[str, int]]:
     ``dbstat`` table when the library has it, else estimated from row counts and the
     stored text. Returns ("dbstat" or "estimate", {table: bytes})."""
     try:
-        rows = store._fetchall(
+        rows = store.db.fetchall(
             "SELECT s.name, coalesce(m.tbl_name, s.name), sum(s.pgsize) FROM dbstat s"
             " LEFT JOIN sqlite_schema m ON m.name = s.name GROUP BY s.name"
         )
@@ -593,13 +593,13 @@ def _owner(table: str) -> str:
 
 def _estimated_sizes(store: MemoryStore) -> dict[str, int]:
     out: dict[str, int] = {}
-    for (name,) in store._fetchall(
+    for (name,) in store.db.fetchall(
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         " AND sql NOT LIKE 'CREATE VIRTUAL%'"
     ):
-        count = store._fetchone(f'SELECT count(*) FROM "{name}"')[0]
+        count = store.db.fetchone(f'SELECT count(*) FROM "{name}"')[0]
         out[_owner(name)] = out.get(_owner(name), 0) + int(count) * 64
-    text = store._fetchone(
+    text = store.db.fetchone(
         "SELECT coalesce(sum(length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"
         " + coalesce(length(embedding), 0)), 0) FROM memories"
     )[0]
@@ -611,7 +611,7 @@ def project_sizes(store: MemoryStore, limit: int = 50) -> list[dict[str, Any]]:
     """Per project: memories, episodes among them, and the bytes of their rows (text,
     metadata, vector; an estimate: the FTS index and table pages are not split by
     project)."""
-    rows = store._fetchall(
+    rows = store.db.fetchall(
         "SELECT coalesce(project, '(global)') AS project, count(*) AS memories,"
         f" sum(CASE WHEN {EPISODE_WHERE} THEN 1 ELSE 0 END) AS episodes,"
         " sum(length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))"

@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..timestamps import to_iso
-from .db import transaction
+from .db import Database
+from .sessions import log_extraction
 
 if TYPE_CHECKING:
     from .memories import MemoryStore
@@ -27,10 +28,10 @@ RETENTION_SKIPPED = "retention-skipped"  # exchanges too old to store at all (ba
 RETENTION_PRUNED = "retention-pruned"  # stored episodes deleted later by retention or the cap
 
 
-def episode_stats(store: MemoryStore) -> dict[str, Any]:
+def episode_stats(db: Database) -> dict[str, Any]:
     """How many episodes, of how many sessions, how many bytes of text (content and
     metadata, the index aside), the oldest and newest time."""
-    row = store._fetchone(
+    row = db.fetchone(
         "SELECT count(*), count(DISTINCT session_id),"
         " coalesce(sum(length(CAST(content AS BLOB)) + length(CAST(metadata AS BLOB))), 0),"
         f" min(created_at), max(created_at) FROM memories WHERE {EPISODE_WHERE}",
@@ -44,15 +45,15 @@ def episode_stats(store: MemoryStore) -> dict[str, Any]:
         "bytes_per_episode": round(text_bytes / count) if count else 0,
         "oldest": oldest,
         "newest": newest,
-        **retention_counts(store),
+        **retention_counts(db),
     }
 
 
-def retention_counts(store: MemoryStore) -> dict[str, int]:
+def retention_counts(db: Database) -> dict[str, int]:
     """How many exchanges retention kept out (never stored: older than the window when
     read) and how many stored episodes it deleted since the store was created."""
     out = {"retention_skipped": 0, "retention_pruned": 0}
-    for source_id, count in store._fetchall(
+    for source_id, count in db.fetchall(
         "SELECT source_id, memory_count FROM extraction_log"
         " WHERE source_type = ? AND source_id IN (?, ?)",
         (RETENTION_LOG, RETENTION_SKIPPED, RETENTION_PRUNED),
@@ -63,13 +64,13 @@ def retention_counts(store: MemoryStore) -> dict[str, int]:
     return out
 
 
-def count_retention(store: MemoryStore, *, skipped: int = 0, pruned: int = 0) -> None:
+def count_retention(db: Database, *, skipped: int = 0, pruned: int = 0) -> None:
     """Add to the persisted retention counts (joins the caller's transaction)."""
-    with store.atomic():
+    with db.transaction():
         if skipped:
-            store.log_extraction(RETENTION_LOG, RETENTION_SKIPPED, memory_count=skipped)
+            log_extraction(db, RETENTION_LOG, RETENTION_SKIPPED, memory_count=skipped)
         if pruned:
-            store.log_extraction(RETENTION_LOG, RETENTION_PRUNED, memory_count=pruned)
+            log_extraction(db, RETENTION_LOG, RETENTION_PRUNED, memory_count=pruned)
 
 
 def retention_cutoff_ms(retention_days: float, now_s: float) -> int:
@@ -77,19 +78,17 @@ def retention_cutoff_ms(retention_days: float, now_s: float) -> int:
     return int((now_s - retention_days * 86400) * 1000) if retention_days > 0 else 0
 
 
-def episodes_to_prune(
-    store: MemoryStore, cutoff: str | None, max_count: int
-) -> list[tuple[int, str]]:
+def episodes_to_prune(db: Database, cutoff: str | None, max_count: int) -> list[tuple[int, str]]:
     """(seq, id) of episodes created before ``cutoff`` and, with ``max_count``, the oldest
     beyond that many."""
     found: dict[int, str] = {}
     if cutoff is not None:
-        for seq, mid in store._fetchall(
+        for seq, mid in db.fetchall(
             f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE} AND created_at < ?", (cutoff,)
         ):
             found[seq] = mid
     if max_count > 0:
-        for seq, mid in store._fetchall(
+        for seq, mid in db.fetchall(
             f"SELECT seq, id FROM memories WHERE {EPISODE_WHERE}"
             " ORDER BY created_at DESC, seq DESC LIMIT -1 OFFSET ?",
             (max_count,),
@@ -110,25 +109,25 @@ def prune_episodes(
     cutoff = (
         to_iso(datetime.now(UTC) - timedelta(days=retention_days)) if retention_days > 0 else None
     )
-    doomed = dict(episodes_to_prune(store, cutoff, max_count))
+    doomed = dict(episodes_to_prune(store.db, cutoff, max_count))
     if doomed and backup is not None:
         backup(list(doomed.values()))
     seqs = list(doomed)
     for start in range(0, len(seqs), PRUNE_BATCH):
         batch = seqs[start : start + PRUNE_BATCH]
         marks = ",".join("?" * len(batch))
-        with store._lock, transaction(store._conn):
-            store._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", batch)
+        with store.db.transaction() as conn:
+            conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", batch)
             store.vectors.remove(batch)
-            count_retention(store, pruned=len(batch))
+            count_retention(store.db, pruned=len(batch))
     return len(seqs)
 
 
-def episode_message_ids(store: MemoryStore, session_id: str) -> set[str]:
+def episode_message_ids(db: Database, session_id: str) -> set[str]:
     """The message ids the session's stored episodes came from: an exchange is never
     stored twice, even when its cursor was lost."""
     out: set[str] = set()
-    for (ids,) in store._fetchall(
+    for (ids,) in db.fetchall(
         f"SELECT source_message_ids FROM memories WHERE {EPISODE_WHERE} AND session_id = ?",
         (session_id,),
     ):
@@ -136,12 +135,12 @@ def episode_message_ids(store: MemoryStore, session_id: str) -> set[str]:
     return out
 
 
-def set_episode_after(store: MemoryStore, memory_id: str, words: str) -> None:
+def set_episode_after(db: Database, memory_id: str, words: str) -> None:
     """Set the words an episode is found by from the exchange after it
     (``metadata.fts_after``; the FTS column follows through the update trigger), once:
     an episode that has them keeps them. Nothing else of the memory changes."""
-    with transaction(store.conn):
-        store.conn.execute(
+    with db.transaction():
+        db.conn.execute(
             "UPDATE memories SET metadata = json_set(coalesce(metadata, '{}'), '$.fts_after', ?)"
             f" WHERE id = ? AND {EPISODE_WHERE}"
             " AND coalesce(json_extract(metadata, '$.fts_after'), '') = ''",

@@ -1,8 +1,9 @@
 """MemoryStore: the memories table, its tags and FTS index, behind one lock.
 
 The class is the store's table of contents: the memory methods are written here, the
-others are module functions bound in its class body, one module per table (relations,
-inbox, archive, sessions, vectors), so each table's SQL lives in one file. The store
+others are one-line methods that call a table module (relations, inbox, archive,
+sessions, vectors) with ``self.db``, the `Database`, so each table's SQL lives in one
+file and no module reaches into the class. The store
 knows nothing of agents beyond the provenance columns it keeps. Every write runs in one
 ``BEGIN IMMEDIATE`` transaction, so a failure leaves nothing half-written and concurrent
 writers queue on the lock (busy_timeout) instead of losing data.
@@ -14,8 +15,7 @@ import contextlib
 import json
 import os
 import stat
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,16 +26,16 @@ from ..paths import FILE_MODE, ensure_private_dir, get_db_path
 from ..registry import check_memory_type, register_memory_type
 from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
-from . import archive, inbox, relations, sessions, vectors, vocabulary
-from .db import connect, connect_readonly, is_sqlite_file, time_limit, transaction
+from . import archive, browse, inbox, relations, sessions, vectors, vocabulary
+from .db import Database, connect, connect_readonly, is_sqlite_file
 from .migrations import BM25_RANK, migrate, schema_lag
 from .records import (
     DEFAULT_CONFIDENCE,
+    DEFAULT_EXPORT_LIMIT,
     DUPLICATE_COSINE,
     FTS_TEXT_COLUMNS,
     ID_PATTERN,
     MAX_ID_LENGTH,
-    MAX_TAGS,
     MEMORY_COLUMNS,
     REINFORCEMENT,
     SORT_COLUMNS,
@@ -54,6 +54,7 @@ from .records import (
     prepare_record,
     row_to_memory,
 )
+from .tags import set_tags, tag_ids
 from .vectors import PREFILTER_THRESHOLD, VectorIndex
 
 
@@ -138,24 +139,22 @@ class MemoryStore:
         self.inbox_capacity = inbox_capacity
         self.default_confidence = check_confidence(default_confidence, "default confidence")
         self.duplicate_cosine = check_confidence(duplicate_cosine, "duplicate cosine")
-        self._lock = threading.RLock()
-        self._has_vec: bool | None = None
         if read_only:
             # Readers never write: no migrations, no vector reconcile, no access counts.
-            self._conn = connect_readonly(path, load_vec=load_vec)
-            lag = schema_lag(self._conn)
+            self.db = Database(connect_readonly(path, load_vec=load_vec))
+            lag = schema_lag(self.db.conn)
             if lag:
-                self._conn.close()
+                self.db.conn.close()
                 raise SchemaBehind(
                     f"database {path} lacks {lag} schema upgrade(s) and cannot be written;"
                     " run any llmem-hooks command once with write access to upgrade it"
                 )
         else:
-            self._conn = connect(path, load_vec=load_vec)
-            migrate(self._conn)
+            self.db = Database(connect(path, load_vec=load_vec))
+            migrate(self.db.conn)
         try:
             self.vectors = VectorIndex(
-                self._conn,
+                self.db.conn,
                 None if read_only else vec_dimensions,
                 enabled=load_vec,
                 prefilter_threshold=prefilter_threshold,
@@ -165,9 +164,9 @@ class MemoryStore:
             else:
                 self.vectors.open()
         except BaseException:
-            self._conn.close()
+            self.db.conn.close()
             raise
-        for (name,) in self._conn.execute("SELECT DISTINCT type FROM memories"):
+        for (name,) in self.db.conn.execute("SELECT DISTINCT type FROM memories"):
             register_memory_type(name)
 
     @classmethod
@@ -199,40 +198,25 @@ class MemoryStore:
     def conn(self) -> Any:
         """The raw connection, for `transaction(store.conn)` and tests. Not guarded: a
         caller that shares the store between threads goes through `atomic` instead."""
-        return self._conn
-
-    def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """One row of a read, under the lock (the connection is shared between threads)."""
-        with self._lock:
-            return self._conn.execute(sql, params).fetchone()
-
-    def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Every row of a read, fetched under the lock: a cursor read after it is
-        released would race another thread's statement on the same connection."""
-        with self._lock:
-            return list(self._conn.execute(sql, params).fetchall())
+        return self.db.conn
 
     def set_busy_timeout(self, ms: int) -> None:
         """How long a statement waits for another process's write lock before failing
         (a hook with a deadline shortens it)."""
-        with self._lock:
-            self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(ms))}")
+        self.db.execute(f"PRAGMA busy_timeout = {max(0, int(ms))}")
 
     def time_limit(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:
         """This store's statements abort after ``seconds`` (`db.time_limit`): a search's
         bound, so one costly query cannot hold the connection for long."""
-        return time_limit(self._conn, seconds)
+        return self.db.time_limit(seconds)
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self.db.close()
 
     @contextmanager
     def atomic(self) -> Iterator[MemoryStore]:
         """Run several writes as one transaction: all of them land, or none."""
-        with self._lock, transaction(self._conn):
+        with self.db.transaction():
             yield self
 
     def __enter__(self) -> MemoryStore:
@@ -294,7 +278,7 @@ class MemoryStore:
                 "created_at": created_at,
             }
         )
-        with self._lock, transaction(self._conn):
+        with self.db.transaction():
             if dedupe:
                 existing = self._find_duplicate(record) or self._find_near_duplicate(record)
                 if existing is not None:
@@ -309,7 +293,9 @@ class MemoryStore:
         if record["embedding"] is None:
             return None
         now = now_iso()
-        hits = self._nearest_rows(
+        hits = vectors.nearest_rows(
+            self.db,
+            self.vectors,
             record["embedding"],
             "m.project IS ? AND (m.valid_until IS NULL OR m.valid_until > ?) "
             "AND (m.expires_at IS NULL OR m.expires_at > ?)",
@@ -328,7 +314,7 @@ class MemoryStore:
         to the higher of the two plus REINFORCEMENT (at most 1), ``updated_at`` bumped and
         ``metadata.reinforcements`` counted. An embedding it lacked is taken over."""
         seq, _, tag_text = existing
-        row = self._conn.execute(
+        row = self.db.conn.execute(
             "SELECT confidence, metadata, embedding IS NULL FROM memories WHERE seq = ?", (seq,)
         ).fetchone()
         meta = json.loads(row[1] or "{}")
@@ -339,17 +325,17 @@ class MemoryStore:
         if row[2] and record["embedding"] is not None:
             sets["embedding"] = record["embedding"]
         assignments = ", ".join(f"{col} = ?" for col in sets)
-        self._conn.execute(
+        self.db.conn.execute(
             f"UPDATE memories SET {assignments} WHERE seq = ?", [*sets.values(), seq]
         )
         if "embedding" in sets:
             self.vectors.write([(seq, record["embedding"])])
         if record["tags"]:
-            self._set_tags(seq, normalize_tags(tag_text.split() + record["tags"]))
+            set_tags(self.db.conn, seq, normalize_tags(tag_text.split() + record["tags"]))
 
     def _find_duplicate(self, record: dict[str, Any]) -> tuple[int, str, str] | None:
         now = now_iso()
-        row = self._conn.execute(
+        row = self.db.conn.execute(
             "SELECT seq, id, tag_text FROM memories WHERE content_hash = ? AND type = ? "
             "AND project IS ? AND (valid_until IS NULL OR valid_until > ?) "
             "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
@@ -364,43 +350,45 @@ class MemoryStore:
         return record
 
     def _check_vector(self, blob: bytes | None) -> bytes | None:
-        with self._lock:  # the index's dimension may change under another thread's write
+        with self.db.lock:  # the index's dimension may change under another thread's write
             self.vectors.check(blob)
         return blob
 
-    _INSERT_COLUMNS = (
-        "seq",
-        "id",
-        "type",
-        "content",
-        "summary",
-        "source",
-        "confidence",
-        "metadata",
-        "hints",
-        "created_at",
-        "updated_at",
-        "accessed_at",
-        "access_count",
-        "valid_until",
-        "invalidation_reason",
-        "expires_at",
-        "entered_by",
-        "project",
-        "session_id",
-        "source_message_ids",
-        "content_hash",
-        "tag_text",
-        "embedding",
+    _INSERT_COLUMNS = tuple(
+        [
+            "seq",
+            "id",
+            "type",
+            "content",
+            "summary",
+            "source",
+            "confidence",
+            "metadata",
+            "hints",
+            "created_at",
+            "updated_at",
+            "accessed_at",
+            "access_count",
+            "valid_until",
+            "invalidation_reason",
+            "expires_at",
+            "entered_by",
+            "project",
+            "session_id",
+            "source_message_ids",
+            "content_hash",
+            "tag_text",
+            "embedding",
+        ]
     )
 
     def _insert(self, records: list[dict[str, Any]]) -> None:
         """Insert validated records (inside the caller's transaction)."""
-        start = self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+        start = self.db.conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
         for offset, rec in enumerate(records, start=1):
             rec["seq"] = start + offset
         cols = self._INSERT_COLUMNS
-        self._conn.executemany(
+        self.db.conn.executemany(
             f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
             [tuple(rec[c] for c in cols) for rec in records],
         )
@@ -408,49 +396,22 @@ class MemoryStore:
             start + 1,
             [(rec["seq"], rec["embedding"]) for rec in records if rec["embedding"] is not None],
         )
-        tag_ids = self._tag_ids({t for rec in records for t in rec["tags"]})
-        self._conn.executemany(
+        ids = tag_ids(self.db.conn, {t for rec in records for t in rec["tags"]})
+        self.db.conn.executemany(
             "INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
-            [(rec["seq"], tag_ids[t]) for rec in records for t in rec["tags"]],
+            [(rec["seq"], ids[t]) for rec in records for t in rec["tags"]],
         )
         terms: set[str] = set()
         for rec in records:
             terms |= fuzzy.extract_terms(
                 f"{rec['content']} {rec['summary'] or ''} {rec['tag_text']}"
             )
-        vocabulary.index_terms(self._conn, terms)
-
-    def _tag_ids(self, names: Iterable[str]) -> dict[str, int]:
-        names = sorted(set(names))
-        if not names:
-            return {}
-        self._conn.executemany("INSERT OR IGNORE INTO tags(name) VALUES (?)", [(n,) for n in names])
-        ids: dict[str, int] = {}
-        for i in range(0, len(names), 500):
-            chunk = names[i : i + 500]
-            for tid, name in self._conn.execute(
-                f"SELECT id, name FROM tags WHERE name IN ({','.join('?' * len(chunk))})", chunk
-            ):
-                ids[name.lower()] = tid
-        return ids
-
-    def _set_tags(self, seq: int, tags: list[str]) -> None:
-        """Replace a memory's tags. A merge (a reinforcement, a dream) keeps the first
-        `MAX_TAGS`: more would make the memory's export fail to import."""
-        tags = tags[:MAX_TAGS]
-        self._conn.execute("DELETE FROM memory_tags WHERE memory_seq = ?", (seq,))
-        ids = self._tag_ids(tags)
-        self._conn.executemany(
-            "INSERT INTO memory_tags(memory_seq, tag_id) VALUES (?, ?)",
-            [(seq, ids[t]) for t in tags],
-        )
-        self._conn.execute("UPDATE memories SET tag_text = ? WHERE seq = ?", (" ".join(tags), seq))
-        vocabulary.index_terms(self._conn, tags)
+        vocabulary.index_terms(self.db.conn, terms)
 
     def get(self, memory_id: str, track_access: bool = False) -> dict[str, Any] | None:
         """The memory with this id (valid or not), or None."""
-        with self._lock:
-            row = self._conn.execute(
+        with self.db.lock:
+            row = self.db.conn.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
             if row is None:
@@ -463,11 +424,11 @@ class MemoryStore:
         """The full id of the memory whose id is, or starts with, ``id_or_prefix`` (>= 4 chars)."""
         if not id_or_prefix or len(id_or_prefix) > MAX_ID_LENGTH:
             raise NotFoundError(f"no memory with id {id_or_prefix!r}")
-        row = self._fetchone("SELECT id FROM memories WHERE id = ?", (id_or_prefix,))
+        row = self.db.fetchone("SELECT id FROM memories WHERE id = ?", (id_or_prefix,))
         if row:
             return str(row[0])
         if len(id_or_prefix) >= 4 and ID_PATTERN.match(id_or_prefix):
-            rows = self._fetchall(
+            rows = self.db.fetchall(
                 "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
                 (id_or_prefix, id_or_prefix + "\uffff"),
             )
@@ -482,10 +443,10 @@ class MemoryStore:
     def get_many(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Memories by id (missing ids are absent from the result)."""
         out: dict[str, dict[str, Any]] = {}
-        with self._lock:
+        with self.db.lock:
             for i in range(0, len(ids), 500):
                 chunk = list(ids[i : i + 500])
-                for row in self._conn.execute(
+                for row in self.db.conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN "
                     f"({','.join('?' * len(chunk))})",
                     chunk,
@@ -530,38 +491,38 @@ class MemoryStore:
         elif clear_embedding:
             sets["embedding"] = None
         new_tags = check_tags(tags) if tags is not None else None
-        with self._lock, transaction(self._conn):
-            row = self._conn.execute(
+        with self.db.transaction():
+            row = self.db.conn.execute(
                 "SELECT seq FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
             if row is None:
                 return False
             sets["updated_at"] = now_iso()
             assignments = ", ".join(f"{col} = ?" for col in sets)
-            self._conn.execute(
+            self.db.conn.execute(
                 f"UPDATE memories SET {assignments} WHERE seq = ?", [*sets.values(), row[0]]
             )
             if new_tags is not None:
-                self._set_tags(row[0], new_tags)
+                set_tags(self.db.conn, row[0], new_tags)
             if "embedding" in sets:
                 self.vectors.write([(row[0], sets["embedding"])])
             words = f"{sets.get('content') or ''} {sets.get('summary') or ''}"
-            vocabulary.index_terms(self._conn, fuzzy.extract_terms(words))
+            vocabulary.index_terms(self.db.conn, fuzzy.extract_terms(words))
         return True
 
     def invalidate(self, memory_id: str, reason: str | None = None) -> bool:
         """Soft-delete: the memory stays for history but is no longer returned by default."""
         reason = check_reason(reason)
         now = now_iso()
-        with self._lock, transaction(self._conn):
-            row = self._conn.execute(
+        with self.db.transaction():
+            row = self.db.conn.execute(
                 "SELECT seq FROM memories WHERE id = ? "
                 "AND (valid_until IS NULL OR valid_until > ?)",
                 (memory_id, now),
             ).fetchone()
             if row is None:
                 return False
-            self._conn.execute(
+            self.db.conn.execute(
                 "UPDATE memories SET valid_until = ?, invalidation_reason = ?, updated_at = ?, "
                 "embedding = NULL WHERE seq = ?",
                 (now, reason, now, row[0]),
@@ -571,13 +532,13 @@ class MemoryStore:
 
     def delete(self, memory_id: str) -> bool:
         """Remove a memory for good (its tags links and relations go with it)."""
-        with self._lock, transaction(self._conn):
-            row = self._conn.execute(
+        with self.db.transaction():
+            row = self.db.conn.execute(
                 "SELECT seq FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
             if row is None:
                 return False
-            self._conn.execute("DELETE FROM memories WHERE seq = ?", (row[0],))
+            self.db.conn.execute("DELETE FROM memories WHERE seq = ?", (row[0],))
             self.vectors.remove([row[0]])
             return True
 
@@ -586,8 +547,8 @@ class MemoryStore:
         ids = list(dict.fromkeys(ids))
         if not ids or self.read_only:  # a read-only open records no accesses
             return 0
-        with self._lock, transaction(self._conn):
-            cur = self._conn.execute(
+        with self.db.transaction():
+            cur = self.db.conn.execute(
                 "UPDATE memories SET access_count = access_count + 1, accessed_at = ? "
                 f"WHERE id IN ({','.join('?' * len(ids))})",
                 [now_iso(), *ids],
@@ -609,9 +570,9 @@ class MemoryStore:
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
         expr = _scoped_match(match, flt)
-        with self._lock:
+        with self.db.lock:
             if flt.rank_newest:  # rank the newest N matches only (no BM25 in rowid order)
-                floor = self._conn.execute(
+                floor = self.db.conn.execute(
                     "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
                     "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
                     (expr, max(0, int(flt.rank_newest) - 1)),
@@ -626,7 +587,7 @@ class MemoryStore:
                 f"WHERE memories_fts MATCH ? AND {cond} "
                 "ORDER BY _bm25 LIMIT ? OFFSET ?"
             )
-            rows = self._conn.execute(sql, [expr, *params, limit, offset]).fetchall()
+            rows = self.db.conn.execute(sql, [expr, *params, limit, offset]).fetchall()
         out = []
         for row in rows:
             mem = row_to_memory(row)
@@ -639,8 +600,8 @@ class MemoryStore:
         (the FTS5 side only: the SQL filter is not applied), counted up to ``limit``.
         ``match`` None: the rows of the project's scope (its own and the global ones)."""
         expr = _scoped_match(match, flt or MemoryFilter())
-        with self._lock:
-            return self._conn.execute(
+        with self.db.lock:
+            return self.db.conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
                 " LIMIT ?)",
                 (expr, max(0, int(limit))),
@@ -649,24 +610,24 @@ class MemoryStore:
     def suggest_terms(self, term: str, threshold: float) -> list[str]:
         """Spellings close to ``term`` from the vocabulary of every memory's words (the
         ``fuzzy_terms`` index, see `llmem_hooks.text.fuzzy`), best first."""
-        with self._lock:
-            return [t for t, _ in vocabulary.suggest(self._conn, term, threshold)]
+        with self.db.lock:
+            return [t for t, _ in vocabulary.suggest(self.db.conn, term, threshold)]
 
     def size_hint(self) -> int:
         """Upper bound of the number of memories, in O(1) (the highest row number)."""
-        with self._lock:
-            return self._conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+        with self.db.lock:
+            return self.db.conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
 
     def count_matching(self, match: str, limit: int | None = None) -> int:
         """How many memories (valid or not) match an FTS5 expression; cheap, no ranking.
         ``limit``: stop counting there (a common word costs no more than that)."""
         expr = f"{FTS_TEXT_COLUMNS} : ({match})"
-        with self._lock:
+        with self.db.lock:
             if limit is None:
-                return self._conn.execute(
+                return self.db.conn.execute(
                     "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (expr,)
                 ).fetchone()[0]
-            return self._conn.execute(
+            return self.db.conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
                 " LIMIT ?)",
                 (expr, max(0, int(limit))),
@@ -676,9 +637,9 @@ class MemoryStore:
         """Whether any memory was entered by one of ``names`` (exact spellings; indexed)."""
         if not names:
             return False
-        with self._lock:
+        with self.db.lock:
             return (
-                self._conn.execute(
+                self.db.conn.execute(
                     "SELECT 1 FROM memories WHERE entered_by IN "
                     f"({','.join('?' * len(names))}) LIMIT 1",
                     list(names),
@@ -689,9 +650,9 @@ class MemoryStore:
     def has_match(self, match: str) -> bool:
         """Whether any memory matches an FTS5 expression (stems count: 'failing' finds
         'failed'); stops at the first row."""
-        with self._lock:
+        with self.db.lock:
             return (
-                self._conn.execute(
+                self.db.conn.execute(
                     "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1",
                     (f"{FTS_TEXT_COLUMNS} : ({match})",),
                 ).fetchone()
@@ -711,9 +672,11 @@ class MemoryStore:
         """
         flt = flt or MemoryFilter()
         cond, params = flt.to_sql(now_iso())
-        with self._lock:
+        with self.db.lock:
             scope = (flt.project, not flt.project_only) if flt.project else None
-            scored = self._nearest_rows(query_vec, cond, params, limit, scope=scope)
+            scored = vectors.nearest_rows(
+                self.db, self.vectors, query_vec, cond, params, limit, scope=scope
+            )
         out = []
         for dist, row in scored:
             mem = row_to_memory(row)
@@ -764,71 +727,18 @@ class MemoryStore:
             f"ORDER BY {SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
             "LIMIT ? OFFSET ?"
         )
-        with self._lock:
-            rows = self._conn.execute(sql, [*params, limit, offset]).fetchall()
+        with self.db.lock:
+            rows = self.db.conn.execute(sql, [*params, limit, offset]).fetchall()
         return [row_to_memory(r) for r in rows]
 
     def count(self, valid_only: bool = True) -> int:
         cond, params = MemoryFilter(valid_only=valid_only, include_expired=True).to_sql(now_iso())
-        return int(self._fetchone(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)[0])
+        return int(self.db.fetchone(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)[0])
 
     def stats(self) -> dict[str, Any]:
         """Counts by type, tag and agent, plus the database size (one consistent read)."""
-        with self._lock:
-            return self._stats()
-
-    def _stats(self) -> dict[str, Any]:
-        now = now_iso()
-        live = (
-            "(m.valid_until IS NULL OR m.valid_until > ?) AND "
-            "(m.expires_at IS NULL OR m.expires_at > ?)"
-        )
-        q = self._conn.execute
-
-        def counts(col: str, frm: str = "memories m", limit: int = 1000) -> list[Any]:
-            return q(
-                f"SELECT {col}, COUNT(*) FROM {frm} WHERE {live} GROUP BY {col} "
-                f"ORDER BY COUNT(*) DESC, {col} LIMIT {limit}",
-                (now, now),
-            ).fetchall()
-
-        by_type = dict(counts("m.type"))
-        by_agent = {k or "(unknown)": v for k, v in counts("m.entered_by")}
-        by_project = {k or "(global)": v for k, v in counts("m.project", limit=50)}
-        by_tag = dict(
-            counts(
-                "t.name",
-                "memory_tags mt JOIN tags t ON t.id = mt.tag_id "
-                "JOIN memories m ON m.seq = mt.memory_seq",
-                limit=50,
-            )
-        )
-        total = q("SELECT COUNT(*) FROM memories").fetchone()[0]
-        invalid = q(
-            "SELECT COUNT(*) FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?",
-            (now,),
-        ).fetchone()[0]
-        expired = q(
-            "SELECT COUNT(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
-        ).fetchone()[0]
-        size = 0
-        if str(self.db_path) != ":memory:":
-            for suffix in ("", "-wal", "-shm"):
-                p = Path(f"{self.db_path}{suffix}")
-                size += p.stat().st_size if p.exists() else 0
-        return {
-            "total": total,
-            "active": sum(by_type.values()),
-            "invalidated": invalid,
-            "expired": expired,
-            "by_type": by_type,
-            "by_tag": by_tag,
-            "by_agent": by_agent,
-            "by_project": by_project,
-            "inbox": self.inbox_count(),
-            "db_path": str(self.db_path),
-            "db_size_bytes": size,
-        }
+        with self.db.lock:
+            return browse.stats(self.db, self.db_path, self.inbox_count())
 
     def prune(
         self,
@@ -853,42 +763,111 @@ class MemoryStore:
         if only_ids is not None:
             cond += " AND id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(list(only_ids)))
-        with self._lock, transaction(self._conn):
-            rows = self._conn.execute(
+        with self.db.transaction():
+            rows = self.db.conn.execute(
                 f"SELECT {MEMORY_COLUMNS}, seq FROM memories WHERE {cond} ORDER BY seq", params
             ).fetchall()
             if not dry_run and rows:
-                self._conn.execute(f"DELETE FROM memories WHERE {cond}", params)
+                self.db.conn.execute(f"DELETE FROM memories WHERE {cond}", params)
                 self.vectors.remove([r["seq"] for r in rows])
         return [row_to_memory(r) for r in rows]
 
-    # -- vectors: the filtered-KNN planner and embedding backfill (store/vectors.py) ------
-    _nearest_rows = vectors.nearest_rows
-    get_embedding = vectors.get_embedding
-    embedding_blob = vectors.embedding_blob
-    get_embeddings_with_types = vectors.get_embeddings_with_types
-    missing_embeddings = vectors.missing_embeddings
-    set_embeddings = vectors.set_embeddings
-    count_embeddings = vectors.count_embeddings
+    # -- embeddings, export / import, relations, extraction log: one table module each,
+    # called with this store's `Database` (the modules never see the store itself) -----
+    def get_embedding(self, memory_id: str) -> list[float] | None:
+        return vectors.get_embedding(self.db, memory_id)
 
-    # -- export / import (store/archive.py) -----------------------------------------------
-    export_all = archive.export_all
-    import_memories = archive.import_memories
+    def embedding_blob(self, memory_id: str) -> bytes | None:
+        return vectors.embedding_blob(self.db, memory_id)
 
-    # -- relations (store/relations.py) ---------------------------------------------------
-    add_relation = relations.add_relation
-    get_relations = relations.get_relations
-    traverse_relations = relations.traverse_relations
+    def get_embeddings_with_types(self, limit: int | None = 10_000) -> list[tuple[bytes, str]]:
+        return vectors.get_embeddings_with_types(self.db, limit)
 
-    # -- inbox, the working memory (store/inbox.py) ---------------------------------------
-    add_to_inbox = inbox.add_to_inbox
-    get_from_inbox = inbox.get_from_inbox
-    list_inbox = inbox.list_inbox
-    inbox_count = inbox.inbox_count
-    update_inbox_attention_score = inbox.update_inbox_attention_score
-    remove_from_inbox = inbox.remove_from_inbox
-    consolidate = inbox.consolidate
+    def missing_embeddings(self, limit: int = 32) -> list[tuple[str, str]]:
+        return vectors.missing_embeddings(self.db, limit)
 
-    # -- extraction cursors (store/sessions.py) -------------------------------------------
-    log_extraction = sessions.log_extraction
-    get_extraction = sessions.get_extraction
+    def set_embeddings(self, items: Sequence[tuple[str, Sequence[float]]]) -> int:
+        return vectors.set_embeddings(self.db, self.vectors, items)
+
+    def count_embeddings(self) -> int:
+        return vectors.count_embeddings(self.db)
+
+    def export_all(
+        self,
+        limit: int | None = DEFAULT_EXPORT_LIMIT,
+        ids: Sequence[str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        return archive.export_all(self.db, limit, ids, progress)
+
+    def import_memories(
+        self,
+        data: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        return archive.import_memories(self, data, progress)
+
+    def add_relation(
+        self, source_id: str, target_id: str, relation_type: str, target_type: str = "memory"
+    ) -> int:
+        return relations.add_relation(self.db, source_id, target_id, relation_type, target_type)
+
+    def get_relations(self, memory_id: str) -> list[dict[str, Any]]:
+        return relations.get_relations(self.db, memory_id)
+
+    def traverse_relations(
+        self,
+        memory_id: str,
+        relation_type: str | None = None,
+        max_depth: int = 3,
+        target_type: str | None = None,
+    ) -> list[dict[str, Any]]:
+        return relations.traverse_relations(
+            self.db, memory_id, relation_type, max_depth, target_type
+        )
+
+    def log_extraction(
+        self,
+        source_type: str,
+        source_id: str,
+        cursor: str | None = None,
+        memory_count: int = 0,
+        message_count: int = 0,
+    ) -> None:
+        sessions.log_extraction(
+            self.db, source_type, source_id, cursor, memory_count, message_count
+        )
+
+    def get_extraction(self, source_type: str, source_id: str) -> dict[str, Any] | None:
+        return sessions.get_extraction(self.db, source_type, source_id)
+
+    # -- inbox, the working memory (store/inbox.py, over this store: promotion writes
+    # memories) ----------------------------------------------------------------------------
+    def add_to_inbox(
+        self,
+        content: str,
+        source: str = "note",
+        attention_score: float = 0.5,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        return inbox.add_to_inbox(self, content, source, attention_score, metadata)
+
+    def get_from_inbox(self, item_id: str) -> dict[str, Any] | None:
+        return inbox.get_from_inbox(self, item_id)
+
+    def list_inbox(self, limit: int = 20) -> list[dict[str, Any]]:
+        return inbox.list_inbox(self, limit)
+
+    def inbox_count(self) -> int:
+        return inbox.inbox_count(self)
+
+    def update_inbox_attention_score(self, item_id: str, score: float) -> bool:
+        return inbox.update_inbox_attention_score(self, item_id, score)
+
+    def remove_from_inbox(self, item_id: str) -> bool:
+        return inbox.remove_from_inbox(self, item_id)
+
+    def consolidate(
+        self, min_score: float = 0.5, dry_run: bool = False, type: str = "fact"
+    ) -> dict[str, list[dict[str, Any]]]:
+        return inbox.consolidate(self, min_score, dry_run, type)

@@ -2,52 +2,49 @@
 (which memories a session was already given), short ids that stay unique, and a
 memory's neighbours in its session (the timeline).
 
-Module functions over a `MemoryStore`, like `sessions`: reads take the store's lock,
-writes run in one short ``BEGIN IMMEDIATE`` transaction.
+Module functions over the store's `Database` (``recall.given_ids(store.db, sid)``), like
+`sessions`: reads take its lock, writes run in one short ``BEGIN IMMEDIATE`` transaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..timestamps import now_iso
-from .db import transaction
+from .db import Database
 from .records import MEMORY_COLUMNS, row_to_memory
-
-if TYPE_CHECKING:
-    from .memories import MemoryStore
 
 SHORT_ID_LENGTHS = (8, 12, 16, 24)  # tried in turn until the prefix names one memory
 
 
-def given_ids(store: MemoryStore, session_id: str) -> set[str]:
+def given_ids(db: Database, session_id: str) -> set[str]:
     """The full ids of the memories recall already gave ``session_id``."""
-    rows = store._fetchall("SELECT memory_id FROM recall_given WHERE session_id = ?", (session_id,))
+    rows = db.fetchall("SELECT memory_id FROM recall_given WHERE session_id = ?", (session_id,))
     return {str(r[0]) for r in rows}
 
 
-def mark_given(store: MemoryStore, session_id: str, memory_ids: Iterable[str]) -> None:
+def mark_given(db: Database, session_id: str, memory_ids: Iterable[str]) -> None:
     """Record that ``session_id`` was given these memories (idempotent)."""
     ids = list(dict.fromkeys(memory_ids))
     if not ids:
         return
     now = now_iso()
-    with store._lock, transaction(store._conn):
-        store._conn.executemany(
+    with db.transaction():
+        db.conn.executemany(
             "INSERT OR IGNORE INTO recall_given(session_id, memory_id, given_at) VALUES (?, ?, ?)",
             [(session_id, mid, now) for mid in ids],
         )
 
 
-def prune_given(store: MemoryStore, before_iso: str) -> int:
+def prune_given(db: Database, before_iso: str) -> int:
     """Forget what was given before ``before_iso`` (sessions that old are over)."""
-    with store._lock, transaction(store._conn):
-        cur = store._conn.execute("DELETE FROM recall_given WHERE given_at < ?", (before_iso,))
+    with db.transaction():
+        cur = db.conn.execute("DELETE FROM recall_given WHERE given_at < ?", (before_iso,))
         return int(cur.rowcount)
 
 
-def short_id(store: MemoryStore, memory_id: str) -> str:
+def short_id(db: Database, memory_id: str) -> str:
     """The shortest prefix of ``memory_id`` in `SHORT_ID_LENGTHS` that no other memory
     shares (so `MemoryStore.resolve_id` resolves it); the full id if none is unique.
     One indexed range read per length tried, usually one."""
@@ -55,7 +52,7 @@ def short_id(store: MemoryStore, memory_id: str) -> str:
         if n >= len(memory_id):
             break
         prefix = memory_id[:n]
-        rows = store._fetchall(
+        rows = db.fetchall(
             "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
             (prefix, prefix + "\uffff"),
         )
@@ -65,7 +62,7 @@ def short_id(store: MemoryStore, memory_id: str) -> str:
 
 
 def session_neighbours(
-    store: MemoryStore, memory: dict[str, Any], before: int, after: int
+    db: Database, memory: dict[str, Any], before: int, after: int
 ) -> list[dict[str, Any]]:
     """The memories of ``memory``'s session (episodes and extracted memories alike, valid
     or not) just before and after it in time, and itself, oldest first."""
@@ -74,16 +71,16 @@ def session_neighbours(
         return [memory]
     at, mid = memory["created_at"], memory["id"]
     cols = MEMORY_COLUMNS
-    with store._lock:
-        seq = store._conn.execute("SELECT seq FROM memories WHERE id = ?", (mid,)).fetchone()
+    with db.lock:
+        seq = db.conn.execute("SELECT seq FROM memories WHERE id = ?", (mid,)).fetchone()
         key = (at, seq[0] if seq else 0)
-        older = store._conn.execute(
+        older = db.conn.execute(
             f"SELECT {cols} FROM memories m WHERE m.session_id = ? "
             "AND (m.created_at < ? OR (m.created_at = ? AND m.seq < ?)) "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
             (sid, key[0], key[0], key[1], before),
         ).fetchall()
-        newer = store._conn.execute(
+        newer = db.conn.execute(
             f"SELECT {cols} FROM memories m WHERE m.session_id = ? "
             "AND (m.created_at > ? OR (m.created_at = ? AND m.seq > ?)) "
             "ORDER BY m.created_at, m.seq LIMIT ?",

@@ -1,19 +1,17 @@
 """Relations between memories, and from a memory to code (the ``relations`` table).
 
-Functions over a `MemoryStore`, bound as its methods (``add_relation``, ``get_relations``,
-``traverse_relations``); `check_relation` is shared with import.
+Functions over the store's `Database`, called by `MemoryStore`'s methods of the same
+names (``add_relation``, ``get_relations``, ``traverse_relations``); `check_relation` is
+shared with import.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .memories import MemoryStore
+from typing import Any
 
 from ..errors import NotFoundError, ValidationError
 from ..timestamps import now_iso, parse_iso
-from .db import transaction
+from .db import Database
 from .records import (
     MAX_LIST_ITEMS,
     MAX_TRAVERSAL_DEPTH,
@@ -58,7 +56,7 @@ def relation_room(conn: Any, source_id: str) -> bool:
 
 
 def add_relation(
-    store: MemoryStore,
+    db: Database,
     source_id: str,
     target_id: str,
     relation_type: str,
@@ -66,28 +64,28 @@ def add_relation(
 ) -> int:
     """Link two memories (or a memory to ``path:start:end`` code); returns the relation id."""
     rel = check_relation(source_id, target_id, relation_type, target_type)
-    with store._lock, transaction(store._conn):
+    with db.transaction():
         for mid in (source_id, target_id) if target_type == "memory" else (source_id,):
-            if not store._conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone():
+            if not db.conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone():
                 raise NotFoundError(f"no memory with id {mid}")
-        if not relation_room(store._conn, source_id):
+        if not relation_room(db.conn, source_id):
             raise ValidationError(
                 f"memory {source_id} has {MAX_LIST_ITEMS:,} relations; the limit per memory"
             )
-        store._conn.execute(
+        db.conn.execute(
             "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
             " created_at) VALUES (?, ?, ?, ?, ?)",
             rel,
         )
-        return store._conn.execute(
+        return db.conn.execute(
             "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND relation_type = ?",
             (source_id, target_id, relation_type),
         ).fetchone()[0]
 
 
-def get_relations(store: MemoryStore, memory_id: str) -> list[dict[str, Any]]:
+def get_relations(db: Database, memory_id: str) -> list[dict[str, Any]]:
     """Relations from or to this memory."""
-    rows = store._fetchall(
+    rows = db.fetchall(
         "SELECT id, source_id, target_id, target_type, relation_type, created_at FROM relations"
         " WHERE source_id = ? OR (target_type = 'memory' AND target_id = ?) ORDER BY id",
         (memory_id, memory_id),
@@ -96,7 +94,7 @@ def get_relations(store: MemoryStore, memory_id: str) -> list[dict[str, Any]]:
 
 
 def traverse_relations(
-    store: MemoryStore,
+    db: Database,
     memory_id: str,
     relation_type: str | None = None,
     max_depth: int = 3,
@@ -128,7 +126,7 @@ def traverse_relations(
         SELECT node, node_type, relation_type, MIN(distance) AS distance
         FROM walk WHERE distance > 0 GROUP BY node, node_type ORDER BY distance, node
     """
-    rows = store._fetchall(sql, [memory_id, memory_id, *tparams, *tparams, depth])
+    rows = db.fetchall(sql, [memory_id, memory_id, *tparams, *tparams, depth])
     out = [
         {"target_id": r[0], "target_type": r[1], "relation_type": r[2], "distance": r[3]}
         for r in rows

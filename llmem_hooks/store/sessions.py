@@ -3,22 +3,21 @@
 ``model_usage``.
 
 Kept in the memory DB so that updates commit in the same transaction as the memories and
-cursors they go with. Module functions over a `MemoryStore` (``log_extraction`` and
-``get_extraction`` are also bound as its methods); reads take the store's lock, writes
-join the caller's transaction through `MemoryStore.atomic`.
+cursors they go with. Module functions over the store's `Database`
+(``sessions.find(store.db, sid)``; ``log_extraction`` and ``get_extraction`` are also
+`MemoryStore` methods); reads take its lock, writes join the caller's transaction
+(`MemoryStore.atomic`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..redact import redact_secrets
 from ..timestamps import now_iso
-
-if TYPE_CHECKING:
-    from .memories import MemoryStore
+from .db import Database
 
 ADAPTER_CURSOR = "adapter"  # extraction_log.source_type for an adapter's tail cursor
 
@@ -43,34 +42,34 @@ class SessionRecord:
 _COLUMNS = tuple(SessionRecord.__dataclass_fields__)
 
 
-def get(store: MemoryStore, agent: str, session_id: str) -> SessionRecord | None:
-    row = store._fetchone(
+def get(db: Database, agent: str, session_id: str) -> SessionRecord | None:
+    row = db.fetchone(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE agent = ? AND session_id = ?",
         (agent, session_id),
     )
     return SessionRecord(*row) if row else None
 
 
-def find(store: MemoryStore, session_id: str) -> SessionRecord | None:
+def find(db: Database, session_id: str) -> SessionRecord | None:
     """A session by id alone (ids are unique across agents in practice)."""
-    row = store._fetchone(
+    row = db.fetchone(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE session_id = ? LIMIT 1",
         (session_id,),
     )
     return SessionRecord(*row) if row else None
 
 
-def active(store: MemoryStore, agent: str | None = None) -> list[SessionRecord]:
+def active(db: Database, agent: str | None = None) -> list[SessionRecord]:
     sql = f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE state = 'active'"
     args: tuple[Any, ...] = ()
     if agent:
         sql += " AND agent = ?"
         args = (agent,)
-    return [SessionRecord(*r) for r in store._fetchall(sql + " ORDER BY created_ms", args)]
+    return [SessionRecord(*r) for r in db.fetchall(sql + " ORDER BY created_ms", args)]
 
 
-def all_sessions(store: MemoryStore, limit: int = 200) -> list[SessionRecord]:
-    rows = store._fetchall(
+def all_sessions(db: Database, limit: int = 200) -> list[SessionRecord]:
+    rows = db.fetchall(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions ORDER BY last_activity_ms DESC LIMIT ?",
         (limit,),
     )
@@ -83,7 +82,7 @@ def _redacted(text: str | None) -> str | None:
     return None if text is None else redact_secrets(text)
 
 
-def save(store: MemoryStore, rec: SessionRecord) -> None:
+def save(db: Database, rec: SessionRecord) -> None:
     """Insert or replace the record (joins the caller's transaction when there is one).
 
     Title, directory and end reason are redacted first (issue 9): the sidecar must keep
@@ -96,20 +95,20 @@ def save(store: MemoryStore, rec: SessionRecord) -> None:
     )
     marks = ", ".join("?" * len(_COLUMNS))
     values = [getattr(rec, c) for c in _COLUMNS]
-    with store.atomic():
-        store.conn.execute(
+    with db.transaction():
+        db.conn.execute(
             f"INSERT OR REPLACE INTO sessions({', '.join(_COLUMNS)}) VALUES ({marks})", values
         )
 
 
-def get_cursor(store: MemoryStore, source_id: str) -> str | None:
-    row = store.get_extraction(ADAPTER_CURSOR, source_id)
+def get_cursor(db: Database, source_id: str) -> str | None:
+    row = get_extraction(db, ADAPTER_CURSOR, source_id)
     return row["cursor"] if row else None
 
 
-def set_cursor(store: MemoryStore, source_id: str, cursor: str | None) -> None:
-    with store.atomic():
-        store.conn.execute(
+def set_cursor(db: Database, source_id: str, cursor: str | None) -> None:
+    with db.transaction():
+        db.conn.execute(
             "INSERT INTO extraction_log(source_type, source_id, cursor, runs, extracted_at)"
             " VALUES (?, ?, ?, 1, ?)"
             " ON CONFLICT(source_type, source_id) DO UPDATE SET cursor = excluded.cursor,"
@@ -129,49 +128,49 @@ class PendingHook:
     attempts: int = 0
 
 
-def add_pending(store: MemoryStore, session_id: str, event: str, arg: str = "") -> int:
+def add_pending(db: Database, session_id: str, event: str, arg: str = "") -> int:
     """Record a hook to run (joins the caller's transaction: commit it with the cursor).
     One row per session and event; a newer ``arg`` (ending reason) replaces the older."""
-    with store.atomic():
-        store.conn.execute(
+    with db.transaction():
+        db.conn.execute(
             "INSERT INTO pending_hooks(session_id, event, arg, created_ms)"
             " VALUES (?, ?, ?, ?) ON CONFLICT(session_id, event) DO UPDATE SET arg = excluded.arg",
             (session_id, event, arg, int(time.time() * 1000)),
         )
-        row = store.conn.execute(
+        row = db.conn.execute(
             "SELECT seq FROM pending_hooks WHERE session_id = ? AND event = ?",
             (session_id, event),
         ).fetchone()
     return int(row[0])
 
 
-def pending(store: MemoryStore) -> list[PendingHook]:
+def pending(db: Database) -> list[PendingHook]:
     """Every hook still owed, oldest first."""
-    rows = store._fetchall(
+    rows = db.fetchall(
         "SELECT seq, session_id, event, arg, attempts FROM pending_hooks ORDER BY seq"
     )
     return [PendingHook(*r) for r in rows]
 
 
-def done_pending(store: MemoryStore, seq: int) -> None:
+def done_pending(db: Database, seq: int) -> None:
     """The hook ran: forget it."""
-    with store.atomic():
-        store.conn.execute("DELETE FROM pending_hooks WHERE seq = ?", (seq,))
+    with db.transaction():
+        db.conn.execute("DELETE FROM pending_hooks WHERE seq = ?", (seq,))
 
 
-def failed_pending(store: MemoryStore, seq: int, max_attempts: int) -> bool:
+def failed_pending(db: Database, seq: int, max_attempts: int) -> bool:
     """The hook failed: count it; after ``max_attempts`` drop the row. True if dropped."""
-    with store.atomic():
-        store.conn.execute("UPDATE pending_hooks SET attempts = attempts + 1 WHERE seq = ?", (seq,))
-        gone = store.conn.execute(
+    with db.transaction():
+        db.conn.execute("UPDATE pending_hooks SET attempts = attempts + 1 WHERE seq = ?", (seq,))
+        gone = db.conn.execute(
             "DELETE FROM pending_hooks WHERE seq = ? AND attempts >= ?", (seq, max_attempts)
         ).rowcount
     return bool(gone)
 
 
-def created_since(store: MemoryStore, since_ms: int) -> list[SessionRecord]:
+def created_since(db: Database, since_ms: int) -> list[SessionRecord]:
     """Active sessions created at or after ``since_ms`` (owed a context file)."""
-    rows = store._fetchall(
+    rows = db.fetchall(
         f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE state = 'active' AND created_ms >= ?"
         " ORDER BY created_ms",
         (since_ms,),
@@ -179,10 +178,10 @@ def created_since(store: MemoryStore, since_ms: int) -> list[SessionRecord]:
     return [SessionRecord(*r) for r in rows]
 
 
-def extracted_since(store: MemoryStore, ended_after_ms: int) -> list[SessionRecord]:
+def extracted_since(db: Database, ended_after_ms: int) -> list[SessionRecord]:
     """Sessions with an extraction (owed a resume pack): active ones, and ended ones whose
     files the retention rule has not removed yet."""
-    rows = store._fetchall(
+    rows = db.fetchall(
         f"SELECT {', '.join('s.' + c for c in _COLUMNS)} FROM sessions s"
         " WHERE (s.state = 'active' OR s.ended_ms >= ?) AND EXISTS ("
         "SELECT 1 FROM extraction_log e WHERE e.source_type = s.agent"
@@ -192,16 +191,16 @@ def extracted_since(store: MemoryStore, ended_after_ms: int) -> list[SessionReco
     return [SessionRecord(*r) for r in rows]
 
 
-def ended_before(store: MemoryStore, cutoff_ms: int) -> list[str]:
+def ended_before(db: Database, cutoff_ms: int) -> list[str]:
     """Ids of sessions that ended before ``cutoff_ms`` (their files may go)."""
-    rows = store._fetchall(
+    rows = db.fetchall(
         "SELECT session_id FROM sessions WHERE state = 'ended' AND ended_ms < ?", (cutoff_ms,)
     )
     return [r[0] for r in rows]
 
 
 def log_extraction(
-    store: MemoryStore,
+    db: Database,
     source_type: str,
     source_id: str,
     cursor: str | None = None,
@@ -209,9 +208,9 @@ def log_extraction(
     message_count: int = 0,
 ) -> None:
     """Record how far a source has been extracted (call inside the same transaction as the
-    memories it produced, via `transaction(store.conn)`, to keep the two consistent)."""
-    with store._lock:
-        store._conn.execute(
+    memories it produced, via `transaction(db.conn)`, to keep the two consistent)."""
+    with db.lock:
+        db.conn.execute(
             "INSERT INTO extraction_log(source_type, source_id, cursor, memory_count,"
             " message_count, runs, extracted_at) VALUES (?, ?, ?, ?, ?, 1, ?)"
             " ON CONFLICT(source_type, source_id) DO UPDATE SET cursor = excluded.cursor,"
@@ -222,26 +221,26 @@ def log_extraction(
         )
 
 
-def get_extraction(store: MemoryStore, source_type: str, source_id: str) -> dict[str, Any] | None:
-    row = store._fetchone(
+def get_extraction(db: Database, source_type: str, source_id: str) -> dict[str, Any] | None:
+    row = db.fetchone(
         "SELECT * FROM extraction_log WHERE source_type = ? AND source_id = ?",
         (source_type, source_id),
     )
     return dict(row) if row else None
 
 
-def forget_extraction(store: MemoryStore, source_type: str, source_id: str) -> None:
+def forget_extraction(db: Database, source_type: str, source_id: str) -> None:
     """Drop a source's extraction row (joins the caller's transaction)."""
-    with store.atomic():
-        store.conn.execute(
+    with db.transaction():
+        db.conn.execute(
             "DELETE FROM extraction_log WHERE source_type = ? AND source_id = ?",
             (source_type, source_id),
         )
 
 
-def last_extraction_at(store: MemoryStore, session_id: str) -> str | None:
+def last_extraction_at(db: Database, session_id: str) -> str | None:
     """When anything of this session was last extracted (any source type), or None."""
-    row = store._fetchone(
+    row = db.fetchone(
         "SELECT extracted_at FROM extraction_log WHERE source_id = ? "
         "ORDER BY extracted_at DESC LIMIT 1",
         (session_id,),
@@ -251,14 +250,14 @@ def last_extraction_at(store: MemoryStore, session_id: str) -> str | None:
 
 # -- model usage (see llmem_hooks.model.budget) -------------------------------------------------
 def usage_totals(
-    store: MemoryStore, *, day: str | None = None, session_key: str | None = None
+    db: Database, *, day: str | None = None, session_key: str | None = None
 ) -> tuple[int, int, int, float]:
     """(calls, prompt tokens, output tokens, seconds) summed over one UTC day's rows or
     one session's (exactly one of ``day`` and ``session_key``)."""
     if (day is None) == (session_key is None):
         raise ValueError("give exactly one of day and session_key")
     column, value = ("day", day) if day is not None else ("session_key", session_key)
-    row = store._fetchone(
+    row = db.fetchone(
         "SELECT coalesce(sum(calls), 0), coalesce(sum(prompt_tokens), 0), "
         "coalesce(sum(output_tokens), 0), coalesce(sum(seconds), 0.0) FROM model_usage "
         f"WHERE {column} = ?",
@@ -268,7 +267,7 @@ def usage_totals(
 
 
 def add_usage(
-    store: MemoryStore,
+    db: Database,
     day: str,
     session_key: str,
     *,
@@ -278,8 +277,8 @@ def add_usage(
     seconds: float,
 ) -> None:
     """Add one call's cost to the (day, session) row."""
-    with store.atomic():
-        store.conn.execute(
+    with db.transaction():
+        db.conn.execute(
             "INSERT INTO model_usage(day, session_key, calls, prompt_tokens, output_tokens,"
             " seconds, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(day, session_key) DO UPDATE SET calls = calls + excluded.calls, "
@@ -290,9 +289,9 @@ def add_usage(
         )
 
 
-def usage_sessions(store: MemoryStore, day: str) -> int:
+def usage_sessions(db: Database, day: str) -> int:
     """How many sessions used the model on ``day``."""
-    row = store._fetchone("SELECT count(*) FROM model_usage WHERE day = ?", (day,))
+    row = db.fetchone("SELECT count(*) FROM model_usage WHERE day = ?", (day,))
     return int(row[0])
 
 

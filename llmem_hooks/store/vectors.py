@@ -42,15 +42,12 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from .db import has_function, transaction
-from .records import MEMORY_COLUMNS, MemoryFilter, cosine_distance, pack_embedding, unpack_embedding
-
-if TYPE_CHECKING:
-    from .memories import MemoryStore
 from ..errors import ValidationError
 from ..timestamps import now_iso
+from .db import Database, has_function, transaction
+from .records import MEMORY_COLUMNS, MemoryFilter, cosine_distance, pack_embedding, unpack_embedding
 
 log = logging.getLogger(__name__)
 
@@ -564,13 +561,14 @@ class VectorIndex:
 
 def vector_status(store: Any) -> VectorStatus:
     """(available, reason, count) of a `MemoryStore`'s vector search."""
-    with store._lock:
+    with store.db.lock:
         return store.vectors.status()
 
 
-# -- the filtered nearest-neighbour planner (bound on MemoryStore) ---------------------
+# -- the filtered nearest-neighbour planner (called by MemoryStore) ------------------------
 def nearest_rows(
-    store: MemoryStore,
+    db: Database,
+    index: VectorIndex,
     query: bytes,
     cond: str,
     params: Sequence[Any],
@@ -585,26 +583,27 @@ def nearest_rows(
     project's memories (if project is not None) and the global ones (if with_global).
     A project's own memories are scanned exactly when at most OWN_SCAN_MAX, else found
     by KNN in the project partition; the global ones by KNN in theirs."""
-    vi = store.vectors
+    vi = index
     if limit < 1 or not vi.usable(query):
-        return scan_rows(store, query, cond, params, limit, max_distance)
+        return scan_rows(db, query, cond, params, limit, max_distance)
     total = vi.count()
     if scope is None:
-        return knn_rows(store, query, cond, params, limit, max_distance, None, total)
+        return knn_rows(db, index, query, cond, params, limit, max_distance, None, total)
     project, with_global = scope
     hits: list[tuple[float, Any]] = []
     n_global = vi.count_scope(None, total) if with_global else 0
     if project is not None:
         own = (f"{cond} AND m.project = ?", [*params, project])
         if vi.count_scope(project, OWN_SCAN_MAX + 1) <= OWN_SCAN_MAX:
-            hits += scan_rows(store, query, *own, limit, max_distance)
+            hits += scan_rows(db, query, *own, limit, max_distance)
         else:
             hits += knn_rows(
-                store, query, *own, limit, max_distance, SCOPE_PROJECT, total - n_global
+                db, index, query, *own, limit, max_distance, SCOPE_PROJECT, total - n_global
             )
     if n_global:
         hits += knn_rows(
-            store,
+            db,
+            index,
             query,
             f"{cond} AND m.project IS NULL",
             params,
@@ -618,7 +617,8 @@ def nearest_rows(
 
 
 def knn_rows(
-    store: MemoryStore,
+    db: Database,
+    index: VectorIndex,
     query: bytes,
     cond: str,
     params: Sequence[Any],
@@ -635,10 +635,10 @@ def knn_rows(
     for _ in range(KNN_MAX_ROUNDS):
         if k <= 0:
             return []
-        cands = store.vectors.knn(query, k, scope=scope, searched=searched)
+        cands = index.knn(query, k, scope=scope, searched=searched)
         near = cands if max_distance is None else [c for c in cands if c[1] <= max_distance]
         dist = dict(near)
-        rows = store._conn.execute(
+        rows = db.conn.execute(
             f"SELECT {cols}, m.seq FROM memories m WHERE m.seq IN "
             f"(SELECT value FROM json_each(?)) AND {cond}",
             [json.dumps(list(dist)), *params],
@@ -653,11 +653,11 @@ def knn_rows(
         k = min(searched, 2 * k * max(2, (limit * len(cands)) // len(rows)))
         if k > searched // 4:
             break
-    return scan_rows(store, query, cond, params, limit, max_distance)
+    return scan_rows(db, query, cond, params, limit, max_distance)
 
 
 def scan_rows(
-    store: MemoryStore,
+    db: Database,
     query: bytes,
     cond: str,
     params: Sequence[Any],
@@ -668,9 +668,9 @@ def scan_rows(
     when sqlite-vec is loaded, else Python over at most BRUTE_FORCE_MAX_ROWS rows."""
     cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
     base = f"FROM memories m WHERE m.embedding IS NOT NULL AND length(m.embedding) = ? AND {cond}"
-    if vec_loaded(store):
+    if vec_loaded(db):
         where_d = "" if max_distance is None else "AND _distance <= ?"
-        rows = store._conn.execute(
+        rows = db.conn.execute(
             f"SELECT {cols}, m.seq, vec_distance_cosine(m.embedding, ?) AS _distance {base} "
             f"{where_d} ORDER BY _distance LIMIT ?",
             [
@@ -682,7 +682,7 @@ def scan_rows(
             ],
         ).fetchall()
         return [(r["_distance"], r) for r in rows if r["_distance"] is not None]
-    rows = store._conn.execute(
+    rows = db.conn.execute(
         f"SELECT {cols}, m.seq, m.embedding AS _emb {base} LIMIT ?",
         [len(query), *params, BRUTE_FORCE_MAX_ROWS],
     ).fetchall()
@@ -692,15 +692,11 @@ def scan_rows(
     return scored[:limit]
 
 
-def vec_loaded(store: MemoryStore) -> bool:
-    if store._has_vec is None:
-        store._has_vec = has_function(store._conn, "vec_distance_cosine")
-    return store._has_vec
+def vec_loaded(db: Database) -> bool:
+    return db.has_function("vec_distance_cosine")
 
 
-def get_embeddings_with_types(
-    store: MemoryStore, limit: int | None = 10_000
-) -> list[tuple[bytes, str]]:
+def get_embeddings_with_types(db: Database, limit: int | None = 10_000) -> list[tuple[bytes, str]]:
     """(embedding BLOB, type) of live memories with an embedding, newest first; at most
     ``limit`` (None or 0: all, negative: 10,000) since the metrics are O(n^2)."""
     limit = 10_000 if limit is not None and limit < 0 else limit
@@ -712,17 +708,17 @@ def get_embeddings_with_types(
     if limit:
         sql += " LIMIT ?"
         params.append(limit)
-    with store._lock:
-        rows = store._conn.execute(sql, params).fetchall()
+    with db.lock:
+        rows = db.conn.execute(sql, params).fetchall()
     return [(bytes(r[0]), str(r[1])) for r in rows]
 
 
-def missing_embeddings(store: MemoryStore, limit: int = 32) -> list[tuple[str, str]]:
+def missing_embeddings(db: Database, limit: int = 32) -> list[tuple[str, str]]:
     """(id, content) of live memories without a vector, newest first: the ones
     semantic search and near-duplicate merging cannot see yet."""
     cond, params = MemoryFilter().to_sql(now_iso())
-    with store._lock:
-        rows = store._conn.execute(
+    with db.lock:
+        rows = db.conn.execute(
             f"SELECT m.id, m.content FROM memories m WHERE m.embedding IS NULL AND {cond} "
             "ORDER BY m.seq DESC LIMIT ?",
             [*params, limit],
@@ -730,51 +726,54 @@ def missing_embeddings(store: MemoryStore, limit: int = 32) -> list[tuple[str, s
     return [(r[0], r[1]) for r in rows]
 
 
-def count_missing_embeddings(store: MemoryStore) -> int:
+def count_missing_embeddings(db: Database) -> int:
     """How many live memories have no vector yet (`missing_embeddings` gives them)."""
     cond, params = MemoryFilter().to_sql(now_iso())
-    with store._lock:
+    with db.lock:
         return int(
-            store._conn.execute(
+            db.conn.execute(
                 f"SELECT COUNT(*) FROM memories m WHERE m.embedding IS NULL AND {cond}", params
             ).fetchone()[0]
         )
 
 
-def set_embeddings(store: MemoryStore, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
+def set_embeddings(
+    db: Database, index: VectorIndex, vectors: Sequence[tuple[str, Sequence[float]]]
+) -> int:
     """Give memories their vectors (kept in step with the vec tables) without touching
     ``updated_at``: a vector added later is not news about the memory. Returns how
     many memories took one."""
     done = 0
-    with store._lock, transaction(store._conn):
+    with db.transaction():
         for memory_id, vec in vectors:
-            blob = store._check_vector(pack_embedding(vec))
-            row = store._conn.execute(
+            blob = pack_embedding(vec)
+            index.check(blob)
+            row = db.conn.execute(
                 "SELECT seq FROM memories WHERE id = ? AND embedding IS NULL", (memory_id,)
             ).fetchone()
             if row is None:
                 continue
-            store._conn.execute("UPDATE memories SET embedding = ? WHERE seq = ?", (blob, row[0]))
-            store.vectors.write([(row[0], blob)])
+            db.conn.execute("UPDATE memories SET embedding = ? WHERE seq = ?", (blob, row[0]))
+            index.write([(row[0], blob)])
             done += 1
     return done
 
 
-def count_embeddings(store: MemoryStore) -> int:
+def count_embeddings(db: Database) -> int:
     """How many live memories have an embedding."""
     cond, params = MemoryFilter().to_sql(now_iso())
-    with store._lock:
-        return store._conn.execute(
+    with db.lock:
+        return db.conn.execute(
             f"SELECT COUNT(*) FROM memories m WHERE m.embedding IS NOT NULL AND {cond}", params
         ).fetchone()[0]
 
 
-def get_embedding(store: MemoryStore, memory_id: str) -> list[float] | None:
-    blob = embedding_blob(store, memory_id)
+def get_embedding(db: Database, memory_id: str) -> list[float] | None:
+    blob = embedding_blob(db, memory_id)
     return unpack_embedding(blob) if blob is not None else None
 
 
-def embedding_blob(store: MemoryStore, memory_id: str) -> bytes | None:
+def embedding_blob(db: Database, memory_id: str) -> bytes | None:
     """A memory's vector as stored (packed float32), ready for `MemoryStore.nearest`."""
-    row = store._fetchone("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
+    row = db.fetchone("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
     return bytes(row[0]) if row and row[0] is not None else None

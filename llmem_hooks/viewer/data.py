@@ -89,7 +89,7 @@ class ViewerData:
         memories = self.store.list_all(limit=limit, sort="created", order="desc")
         stats = self.store.stats()
         listed = [slim(m) for m in memories]
-        forgotten = [slim(m) for m in browse.forgotten(self.store, FORGOTTEN_LIMIT)]
+        forgotten = [slim(m) for m in browse.forgotten(self.store.db, FORGOTTEN_LIMIT)]
         out: dict[str, Any] = {
             "generated_at": now_iso(),
             "db_path": str(self.store.db_path),
@@ -102,7 +102,7 @@ class ViewerData:
             },
             "counts": [
                 {"project": p, "type": t, "count": n}
-                for p, t, n in browse.counts_by_project_type(self.store)
+                for p, t, n in browse.counts_by_project_type(self.store.db)
             ],
             "types": sorted({*DEFAULT_MEMORY_TYPES, *stats["by_type"]}),
             "memories": listed,
@@ -135,8 +135,8 @@ class ViewerData:
         """Where a memory came from: session (and its agent), author, time, source,
         messages, the episode it was learned from, and its relations."""
         sid = mem.get("session_id")
-        rec = session_state.find(self.store, sid) if sid else None
-        episode = browse.episode_of(self.store, mem)
+        rec = session_state.find(self.store.db, sid) if sid else None
+        episode = browse.episode_of(self.store.db, mem)
         return {
             "session_id": sid,
             "session_agent": rec.agent if rec else None,
@@ -233,7 +233,7 @@ class ViewerData:
 
     def restore(self, memory_id: str) -> dict[str, Any]:
         full = self.store.resolve_id(_id(memory_id))
-        if not browse.restore(self.store, full):
+        if not browse.restore(self.store.db, full):
             raise ValidationError(f"memory {full} is not forgotten")
         return self.memory(full)
 

@@ -63,7 +63,7 @@ def seed(home: Path) -> dict[str, str]:
             ids[f"filler{n}"] = st.add("fact", f"Filler memory number {n} about sqlite pragmas")
         st.invalidate(ids["forgotten"], "we moved to GitHub Actions")
         session_state.save(
-            st,
+            st.db,
             session_state.SessionRecord(
                 agent="opencode", session_id="ses_view1", project="acme", title="tests"
             ),
@@ -73,7 +73,7 @@ def seed(home: Path) -> dict[str, str]:
         from llmem_hooks.model.budget import utc_day
 
         session_state.add_usage(
-            st,
+            st.db,
             utc_day(time.time()),
             "ses_view1",
             calls=3,
