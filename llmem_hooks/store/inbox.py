@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 from ..errors import ValidationError
 from ..timestamps import now_iso
-from .db import transaction
 from .records import INBOX_SOURCES, check_confidence, check_content, check_metadata
 
 
@@ -35,13 +34,13 @@ def add_to_inbox(
     score = check_confidence(attention_score, "attention score")
     item_id = str(uuid.uuid4())
     now = now_iso()
-    with store._lock, transaction(store._conn):
-        store._conn.execute(
+    with store.db.transaction():
+        store.db.conn.execute(
             "INSERT INTO inbox(id, content, source, attention_score, metadata, created_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (item_id, content, source, score, meta_json, now, now),
         )
-        store._conn.execute(
+        store.db.conn.execute(
             "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox ORDER BY attention_score DESC,"
             " created_at ASC LIMIT -1 OFFSET ?)",
             (store.inbox_capacity,),
@@ -56,25 +55,25 @@ def inbox_row(row: Any) -> dict[str, Any]:
 
 
 def get_from_inbox(store: MemoryStore, item_id: str) -> dict[str, Any] | None:
-    row = store._fetchone("SELECT * FROM inbox WHERE id = ?", (item_id,))
+    row = store.db.fetchone("SELECT * FROM inbox WHERE id = ?", (item_id,))
     return inbox_row(row) if row else None
 
 
 def list_inbox(store: MemoryStore, limit: int = 20) -> list[dict[str, Any]]:
-    rows = store._fetchall(
+    rows = store.db.fetchall(
         "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC LIMIT ?", (limit,)
     )
     return [inbox_row(r) for r in rows]
 
 
 def inbox_count(store: MemoryStore) -> int:
-    return int(store._fetchone("SELECT COUNT(*) FROM inbox")[0])
+    return int(store.db.fetchone("SELECT COUNT(*) FROM inbox")[0])
 
 
 def update_inbox_attention_score(store: MemoryStore, item_id: str, score: float) -> bool:
     score = check_confidence(score, "attention score")
-    with store._lock, transaction(store._conn):
-        cur = store._conn.execute(
+    with store.db.transaction():
+        cur = store.db.conn.execute(
             "UPDATE inbox SET attention_score = ?, updated_at = ? WHERE id = ?",
             (score, now_iso(), item_id),
         )
@@ -82,8 +81,8 @@ def update_inbox_attention_score(store: MemoryStore, item_id: str, score: float)
 
 
 def remove_from_inbox(store: MemoryStore, item_id: str) -> bool:
-    with store._lock, transaction(store._conn):
-        return store._conn.execute("DELETE FROM inbox WHERE id = ?", (item_id,)).rowcount > 0
+    with store.db.transaction():
+        return store.db.conn.execute("DELETE FROM inbox WHERE id = ?", (item_id,)).rowcount > 0
 
 
 def consolidate(
@@ -96,10 +95,10 @@ def consolidate(
     (promoted items carry ``memory_id`` unless dry-run).
     """
     check_confidence(min_score, "min_score")
-    with store._lock, transaction(store._conn):
+    with store.db.transaction():
         items = [
             inbox_row(r)
-            for r in store._conn.execute(
+            for r in store.db.conn.execute(
                 "SELECT * FROM inbox ORDER BY attention_score DESC, created_at ASC"
             )
         ]
@@ -123,5 +122,5 @@ def consolidate(
             item["memory_id"] = rec["id"]
         if records:
             store._insert(records)
-        store._conn.execute("DELETE FROM inbox")
+        store.db.conn.execute("DELETE FROM inbox")
     return {"promoted": promoted, "evicted": evicted}
