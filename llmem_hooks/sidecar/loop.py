@@ -180,8 +180,8 @@ def settle(
     faults.hit("after-hook", sid)
     try:
         if result[0] != RESULT_ERROR:
-            session_state.done_pending(store, seq)
-        elif session_state.failed_pending(store, seq, MAX_HOOK_ATTEMPTS):
+            session_state.done_pending(store.db, seq)
+        elif session_state.failed_pending(store.db, seq, MAX_HOOK_ATTEMPTS):
             log.warning(
                 "session=%s event=%s gave up after %d attempts", sid, event, MAX_HOOK_ATTEMPTS
             )
