@@ -354,32 +354,30 @@ class MemoryStore:
             self.vectors.check(blob)
         return blob
 
-    _INSERT_COLUMNS = tuple(
-        [
-            "seq",
-            "id",
-            "type",
-            "content",
-            "summary",
-            "source",
-            "confidence",
-            "metadata",
-            "hints",
-            "created_at",
-            "updated_at",
-            "accessed_at",
-            "access_count",
-            "valid_until",
-            "invalidation_reason",
-            "expires_at",
-            "entered_by",
-            "project",
-            "session_id",
-            "source_message_ids",
-            "content_hash",
-            "tag_text",
-            "embedding",
-        ]
+    _INSERT_COLUMNS = (
+        "seq",
+        "id",
+        "type",
+        "content",
+        "summary",
+        "source",
+        "confidence",
+        "metadata",
+        "hints",
+        "created_at",
+        "updated_at",
+        "accessed_at",
+        "access_count",
+        "valid_until",
+        "invalidation_reason",
+        "expires_at",
+        "entered_by",
+        "project",
+        "session_id",
+        "source_message_ids",
+        "content_hash",
+        "tag_text",
+        "embedding",
     )
 
     def _insert(self, records: list[dict[str, Any]]) -> None:
