@@ -178,7 +178,9 @@ def test_opening_a_store_registers_no_type(tmp_path: Path) -> None:
     assert "deploy_note" not in before
     with MemoryStore(db) as st:
         assert get_registered_types() == before
-        (mem,) = st.list_all(type="deploy_note")
+        assert [m["content"] for m in st.list_all(type="deploy_note")] == [
+            "deploy with helm upgrade"
+        ]
         mid = st.add("deploy_note", "roll back with helm rollback")
         assert st.get(mid)["type"] == "deploy_note"
         fact = st.add("fact", "the cluster runs in eu-west-1")
@@ -319,7 +321,5 @@ def test_the_entry_point_cache_names_its_group(tmp_path: Path, installed: Path) 
     found = adapters.cached_entry_points(cache)
     assert ("notebook", f"{PLUGIN}:NotebookAdapter") in found
     assert json.loads(cache.read_text())["stamp"][0] == ADAPTER_ENTRY_POINTS
-    assert ("notebook", f"{PLUGIN}:NotebookAdapter") not in session_hooks.cached_entry_points(
-        cache
-    )
+    assert ("notebook", f"{PLUGIN}:NotebookAdapter") not in session_hooks.cached_entry_points(cache)
     assert oct(cache.stat().st_mode & 0o777) == "0o600"
