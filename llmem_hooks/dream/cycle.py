@@ -807,4 +807,3 @@ def _merged_fields(keep: Mapping[str, Any], others: Sequence[Mapping[str, Any]])
         "accessed_at": max(accessed) if accessed else None,
         "metadata": json.dumps(meta, ensure_ascii=False),
     }
-
