@@ -88,6 +88,9 @@ class Registry(Generic[T]):
         self._check = check
         self._items: dict[str, list[T]] = {}
         self._lock = threading.RLock()
+        # Held while entry points load, so a second thread waits for them instead of
+        # seeing a half-filled registry; reentrant: a plugin may look things up on import.
+        self._load_lock = threading.RLock()
         self._loaded = False
 
     # -- registering ---------------------------------------------------------------------
@@ -124,9 +127,9 @@ class Registry(Generic[T]):
         """The items of ``name``, in registration order (empty: none)."""
         with self._lock:
             found = tuple(self._items.get(name, ()))
-        if found or not self.autoload or self._loaded:
+        if found or not self.autoload:
             return found
-        self.load_entry_points()
+        self.load_entry_points()  # at once when loaded; else waits for the loading thread
         with self._lock:
             return tuple(self._items.get(name, ()))
 
@@ -182,24 +185,24 @@ class Registry(Generic[T]):
         ``reload``; through `cached_entry_points` when ``cache`` is given). Returns the
         names that got an item. An entry point that cannot be loaded, or that the registry
         refuses, is logged and skipped: a broken plugin never stops the sidecar or a hook."""
-        with self._lock:
+        with self._load_lock:
             if self._loaded and not reload:
                 return []
             self._loaded = True
-        loaded: list[str] = []
-        try:
-            found = self.entry_points() if cache is None else self.cached_entry_points(cache)
-        except Exception as exc:  # a broken distribution's metadata
-            log.warning("%s entry points cannot be listed: %s", self.kind, exc)
-            return loaded
-        for name, value in found:
+            loaded: list[str] = []
             try:
-                self.register(name, _load_entry_point(value))
-            except Exception as exc:
-                log.warning("%s entry point %s = %s skipped: %s", self.kind, name, value, exc)
-                continue
-            loaded.append(name)
-        return loaded
+                found = self.entry_points() if cache is None else self.cached_entry_points(cache)
+            except Exception as exc:  # a broken distribution's metadata
+                log.warning("%s entry points cannot be listed: %s", self.kind, exc)
+                return loaded
+            for name, value in found:
+                try:
+                    self.register(name, _load_entry_point(value))
+                except Exception as exc:
+                    log.warning("%s entry point %s = %s skipped: %s", self.kind, name, value, exc)
+                    continue
+                loaded.append(name)
+            return loaded
 
 
 def _load_entry_point(value: str) -> Any:

@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from llmem_hooks.events import LifecycleEvent, Message, SessionInfo
 from llmem_hooks.registry import (
     DREAM_HOOK_ENTRY_POINTS,
     MEMORY_TYPE_ENTRY_POINTS,
+    Registry,
     check_memory_type,
     dream_hooks,
     memory_types,
@@ -323,3 +325,38 @@ def test_the_entry_point_cache_names_its_group(tmp_path: Path, installed: Path) 
     assert json.loads(cache.read_text())["stamp"][0] == ADAPTER_ENTRY_POINTS
     assert ("notebook", f"{PLUGIN}:NotebookAdapter") not in session_hooks.cached_entry_points(cache)
     assert oct(cache.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_second_thread_waits_for_entry_points_that_are_loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two threads look up an installed type while its (slow) plugin is imported: both
+    find it; the second never sees a half-filled registry."""
+    root = tmp_path / "slow-site"
+    root.mkdir()
+    (root / "llmem_hooks_slowplugin.py").write_text(
+        "import time\ntime.sleep(0.3)\nSLOW = 'a type whose plugin imports slowly'\n"
+    )
+    info = root / "llmem_hooks_slowplugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: llmem_hooks_slowplugin\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[{MEMORY_TYPE_ENTRY_POINTS}]\nslow_type = llmem_hooks_slowplugin:SLOW\n"
+    )
+    monkeypatch.syspath_prepend(str(root))
+    importlib.invalidate_caches()
+    fresh: Registry[Any] = Registry(
+        "memory type", MEMORY_TYPE_ENTRY_POINTS, check=lambda kind, item: item, several=False
+    )
+    found: list[tuple[Any, ...]] = []
+    threads = [threading.Thread(target=lambda: found.append(fresh.get("slow_type"))) for _ in "ab"]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.modules.pop("llmem_hooks_slowplugin", None)
+    assert found == [("a type whose plugin imports slowly",)] * 2
