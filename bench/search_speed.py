@@ -1,4 +1,4 @@
-"""Retriever.search speed (FTS mode, natural-language questions) at 10k and 100k memories.
+"""Retriever.find speed (FTS mode, natural-language questions) at 10k and 100k memories.
 
 Usage: python bench/search_speed.py [--sizes 10000,100000] [--queries 240] [--rounds 3]
 
