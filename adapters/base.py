@@ -1,4 +1,4 @@
-"""SessionAdapter: the declared interface of an agent's session store, and the registry.
+"""SessionAdapter: the declared interface of an agent's session store, and its registry.
 
 `SessionAdapter` is an ABC, not a `typing.Protocol`: every adapter shares real behaviour
 (transcript and chunk building from `get_messages`, `existing`, the context manager,
@@ -19,6 +19,7 @@ from typing import Any
 
 from llmem_hooks.config import Config
 from llmem_hooks.events import LifecycleEvent, Message, SessionInfo
+from llmem_hooks.registry import Registry
 
 SUMMARY_CHARS = 200  # one-line tool argument summaries in transcripts
 COMMAND_CHARS = 2000  # commands kept in Message.commands
@@ -118,27 +119,35 @@ class SessionAdapter(ABC):
         self.close()
 
 
-_ADAPTERS: dict[str, type[SessionAdapter]] = {}
+def _adapter_class(kind: str, cls: object) -> type[SessionAdapter]:
+    if not isinstance(cls, type) or not issubclass(cls, SessionAdapter):
+        raise TypeError(f"{cls!r} is not a SessionAdapter subclass")
+    return cls
+
+
+ADAPTER_ENTRY_POINTS = "llmem_hooks.adapters"
+# One class per agent name; an installed package adds one with an entry point in
+# ``llmem_hooks.adapters`` (its name the agent, its object the class).
+adapters: Registry[type[SessionAdapter]] = Registry(
+    "session adapter", ADAPTER_ENTRY_POINTS, check=_adapter_class, several=False
+)
 
 
 def register_session_adapter(name: str, cls: type[Any]) -> None:
     """Make an adapter class available under ``name`` (e.g. "opencode")."""
-    if not isinstance(cls, type) or not issubclass(cls, SessionAdapter):
-        raise TypeError(f"{cls!r} is not a SessionAdapter subclass")
-    if name in _ADAPTERS and _ADAPTERS[name] is not cls:
-        raise ValueError(f"a session adapter named {name!r} is already registered")
-    _ADAPTERS[name] = cls
+    adapters.register(name, cls)
 
 
 def get_adapter_class(name: str) -> type[SessionAdapter]:
-    try:
-        return _ADAPTERS[name]
-    except KeyError:
-        raise KeyError(f"no session adapter named {name!r}") from None
+    found = adapters.get(name)
+    if not found:
+        raise KeyError(f"no session adapter named {name!r}")
+    return found[0]
 
 
 def registered_adapters() -> dict[str, type[SessionAdapter]]:
-    return dict(_ADAPTERS)
+    """Every adapter class by name: the built-in ones and installed packages' ones."""
+    return {name: classes[0] for name, classes in adapters.all().items()}
 
 
 # -- helpers the adapters share ----------------------------------------------------------------

@@ -77,11 +77,15 @@ def measure_search(size: int, dim: int, count: int, rounds: int, work: Path) -> 
         mode = store.vectors.status().reason
 
         def hybrid(q: corpus.Query) -> None:
-            retriever.hybrid_search(q.text, limit=10, project=q.project, track_access=False)
+            retriever.find(q.text, MemoryFilter(project=q.project), limit=10, track_access=False)
 
         def fts(q: corpus.Query) -> None:
-            retriever.hybrid_search(
-                q.text, limit=10, project=q.project, track_access=False, search_mode="fts"
+            retriever.find(
+                q.text,
+                MemoryFilter(project=q.project),
+                limit=10,
+                track_access=False,
+                search_mode="fts",
             )
 
         blobs = {t: pack_embedding(v) for t, v in vecs.items()}
@@ -159,7 +163,7 @@ def run(sizes: list[int], dims: list[int], count: int, rounds: int, work: Path) 
             m = measure_search(size, dim, count, rounds, work)
             path = "prefilter" if "prefilter" in m["mode"] else "exact"
             for key, label in (
-                ("hybrid", "hybrid_search"),
+                ("hybrid", "hybrid find"),
                 ("fts", "  FTS cascade alone"),
                 ("knn", "  KNN alone (nearest, 20)"),
                 ("embed", "  query embedding (excluded)"),

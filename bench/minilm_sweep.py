@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 import devmem_questions
 
-from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks import MemoryFilter, MemoryStore, Retriever
 
 MAX_TOKENS = 256
 
@@ -138,10 +138,15 @@ def sweep(
         r = Retriever(store, embedder=emb, rrf_k_semantic=k)
         ranks: list[int | None] = []
         for text, project, ok in questions:
-            hits = r.hybrid_search(
-                text, limit=10, search_mode=mode, alpha=alpha, project=project, track_access=False
+            hits = r.find(
+                text,
+                MemoryFilter(project=project),
+                limit=10,
+                search_mode=mode,
+                alpha=alpha,
+                track_access=False,
             )
-            ranks.append(next((i + 1 for i, h in enumerate(hits) if ok(h)), None))
+            ranks.append(next((i + 1 for i, h in enumerate(hits) if ok(h.memory)), None))
         m = metrics(ranks)
         if mode == "fts":
             base, verdict = m, "(baseline)"

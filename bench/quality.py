@@ -6,7 +6,7 @@ Usage: python bench/quality.py [--sizes 10000,100000] [--queries 240] [--show-mi
 
 Each question has one memory that answers it; recall@k is the share of questions whose
 answer is in the top k, MRR the mean of 1/rank (0 when not in the top 10). Questions run
-through `Retriever.hybrid_search` with the project filter a session hook would use.
+through `Retriever.find` with the project filter a session hook would use.
 
 Without ``--mode`` (or with ``--mode fts`` alone and no ``--dims``) the corpus has no
 embeddings and this is the FTS benchmark of docs/benchmarks.md. With ``--mode`` the corpus
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 import vector_corpus
 
-from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks import MemoryFilter, MemoryStore, Retriever
 
 KINDS = ("all", "nl", "synonym", "typo", "keyword")
 
@@ -47,20 +47,20 @@ def evaluate(
     per_kind: dict[str, list[int | None]] = defaultdict(list)
     misses: list[tuple[corpus.Query, list[str]]] = []
     for q in questions:
-        hits = retriever.hybrid_search(
+        hits = retriever.find(
             q.text,
+            MemoryFilter(project=q.project),
             limit=limit,
             search_mode=mode,
             alpha=alpha,
-            project=q.project,
             track_access=False,
         )
-        ids = [h["id"] for h in hits]
+        ids = [h.id for h in hits]
         rank = next((i + 1 for i, mid in enumerate(ids) if mid in q.relevant), None)
         per_kind[q.kind].append(rank)
         per_kind["all"].append(rank)
         if rank is None or rank > 5:
-            misses.append((q, [h["content"][:90] for h in hits[:3]]))
+            misses.append((q, [h.memory["content"][:90] for h in hits[:3]]))
     return {"metrics": {k: metrics(v) for k, v in per_kind.items()}, "misses": misses}
 
 

@@ -46,7 +46,7 @@ def main() -> None:
     print(f"Machine: {machine()}\n")
     print("### Retrieval quality (FTS mode)\n")
     print(quality.run(sizes, 240), "\n")
-    print("### Retriever.search speed (FTS mode, natural-language questions)\n")
+    print("### Retriever.find speed (FTS mode, natural-language questions)\n")
     print(search_speed.run(sizes, 240, 3), "\n")
     print("### Import speed\n")
     print(import_speed.run(sizes))

@@ -1,4 +1,4 @@
-"""Retriever.search speed (FTS mode, natural-language questions) at 10k and 100k memories.
+"""Retriever.find speed (FTS mode, natural-language questions) at 10k and 100k memories.
 
 Usage: python bench/search_speed.py [--sizes 10000,100000] [--queries 240] [--rounds 3]
 
@@ -14,12 +14,15 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus
 
-from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks import MemoryFilter, MemoryStore, Retriever
+
+FTS: dict[str, Any] = {"search_mode": "fts", "track_access": False}
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -42,11 +45,17 @@ def measure(size: int, count: int, rounds: int, track_access: bool) -> dict[str,
     with MemoryStore(path) as store:
         retriever = Retriever(store)
         for q in questions:  # warm-up: page cache, statement cache
-            retriever.search(q.text, limit=10, project=q.project, track_access=False)
+            retriever.find(q.text, MemoryFilter(project=q.project), limit=10, **FTS)
         for _ in range(rounds):
             for q in questions:
                 t0 = time.perf_counter()
-                retriever.search(q.text, limit=10, project=q.project, track_access=track_access)
+                retriever.find(
+                    q.text,
+                    MemoryFilter(project=q.project),
+                    limit=10,
+                    search_mode="fts",
+                    track_access=track_access,
+                )
                 times.append((time.perf_counter() - t0) * 1000)
     return {
         "n": len(times),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.opencode_db import PROJECT, OpenCodeDB, text, tool
 
-from llmem_hooks import MemoryStore, SessionHookCoordinator
+from llmem_hooks import MemoryFilter, MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.events import Message
@@ -143,8 +143,8 @@ def test_an_episode_is_found_by_its_follow_up_too(store: MemoryStore, tmp_path: 
     assert len(eps) == 3
     assert "and the TTL for the session cache?" in eps[1]["metadata"]["fts_after"]  # later
     assert eps[1]["content"].startswith("User: ok, do it")  # its own text is untouched
-    hits = Retriever(store).search("TTL", type="conversation")
-    assert [h["id"] for h in hits] == [eps[2]["id"], eps[1]["id"]]
+    hits = Retriever(store).find("TTL", MemoryFilter(type="conversation"))
+    assert [h.id for h in hits] == [eps[2]["id"], eps[1]["id"]]
     u4 = db.user(sid, "one more: the max memory?")
     db.assistant(sid, u4, text("2 GB."))
     coord.on_idle(sid, force=True)  # a later batch does not overwrite what it has
@@ -159,8 +159,8 @@ def test_neighbour_words_find_the_episode(store: MemoryStore, tmp_path: Path) ->
     coord.on_idle(sid, force=True)
     # "eviction" is said only in the first exchange; the second is found by it too,
     # ranked below the exchange that holds the word itself
-    hits = Retriever(store).search("eviction policy", type="conversation")
-    contents = [h["content"] for h in hits]
+    hits = Retriever(store).find("eviction policy", MemoryFilter(type="conversation"))
+    contents = [h.memory["content"] for h in hits]
     assert len(contents) == 2 and "eviction" in contents[0] and "kubectl" in contents[1]
     db.close()
 

@@ -49,9 +49,9 @@ def test_upgraded_db_matches_fresh_db(tmp_path: Path) -> None:
         assert versions == [v for v, _, _ in MIGRATIONS]
         # Backfilled indexes work on the old row: FTS (stemmed, tags) and fuzzy vocabulary.
         r = Retriever(upgraded)
-        assert [m["id"] for m in r.search("manifest", track_access=False)] == ["m-1"]
-        assert [m["id"] for m in r.search("infra", track_access=False)] == ["m-1"]
-        assert [m["id"] for m in r.search("kuberntes", track_access=False)] == ["m-1"]
+        assert [h.id for h in r.find("manifest", track_access=False)] == ["m-1"]
+        assert [h.id for h in r.find("infra", track_access=False)] == ["m-1"]
+        assert [h.id for h in r.find("kuberntes", track_access=False)] == ["m-1"]
     fresh.close()
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks import MemoryFilter, MemoryStore, Retriever
 from llmem_hooks.search.retriever import (
     DEFAULT_ALPHA,
     DEFAULT_RRF_K,
@@ -20,7 +20,8 @@ from llmem_hooks.text.query import parse_query
 
 
 def ids(r: Retriever, query: str, n: int = 5, **kw: object) -> list[str]:
-    return [m["id"] for m in r.search(query, limit=n, track_access=False, **kw)]
+    hits = r.find(query, MemoryFilter(**kw), limit=n, search_mode="fts", track_access=False)
+    return [h.id for h in hits]
 
 
 # -- quotes ---------------------------------------------------------------------------------

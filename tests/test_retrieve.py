@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,8 +55,26 @@ def seeded(store: MemoryStore) -> tuple[MemoryStore, dict[str, str]]:
     return store, ids
 
 
-def top(r: Retriever, query: str, n: int = 3, **kw: object) -> list[str]:
-    return [m["id"] for m in r.search(query, limit=n, track_access=False, **kw)]
+def top(
+    r: Retriever,
+    query: str,
+    n: int = 3,
+    *,
+    fuzzy: bool | None = None,
+    threshold: float | None = None,
+    **flt: Any,
+) -> list[str]:
+    """The ids of a keyword search's first ``n`` hits; ``flt``: `MemoryFilter` fields."""
+    hits = r.find(
+        query,
+        MemoryFilter(**flt),
+        limit=n,
+        search_mode="fts",
+        track_access=False,
+        fuzzy=fuzzy,
+        threshold=threshold,
+    )
+    return [h.id for h in hits]
 
 
 @pytest.mark.parametrize(
@@ -88,7 +107,7 @@ def test_grep_syntax(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
     assert set(top(r, "kube*", 10)) == {ids["k8s"]}
     assert set(top(r, "(nomad OR pnpm) AND platform", 10)) == {ids["k8s"]}
     with pytest.raises(ValidationError):
-        r.search("NOT redis")
+        r.find("NOT redis")
 
 
 def test_and_relaxes_to_or_for_questions_but_not_for_syntax(
@@ -107,9 +126,9 @@ def test_and_relaxes_to_or_for_questions_but_not_for_syntax(
 )
 def test_fuzzy_finds_typos(seeded: tuple[MemoryStore, dict[str, str]], typo: str, key: str) -> None:
     store, ids = seeded
-    hits = Retriever(store).search(typo, limit=5, track_access=False)
-    assert ids[key] in [h["id"] for h in hits]
-    assert any(h["_match"] == "fuzzy" for h in hits)
+    hits = Retriever(store).find(typo, limit=5, search_mode="fts", track_access=False)
+    assert ids[key] in [h.id for h in hits]
+    assert any(h.match == "fuzzy" for h in hits)
     assert ids[key] not in top(Retriever(store), typo, 5, fuzzy=False)
 
 
@@ -126,7 +145,7 @@ def test_fuzzy_threshold_and_cascade(store: MemoryStore) -> None:
     store.add("fact", "dockerfile linting uses hadolint")
     r = Retriever(store)
     # 6 exact hits >= 5: the fuzzy stage does not run, nothing is marked fuzzy.
-    assert all(h["_match"] == "fts" for h in r.search("docker", limit=10, track_access=False))
+    assert all(h.match == "fts" for h in r.find("docker", limit=10, track_access=False))
     assert set(top(r, "dokcer", 10)) == set(docker)
     assert top(r, "dokcer", 10, threshold=0.95) == []  # 1 - 1/6 = 0.83 < 0.95
     assert top(r, "xyzzy", 10) == []
@@ -150,8 +169,8 @@ def test_filters_and_project_scope(store: MemoryStore) -> None:
     g = store.add("preference", "deploy only on weekdays")
     r = Retriever(store)
     assert set(top(r, "deploy", 10, project="github.com/acme/api")) == {a, g}
-    assert set(top(r, "deploy", 10, tags="ci")) == {a}
-    assert set(top(r, "deploy", 10, any_tags=["ci", "k8s"])) == {a, b}
+    assert set(top(r, "deploy", 10, tags_all=["ci"])) == {a}
+    assert set(top(r, "deploy", 10, tags_any=["ci", "k8s"])) == {a, b}
     assert set(top(r, "deploy", 10, entered_by="copilot")) == {b}
     assert set(top(r, "deploy", 10, type="preference")) == {g}
     store.invalidate(g)
@@ -160,30 +179,18 @@ def test_filters_and_project_scope(store: MemoryStore) -> None:
 
 def test_result_shape_and_scores(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
     store, _ = seeded
-    hits = Retriever(store).hybrid_search("docker compose", search_mode="fts", track_access=False)
+    hits = Retriever(store).find("docker compose", search_mode="fts", track_access=False)
     for h in hits:
-        assert {
-            "id",
-            "type",
-            "content",
-            "tags",
-            "metadata",
-            "created_at",
-            "_rrf_score",
-            "_rerank_score",
-        } <= h.keys()
-        assert isinstance(h["metadata"], dict)
-    assert hits[0]["_rrf_score"] == pytest.approx(_rrf_score(1, DEFAULT_RRF_K))
-    assert [h["_rerank_score"] for h in hits] == sorted(
-        (h["_rerank_score"] for h in hits), reverse=True
-    )
+        assert {"id", "type", "content", "tags", "metadata", "created_at"} <= h.memory.keys()
+        assert isinstance(h.memory["metadata"], dict)
+    assert hits[0].rrf == pytest.approx(_rrf_score(1, DEFAULT_RRF_K))
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_find_returns_hits_and_the_memory_stays_clean(
     seeded: tuple[MemoryStore, dict[str, str]],
 ) -> None:
-    """Scores live on the SearchHit; the memory dict holds stored fields only. The
-    reference's dicts (hybrid_search) are the same hits, flattened."""
+    """Scores live on the SearchHit; the memory dict holds stored fields only."""
     store, ids = seeded
     r = Retriever(store)
     hits = r.find("docker compose", search_mode="fts", track_access=False)
@@ -191,27 +198,16 @@ def test_find_returns_hits_and_the_memory_stays_clean(
     assert all(not k.startswith("_") for h in hits for k in h.memory)
     assert all(h.match == "fts" and h.bm25 is not None and h.distance is None for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    flat = r.hybrid_search("docker compose", search_mode="fts", track_access=False)
-    assert [(d["id"], d["_rerank_score"], d["_rrf_score"], d["_match"]) for d in flat] == [
-        (h.id, h.score, h.rrf, h.match) for h in hits
-    ]
     assert {h.id for h in hits} == {ids["pg"], ids["redis"]}
 
 
-def test_one_filter_object_or_the_reference_keywords(
-    seeded: tuple[MemoryStore, dict[str, str]],
-) -> None:
+def test_one_filter_object(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
     store, ids = seeded
     r = Retriever(store)
-    flt = MemoryFilter(type="fact")
-    by_object = [h.id for h in r.find("docker", flt, track_access=False)]
-    assert by_object == top(r, "docker", 10, filter=flt) == top(r, "docker", 10, type="fact")
+    by_object = [h.id for h in r.find("docker", MemoryFilter(type="fact"), track_access=False)]
+    assert by_object == top(r, "docker", 10, type="fact")
     assert set(by_object) == {ids["pg"], ids["redis"]}
-    assert top(r, "docker", 10, filter=MemoryFilter(type="preference")) == []
-    with pytest.raises(ValidationError, match="not both"):
-        r.hybrid_search("docker", filter=flt, type="fact")
-    with pytest.raises(TypeError, match="unexpected"):
-        r.hybrid_search("docker", colour="red")
+    assert top(r, "docker", 10, type="preference") == []
 
 
 def test_rerank_formula(store: MemoryStore) -> None:
@@ -246,9 +242,9 @@ def test_rerank_formula(store: MemoryStore) -> None:
 def test_track_access(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
     store, ids = seeded
     r = Retriever(store)
-    r.search("pnpm", limit=1)
+    r.find("pnpm", limit=1)
     assert store.get(ids["pnpm"])["access_count"] == 1
-    r.search("pnpm", limit=1, track_access=False)
+    r.find("pnpm", limit=1, track_access=False)
     assert store.get(ids["pnpm"])["access_count"] == 1
 
 
@@ -257,7 +253,7 @@ def test_offset_pages_do_not_overlap(store: MemoryStore) -> None:
         store.add("fact", f"release checklist item {i}")
     r = Retriever(store)
     first = top(r, "release checklist", 5)
-    second = [m["id"] for m in r.search("release checklist", limit=5, offset=5, track_access=False)]
+    second = [h.id for h in r.find("release checklist", limit=5, offset=5, track_access=False)]
     assert len(first) == len(second) == 5 and not set(first) & set(second)
 
 
@@ -281,13 +277,13 @@ def test_modes_without_embedder(
     store, ids = seeded
     r = Retriever(store)
     with caplog.at_level(logging.WARNING):
-        hits = r.hybrid_search("pnpm", track_access=False)
-    assert hits[0]["id"] == ids["pnpm"]
+        hits = r.find("pnpm", track_access=False)
+    assert hits[0].id == ids["pnpm"]
     assert "without an embedder" in caplog.text
     with pytest.raises(SearchError):
-        r.hybrid_search("pnpm", search_mode="semantic")
+        r.find("pnpm", search_mode="semantic")
     with pytest.raises(ValidationError):
-        r.hybrid_search("pnpm", search_mode="psychic")
+        r.find("pnpm", search_mode="psychic")
 
 
 def test_semantic_and_hybrid_with_embedder(store: MemoryStore) -> None:
@@ -295,38 +291,28 @@ def test_semantic_and_hybrid_with_embedder(store: MemoryStore) -> None:
     texts = ["the user prefers pnpm", "redis runs on 6379", "deploy with make deploy-staging"]
     ids = [store.add("fact", t, embedding=emb.embed(t)) for t in texts]
     r = Retriever(store, embedder=emb)
-    sem = r.hybrid_search("redis runs where", search_mode="semantic", track_access=False)
-    assert sem[0]["id"] == ids[1] and sem[0]["_match"] == "semantic"
-    hyb = r.hybrid_search("pnpm", search_mode="hybrid", track_access=False)
-    assert hyb[0]["id"] == ids[0]
+    sem = r.find("redis runs where", search_mode="semantic", track_access=False)
+    assert sem[0].id == ids[1] and sem[0].match == "semantic"
+    hyb = r.find("pnpm", search_mode="hybrid", track_access=False)
+    assert hyb[0].id == ids[0]
     # Found first by both FTS and semantic: its RRF score sums both contributions (the
     # semantic ranks with the flatter k, DEFAULT_RRF_K_SEMANTIC).
-    assert hyb[0]["_rrf_score"] == pytest.approx(
+    assert hyb[0].rrf == pytest.approx(
         (1 - DEFAULT_ALPHA) * _rrf_score(1) + DEFAULT_ALPHA * _rrf_score(1, DEFAULT_RRF_K_SEMANTIC)
     )
-
-
-def test_format_context_budget(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
-    store, _ = seeded
-    r = Retriever(store)
-    full = r.format_context("docker compose", budget_chars=4000)
-    assert full.count("\n- ") == 1 and full.startswith("- **")
-    short = r.format_context("docker compose", budget_chars=150)
-    assert 0 < len(short) <= 150
-    assert r.format_context("nothing-matches-this", budget_chars=4000) == ""
 
 
 def test_a_typo_is_corrected_even_when_other_words_find_plenty(store: MemoryStore) -> None:
     for i in range(8):
         store.add("fact", f"restart the api server number {i} on prod with systemctl")
     target = store.add("procedure", "Restart the scheduler on prod with `make restart-sched`.")
-    hits = Retriever(store).search("how do I restart the scheduelr on prod", track_access=False)
-    assert hits[0]["id"] == target
-    assert hits[0]["_match"] == "fuzzy"
+    hits = Retriever(store).find("how do I restart the scheduelr on prod", track_access=False)
+    assert hits[0].id == target
+    assert hits[0].match == "fuzzy"
     # A word that is only stored in another inflection is not a typo: no fuzzy widening.
     store.add("event", "The nightly build failed twice")
-    hits = Retriever(store).search("build failing", track_access=False)
-    assert hits and all(h["_match"] == "fts" for h in hits)
+    hits = Retriever(store).find("build failing", track_access=False)
+    assert hits and all(h.match == "fts" for h in hits)
 
 
 def test_project_scope_is_exact_and_not_searchable(store: MemoryStore) -> None:

@@ -228,8 +228,7 @@ def test_event_manager_and_registry(coord: SessionHookCoordinator) -> None:
     assert manager.emit("created", "ses_a")[0] == "success"
     register_session_hook("idle", seen.append)
     try:
-        with pytest.raises(ValueError):
-            register_session_hook("idle", seen.append)
+        register_session_hook("idle", seen.append)  # the same hook again: it runs once
         manager.emit("idle", "ses_a")
         assert seen == ["ses_a"]
     finally:

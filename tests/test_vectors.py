@@ -219,9 +219,9 @@ def test_fts_only_when_sqlite_vec_is_unavailable(tmp_path: Path) -> None:
                 return emb(text)
 
         r = Retriever(st, embedder=Embedder())
-        assert r.hybrid_search("pnpm", track_access=False)[0]["id"] == ids[0]
-        sem = r.hybrid_search("redis 6379", search_mode="semantic", track_access=False)
-        assert sem[0]["id"] == ids[1]
+        assert r.find("pnpm", track_access=False)[0].id == ids[0]
+        sem = r.find("redis 6379", search_mode="semantic", track_access=False)
+        assert sem[0].id == ids[1]
     with MemoryStore(tmp_path / "m.db") as st:  # the next open with sqlite-vec indexes them
         assert len(assert_in_sync(st)) == 3
 

@@ -16,8 +16,9 @@ step one transaction and logs every change with the old values (``dream_changes`
 (``dream-diary.md``, appended) and the report (``dream-report.html``) go to LLMEM_HOME.
 One applied run or undo at a time per database: `one_dream_at_a_time` holds an flock on
 ``<database>.dream.lock`` (the kernel drops it when the holder dies, even by kill -9); a
-second one is refused with `DreamBusy`. Hooks registered with `register_dream_hook` run
-after their phase; their errors are logged and never stop the cycle. Episodes
+second one is refused with `DreamBusy`. Hooks registered with `register_dream_hook` (or an
+installed package's ``llmem_hooks.dream_hooks`` entry point) run after their phase, in
+order; their errors are logged and never stop the cycle. Episodes
 (conversation records) only age out: they are never merged, decayed, boosted or linked.
 """
 
@@ -308,8 +309,7 @@ class Dreamer:
                     progress(steps_done, steps_total)
             result.seconds = time.perf_counter() - p0
             run.results.append(result)
-            hook = hooks.get(phase)
-            if hook is not None:
+            for hook in hooks.get(phase, ()):
                 try:
                     hook(self, result, apply)
                 except Exception as exc:  # a hook never stops the cycle
@@ -323,15 +323,6 @@ class Dreamer:
             book.finish_run(self.store, run.run_id, {"counts": run.counts()})
             if write_files:
                 self._write_files(run)
-
-    def light(self, apply: bool = False) -> DreamResult:
-        return self.run(["light"], apply).results[0]
-
-    def deep(self, apply: bool = False) -> DreamResult:
-        return self.run(["deep"], apply).results[0]
-
-    def rem(self, apply: bool = False) -> DreamResult:
-        return self.run(["rem"], apply).results[0]
 
     def undo(self, run_id: str) -> dict[str, int]:
         """Put back what run ``run_id`` changed (see `store.dream.undo_run`; refused while
@@ -816,14 +807,3 @@ def _merged_fields(keep: Mapping[str, Any], others: Sequence[Mapping[str, Any]])
         "accessed_at": max(accessed) if accessed else None,
         "metadata": json.dumps(meta, ensure_ascii=False),
     }
-
-
-def dream(
-    store: MemoryStore,
-    config: Config | Mapping[str, Any] | None = None,
-    *,
-    phases: Sequence[str] | None = None,
-    apply: bool = False,
-) -> DreamRun:
-    """One run of the cycle (`Dreamer.run`)."""
-    return Dreamer(store, config).run(phases, apply)

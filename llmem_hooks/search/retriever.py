@@ -15,10 +15,7 @@ divided by its best possible value, type priority by the highest priority); othe
 the signals alone would decide the order and relevance would be lost.
 
 Results: `Retriever.find` returns `SearchHit`s (the memory, untouched, plus its scores and
-how it matched). `hybrid_search` / `search` are the reference's dict view of the same
-hits: the memory's keys plus ``_rrf_score``, ``_rerank_score`` and ``_match``. Which
-memories may match is one `MemoryFilter` (``filter=``); the reference's filter keywords
-(``type=``, ``tags=``, ``project=``...) still work and build one.
+how it matched); which memories may match is one `MemoryFilter`.
 """
 
 from __future__ import annotations
@@ -84,20 +81,6 @@ DEFAULT_TYPE_PRIORITY: dict[str, float] = {
     "conversation": 0.8,
 }
 SEARCH_MODES = ("hybrid", "fts", "semantic")
-# The reference's filter keywords of `hybrid_search`, and the MemoryFilter field each sets.
-FILTER_KEYWORDS = {
-    "type": "type",
-    "tags": "tags_all",
-    "any_tags": "tags_any",
-    "after": "after",
-    "before": "before",
-    "entered_by": "entered_by",
-    "project": "project",
-    "project_only": "project_only",
-    "session_id": "session_id",
-    "valid_only": "valid_only",
-    "include_expired": "include_expired",
-}
 
 Match = Literal["fts", "fuzzy", "semantic"]
 PASSAGE_HITS = 5  # the results that share the passage budget (what a reader takes in)
@@ -128,24 +111,6 @@ class SearchHit:
     @property
     def id(self) -> str:
         return self.memory["id"]
-
-    def as_dict(self) -> dict[str, Any]:
-        """The reference's result dict: the memory's keys plus ``_rrf_score``,
-        ``_rerank_score``, ``_match`` (and ``_bm25`` / ``_distance`` / ``_fuzzy`` when known)."""
-        out: dict[str, Any] = {
-            **self.memory,
-            "_rrf_score": self.rrf,
-            "_rerank_score": self.score,
-            "_match": self.match,
-        }
-        for key, value in (
-            ("_bm25", self.bm25),
-            ("_distance", self.distance),
-            ("_fuzzy", self.corrections),
-        ):
-            if value is not None:
-                out[key] = value
-        return out
 
 
 class DocCounts:
@@ -217,30 +182,6 @@ def _hit(row: dict[str, Any], match: Match) -> SearchHit:
     bm25 = row.pop("_bm25", None)
     distance = row.pop("_distance", None)
     return SearchHit(cast(Memory, row), match, bm25=bm25, distance=distance)
-
-
-def filter_from_keywords(flt: MemoryFilter | None = None, **keywords: Any) -> MemoryFilter:
-    """``flt``, or one built from the reference's filter keywords (`FILTER_KEYWORDS`);
-    both at once is an error, so a search never silently drops a condition."""
-    unknown = set(keywords) - set(FILTER_KEYWORDS)
-    if unknown:
-        raise TypeError(f"unexpected search keyword(s): {', '.join(sorted(unknown))}")
-    given = {FILTER_KEYWORDS[k]: v for k, v in keywords.items() if v is not None}
-    if flt is None:
-        given["tags_all"] = _split(given.get("tags_all"))
-        given["tags_any"] = _split(given.get("tags_any"))
-        return MemoryFilter(**given)
-    defaults = MemoryFilter()
-    if any(getattr(defaults, f) != _norm(f, v) for f, v in given.items()):
-        raise ValidationError(
-            f"give the search filter as filter= or as keywords ({', '.join(sorted(keywords))}),"
-            " not both"
-        )
-    return flt
-
-
-def _norm(field: str, value: Any) -> Any:
-    return tuple(_split(value)) if field in ("tags_all", "tags_any") else value
 
 
 def _rrf_score(rank: int, k: int = DEFAULT_RRF_K) -> float:
@@ -330,70 +271,6 @@ class Retriever:
         )
 
     # -- public API --------------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        limit: int = DEFAULT_LIMIT,
-        offset: int = 0,
-        type: str | None = None,
-        track_access: bool = True,
-        *,
-        filter: MemoryFilter | None = None,
-        fuzzy: bool | None = None,
-        threshold: float | None = None,
-        **filters: Any,
-    ) -> list[dict[str, Any]]:
-        """Keyword search (FTS5 + relaxation + fuzzy), reranked: `hybrid_search` with
-        ``search_mode="fts"``."""
-        return self.hybrid_search(
-            query,
-            limit=limit,
-            offset=offset,
-            type=type,
-            search_mode="fts",
-            track_access=track_access,
-            filter=filter,
-            fuzzy=fuzzy,
-            threshold=threshold,
-            **filters,
-        )
-
-    def hybrid_search(
-        self,
-        query: str,
-        limit: int = DEFAULT_LIMIT,
-        type: str | None = None,
-        alpha: float | None = None,
-        search_mode: str = "hybrid",
-        track_access: bool = True,
-        *,
-        filter: MemoryFilter | None = None,
-        offset: int = 0,
-        fuzzy: bool | None = None,
-        threshold: float | None = None,
-        **filters: Any,
-    ) -> list[dict[str, Any]]:
-        """The reference's search: `find`, each hit as a dict (`SearchHit.as_dict`: the
-        memory plus ``_rrf_score``, ``_rerank_score`` and ``_match``).
-
-        Which memories may match: ``filter``, or the reference's keywords (``type``,
-        ``tags``, ``any_tags``, ``after``, ``before``, ``entered_by``, ``project``,
-        ``project_only``, ``session_id``, ``valid_only``, ``include_expired``), not both.
-        """
-        flt = filter_from_keywords(filter, type=type, **filters)
-        hits = self.find(
-            query,
-            flt,
-            limit=limit,
-            offset=offset,
-            alpha=alpha,
-            search_mode=search_mode,
-            track_access=track_access,
-            fuzzy=fuzzy,
-            threshold=threshold,
-        )
-        return [h.as_dict() for h in hits]
-
     def find(
         self,
         query: str,
@@ -470,15 +347,6 @@ class Retriever:
                 f"the search took longer than {self.time_limit:g} s and was stopped;"
                 " search for fewer or rarer words"
             ) from None
-
-    def format_context(self, query: str, budget_chars: int = 4000, **kwargs: Any) -> str:
-        """Search results as a markdown list an LLM reads well, cut at ``budget_chars``
-        on a whole entry. Empty string when nothing matches."""
-        kwargs.setdefault("limit", 20)
-        kwargs.setdefault("track_access", False)
-        kwargs.setdefault("search_mode", "hybrid" if self.embedder else "fts")
-        results = self.hybrid_search(query, **kwargs)
-        return format_memories(results, budget_chars)
 
     # -- strategies --------------------------------------------------------------------------
     def _fts(
@@ -827,31 +695,6 @@ def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
     return count
 
 
-def _split(tags: Sequence[str] | str | None) -> list[str]:
-    if not tags:
-        return []
-    if isinstance(tags, str):
-        return [t for t in (p.strip() for p in tags.split(",")) if t]
-    return list(tags)
-
-
 def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:
     """``flt`` also excluding ``ids`` (the ids it excluded already stay excluded)."""
     return replace(flt, exclude_ids=tuple(dict.fromkeys([*flt.exclude_ids, *ids])))
-
-
-def format_memories(memories: Sequence[Mapping[str, Any]], budget_chars: int = 4000) -> str:
-    """Markdown bullet list of memories, whole entries only, within ``budget_chars``."""
-    lines: list[str] = []
-    used = 0
-    for mem in memories:
-        tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
-        content = " ".join(str(mem["content"]).split())
-        line = f"- **{mem['type']}**: {content}{tags}"
-        if used + len(line) + 1 > budget_chars:
-            if not lines and budget_chars > 20:  # never return nothing when something matched
-                lines.append(line[: budget_chars - 2].rstrip() + "…")
-            break
-        lines.append(line)
-        used += len(line) + 1
-    return "\n".join(lines)

@@ -26,7 +26,7 @@ from ..errors import ValidationError
 from ..events import Message, SessionInfo
 from ..paths import get_context_dir, read_regular_file, validate_session_id
 from ..project import session_project
-from ..registry import VALID_SESSION_EVENT_TYPES, get_registered_session_hooks
+from ..registry import VALID_SESSION_EVENT_TYPES, session_hooks
 from ..store import MemoryStore
 from ..store import recall as recall_given
 from ..store import sessions as session_state
@@ -673,7 +673,7 @@ def default_adapters(config: Config | Mapping[str, Any]) -> dict[str, SessionAda
             continue
         try:
             out[name] = get_adapter_class(name).from_config(config)
-        except (ValueError, OSError) as exc:
+        except Exception as exc:  # a plugged-in adapter's bug too: the others still run
             log.warning("%s adapter disabled: %s", name, exc)
     return out
 
@@ -724,15 +724,18 @@ class SessionEventManager:
 
     @staticmethod
     def run_registered(event: str, session_id: str) -> Any:
-        """The registered hook's return value (None: none registered, or it raised)."""
-        hook = get_registered_session_hooks().get(event)
-        if hook is None:
-            return None
-        try:
-            return hook(session_id)
-        except Exception:
-            log.exception("registered %s hook %r failed for session %s", event, hook, session_id)
-            return None
+        """Run the hooks registered for ``event`` in order, each failing open; the last
+        one's return value (None: none registered, or it raised)."""
+        result: Any = None
+        for hook in session_hooks.get(event):
+            try:
+                result = hook(session_id)
+            except Exception:
+                log.exception(
+                    "registered %s hook %r failed for session %s", event, hook, session_id
+                )
+                result = None
+        return result
 
 
 def _checked_event(event: str) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from ..config import Config, MemorySettings
 from ..errors import NotFoundError, ValidationError
 from ..paths import FILE_MODE, ensure_private_dir, get_db_path
-from ..registry import check_memory_type, register_memory_type
+from ..registry import check_memory_type
 from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
 from . import archive, browse, inbox, relations, sessions, vectors, vocabulary
@@ -166,8 +166,11 @@ class MemoryStore:
         except BaseException:
             self.db.conn.close()
             raise
-        for (name,) in self.db.conn.execute("SELECT DISTINCT type FROM memories"):
-            register_memory_type(name)
+        # The types already in this file are accepted by this store alone: opening a
+        # database never registers anything process-wide (`llmem_hooks.registry`).
+        self._stored_types = frozenset(
+            name for (name,) in self.db.conn.execute("SELECT DISTINCT type FROM memories")
+        )
 
     @classmethod
     def from_config(
@@ -345,7 +348,7 @@ class MemoryStore:
 
     def _prepare(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """Validate one memory's fields and return the row to insert (raises ValidationError)."""
-        record = prepare_record(data, self.default_confidence)
+        record = prepare_record(data, self.default_confidence, self._stored_types)
         self._check_vector(record["embedding"])
         return record
 
@@ -475,7 +478,7 @@ class MemoryStore:
         if summary is not None:
             sets["summary"] = check_content(summary, "summary")
         if type is not None:
-            sets["type"] = check_memory_type(type)
+            sets["type"] = type if type in self._stored_types else check_memory_type(type)
         if confidence is not None:
             sets["confidence"] = check_confidence(confidence)
         if metadata is not None:

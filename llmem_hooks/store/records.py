@@ -16,7 +16,7 @@ import math
 import re
 import struct
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -573,8 +573,11 @@ def _validate_import_embedding(value: Any) -> None:
         raise _import_field_error("embedding", "must hold finite float32 values")
 
 
-def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[str, Any]:
+def prepare_record(
+    data: Mapping[str, Any], default_confidence: float, stored_types: Collection[str] = ()
+) -> dict[str, Any]:
     """Validate one memory's fields and return the row to insert (raises ValidationError).
+    ``stored_types``: types the database holds already, accepted unregistered.
 
     The embedding is packed but not checked against the index's dimension: the store
     does that under its lock."""
@@ -582,7 +585,8 @@ def prepare_record(data: Mapping[str, Any], default_confidence: float) -> dict[s
     mtype = data.get("type")
     if not isinstance(mtype, str):
         raise ValidationError("type must be a string")
-    check_memory_type(mtype)
+    if mtype not in stored_types:
+        check_memory_type(mtype)
     mid = data.get("id") or str(uuid.uuid4())
     check_id(mid)
     confidence = data.get("confidence")
