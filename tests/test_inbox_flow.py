@@ -35,6 +35,7 @@ def config(url: str | None = None) -> dict[str, Any]:
     cfg = copy.deepcopy(DEFAULT_CONFIG)
     cfg["session"]["idle_debounce_seconds"] = 0
     cfg["episodes"]["enabled"] = False  # the inbox here; episodes: tests/test_episodes.py
+    cfg["ollama"]["enabled"] = False  # never a model on this machine's 11434
     if url:
         cfg["ollama"].update({"enabled": True, "base_url": url, "timeout_seconds": 5.0})
     return cfg
