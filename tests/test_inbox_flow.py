@@ -330,3 +330,18 @@ def test_a_statement_marked_later_is_a_memory_not_an_inbox_item() -> None:
 def test_extract_keeps_returning_only_the_sure_candidates() -> None:
     msgs = [Message("m0", "s", "user", f"User: {BROKER}")]
     assert ExtractionEngine().extract(msgs, project="p") == []
+
+
+def test_a_full_inbox_keeps_the_newest_of_equal_score(tmp_path: Path) -> None:
+    """A flood of unsure candidates from one session must not keep every later one out
+    until they expire: at equal score the oldest leave first, the higher-scored stay."""
+    with MemoryStore(tmp_path / "m.db", inbox_capacity=3) as st:
+        sure = st.add_to_inbox("A note worth more than the rest.", attention_score=0.9)
+        for i in range(5):
+            st.add_to_inbox(f"Statement number {i} of the flood.", "extract", 0.4)
+        kept = [i["content"] for i in st.list_inbox()]
+        assert kept[0] == "A note worth more than the rest." and st.get_from_inbox(sure)
+        assert sorted(kept[1:]) == [
+            "Statement number 3 of the flood.",
+            "Statement number 4 of the flood.",
+        ]
