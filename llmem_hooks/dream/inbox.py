@@ -4,7 +4,8 @@ Extraction stages the candidates it is not sure of (`extraction.candidates.MIN_C
 in the inbox (source ``extract``) instead of dropping them. The deep phase reads them:
 
 - said again: an item alike a live memory of its project is settled ("already a memory",
-  nothing added); items alike each other from two or more sessions become ONE memory;
+  nothing added; only the memories of its project holding one of its rarest words are
+  compared); items alike each other from two or more sessions become ONE memory;
 - a model confirms it: with ``ollama.enabled``, up to ``dream.inbox_model_checks`` of the
   oldest waiting items per applied run are asked about; "yes" promotes, "no" drops;
 - otherwise an item waits, and is dropped ``dream.inbox_days`` after it arrived.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -108,11 +110,8 @@ def plan(
             out.drop.append((item, "below the minimum score"))
     if not extracted:
         return out
-    n = len(memories)
-    sets = [likeness.words(str(m["content"])) for m in memories]
-    sets += [likeness.words(str(i["content"])) for i in extracted]
-    groups = [m["project"] for m in memories] + [_project(i) for i in extracted]
-    only = set(range(n, len(sets)))
+    sets = [likeness.words(str(i["content"])) for i in extracted]
+    known = _known(extracted, sets, memories, overlap)
     parent = list(range(len(extracted)))
 
     def root(k: int) -> int:
@@ -121,17 +120,11 @@ def plan(
             k = parent[k]
         return k
 
-    known: dict[int, str] = {}
-    for i, j, _score in likeness.similar_pairs(sets, groups, overlap, only=only):
-        if not alike(sets[i], sets[j], overlap):
-            continue
-        if i < n:  # a live memory says it already (before or after the item arrived)
-            known.setdefault(j - n, str(memories[i]["id"]))
-        else:
-            a, b = i - n, j - n
-            sa, sb = _session(extracted[a]), _session(extracted[b])
-            if sa is None or sa != sb:  # said again by another session
-                parent[root(a)] = root(b)
+    groups = [_project(i) for i in extracted]
+    for a, b, _score in likeness.similar_pairs(sets, groups, overlap):
+        sa, sb = _session(extracted[a]), _session(extracted[b])
+        if alike(sets[a], sets[b], overlap) and (sa is None or sa != sb):
+            parent[root(a)] = root(b)  # said again by another session
     components: dict[int, list[int]] = {}
     for k in range(len(extracted)):
         if k in known:
@@ -149,6 +142,42 @@ def plan(
         else:
             out.waiting.append(group[0])
     out.waiting.sort(key=lambda i: (i["created_at"], i["id"]))
+    return out
+
+
+def _known(
+    extracted: Sequence[Mapping[str, Any]],
+    sets: Sequence[frozenset[str]],
+    memories: Sequence[Mapping[str, Any]],
+    overlap: float,
+) -> dict[int, str]:
+    """Item index -> the id of a live memory that says it already (before or since).
+    Only the memories of the items' projects sharing a word with them are read, and
+    each item is compared only with those holding one of its rarest words (the prefix
+    bound of `likeness.similar_pairs`: an alike set must hold one of them)."""
+    projects = {_project(i) for i in extracted}
+    vocab = frozenset().union(*sets)
+    found: list[tuple[frozenset[str], str]] = []
+    index: dict[tuple[str | None, str], list[int]] = {}
+    for m in memories:
+        if m["project"] not in projects:
+            continue
+        words = likeness.words(str(m["content"]))
+        shared = words & vocab
+        if not shared:
+            continue
+        for w in shared:
+            index.setdefault((m["project"], w), []).append(len(found))
+        found.append((words, str(m["id"])))
+    out: dict[int, str] = {}
+    for k, item in enumerate(extracted):
+        project, mine = _project(item), sets[k]
+        ranked = sorted(mine, key=lambda w: (len(index.get((project, w), ())), w))
+        prefix = ranked[: len(mine) - math.ceil(overlap * len(mine) - 1e-9) + 1]
+        for j in (j for w in prefix for j in index.get((project, w), ())):
+            if alike(mine, found[j][0], overlap):
+                out[k] = found[j][1]
+                break
     return out
 
 
