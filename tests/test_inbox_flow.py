@@ -20,6 +20,7 @@ from support.opencode_db import OpenCodeDB, text
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.dream.cycle import Dreamer
+from llmem_hooks.dream.report import describe
 from llmem_hooks.events import Message
 from llmem_hooks.extraction import ExtractionEngine
 from llmem_hooks.session.hooks import create_session_hook_coordinator
@@ -109,6 +110,8 @@ def test_an_unmarked_statement_waits_and_a_later_session_saying_it_again_promote
     assert mem["metadata"]["inbox"]["promoted_by"] == "said again"
     assert set(mem["metadata"]["inbox"]["sessions"]) == {first, second}
     assert world.inbox() == []
+    diary = (world.home / "dream-diary.md").read_text()
+    assert f"-> memory `{mem['id']}` (said again)" in diary and "and 1 more" in diary
     # nothing is promoted twice: the next run has nothing, a third mention is known
     _, run = world.dream()
     assert run.results[0].consolidated == []
@@ -153,6 +156,7 @@ def test_said_once_it_is_dropped_after_inbox_days_dry_run_first_and_undo(world: 
     _, plan = world.dream(apply=False, days_later=15)
     (gone,) = plan.results[0].evicted
     assert gone["inbox_id"] == item["id"] and "not said again within 14 days" in gone["reason"]
+    assert "not said again within 14 days" in describe("evicted", gone)
     assert len(world.inbox()) == 1  # a dry run writes nothing
     dreamer, run = world.dream(days_later=15)
     assert [e["inbox_id"] for e in run.results[0].evicted] == [item["id"]]
