@@ -100,6 +100,9 @@ def test_an_unmarked_statement_waits_and_a_later_session_saying_it_again_promote
     # another session says it again, in other words
     second = world.session(BROKER_AGAIN.capitalize() + ".")
     assert len(world.inbox()) == 2
+    _, plan = world.dream(apply=False)
+    (planned,) = plan.results[0].consolidated
+    assert "-> a new memory (said again)" in describe("consolidated", planned)
     _, run = world.dream()
     (done,) = run.results[0].consolidated
     assert done["how"] == "said again" and len(done["inbox_ids"]) == 2

@@ -263,7 +263,8 @@ def consolidate(dreamer: Dreamer, result: DreamResult) -> None:
         result.consolidated.append(
             {"inbox_id": p.items[0]["id"], "inbox_ids": [i["id"] for i in p.items],
              "content": p.record["content"], "id": mid,
-             "attention_score": max(i["attention_score"] for i in p.items), "how": p.how}
+             "attention_score": max(i["attention_score"] for i in p.items), "how": p.how,
+             "planned": not result.apply}
         )  # fmt: skip
     for item, mid in todo.known:
         result.consolidated.append(

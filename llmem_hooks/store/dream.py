@@ -318,8 +318,8 @@ def settle_inbox(
 ) -> list[str | None]:
     """The inbox step applied in one transaction: each ``(memory fields, inbox ids)`` of
     ``promote`` becomes a memory (None for one whose items are gone already, or that a
-    stored memory equals: nothing added; or that the store refuses: its items stay) and
-    its items leave the inbox; the ``remove`` items leave too. Every row removed and
+    stored memory equals, or that the store refuses: nothing added) and its items leave
+    the inbox; the ``remove`` items leave too. Every row removed and
     memory added is logged for `undo_run`."""
     ids: list[str | None] = []
     with store._lock, transaction(store._conn):
@@ -337,7 +337,8 @@ def settle_inbox(
         for fields, item_ids in promote:
             try:
                 rec = store._prepare(fields)
-            except ValidationError:  # one the store refuses costs only itself: it waits
+            except ValidationError:  # one the store refuses costs only itself: it goes
+                take(item_ids)
                 ids.append(None)
                 continue
             if not take(item_ids):
