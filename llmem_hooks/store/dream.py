@@ -319,8 +319,8 @@ def settle_inbox(
     """The inbox step applied in one transaction: each ``(memory fields, inbox ids)`` of
     ``promote`` becomes a memory (None for one whose items are gone already, or that a
     stored memory equals, or that the store refuses: nothing added) and its items leave
-    the inbox; the ``remove`` items leave too. Every row removed and
-    memory added is logged for `undo_run`."""
+    the inbox; the ``remove`` items leave too. Every row removed and memory added is
+    logged for `undo_run`."""
     ids: list[str | None] = []
     with store._lock, transaction(store._conn):
         rows = {r["id"]: r for r in inbox_items(store)}
