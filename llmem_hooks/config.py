@@ -352,6 +352,11 @@ class DreamSettings(Section):
     boost_amount: float = _setting(0.05, _number(0.0, 1.0))
     # deep: inbox items scoring at least this become memories, the rest are evicted
     consolidate_min_score: float = _setting(0.5, _number(0.0, 1.0))
+    # deep: a candidate extraction was not sure of waits in the inbox this long for a later
+    # session to say it again (or the model to confirm it), then it is dropped
+    inbox_days: float = _setting(14, _number(0.01, 36_500.0))
+    # deep: with ollama.enabled, waiting inbox candidates the model is asked about per run
+    inbox_model_checks: int = _setting(20, _int(0, 10_000))
     # rem: related_to links from this cosine (embeddings) or this word overlap (none)
     auto_link_threshold: float = _setting(0.8, _number(0.0, 1.0))
     auto_link_overlap: float = _setting(0.5, _number(0.0, 1.0))

@@ -122,6 +122,8 @@ EXPECTED_DEFAULTS = {
         "boost_threshold": 3,
         "boost_amount": 0.05,
         "consolidate_min_score": 0.5,
+        "inbox_days": 14,
+        "inbox_model_checks": 20,
         "auto_link_threshold": 0.8,
         "auto_link_overlap": 0.5,
         "max_links_per_memory": 5,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -78,14 +79,25 @@ def test_content_limit_is_inclusive(store: MemoryStore) -> None:
     assert len(store.get(mid)["content"]) == 10_000
 
 
-def test_register_memory_type() -> None:
+@pytest.fixture
+def own_types() -> Iterator[None]:
+    """Types a test registers leave the process-wide registry with it."""
+    from llmem_hooks.registry import memory_types
+
+    before = set(memory_types.all())
+    yield
+    for name in set(memory_types.all()) - before:
+        memory_types.unregister(name)
+
+
+def test_register_memory_type(own_types: None) -> None:
     assert register_memory_type("code_review") == "code_review"
     for bad in ("Bad", "1abc", "a-b", "x" * 65, ""):
         with pytest.raises(ValidationError):
             register_memory_type(bad)
 
 
-def test_custom_type_usable_and_known_after_reopen(tmp_path: Path) -> None:
+def test_custom_type_usable_and_known_after_reopen(tmp_path: Path, own_types: None) -> None:
     register_memory_type("runbook_step")
     with MemoryStore(tmp_path / "m.db") as st:
         st.add("runbook_step", "restart the worker with systemctl restart worker")

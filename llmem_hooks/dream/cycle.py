@@ -4,9 +4,10 @@
   have a vector, else by normalized wording, `llmem_hooks.dream.likeness`), keeping the best
   text and the union of tags and provenance; prune episodes past their retention or the
   database size cap (after a backup export), then return the pages (incremental VACUUM).
-- deep: consolidate the inbox; supersede a memory a newer change statement contradicts
-  ("we moved from Jenkins to ..."); boost memories that keep being recalled; decay the
-  confidence of unused ones (at most once per ``decay_interval_days``).
+- deep: consolidate the inbox (candidates said again or confirmed); supersede a memory a
+  newer change statement contradicts ("we moved from Jenkins to ..."); boost memories that
+  keep being recalled; decay the confidence of unused ones (at most once per
+  ``decay_interval_days``).
 - rem: link related memories (``related_to``); flag procedures not confirmed for
   ``stale_procedure_days`` as possibly stale.
 
@@ -624,22 +625,13 @@ class Dreamer:
 
     # deep -------------------------------------------------------------------------------
     def consolidate_inbox(self, result: DreamResult) -> None:
-        """Inbox items scoring at least ``consolidate_min_score`` become memories (source
-        consolidation); the rest are evicted (the reference's ``consolidate``)."""
-        min_score = self.settings.consolidate_min_score
-        if result.apply:
-            out = book.consolidate_inbox(self.store, result.run_id or "", "deep", min_score)
-        else:
-            out = self.store.consolidate(min_score=min_score, dry_run=True)
-        result.consolidated = [
-            {"inbox_id": i["id"], "content": i["content"], "id": i.get("memory_id"),
-             "attention_score": i["attention_score"]}
-            for i in out["promoted"]
-        ]  # fmt: skip
-        result.evicted = [
-            {"inbox_id": i["id"], "content": i["content"], "attention_score": i["attention_score"]}
-            for i in out["evicted"]
-        ]
+        """The inbox (`dream/inbox.py`): a candidate extraction was unsure of becomes a
+        memory when a later session says it again or the model confirms it, and goes
+        after ``inbox_days``; notes scoring ``consolidate_min_score`` become memories, the
+        rest are evicted."""
+        from .inbox import consolidate
+
+        consolidate(self, result)
 
     def supersede(self, result: DreamResult) -> None:
         """A change statement ("we moved from Jenkins to GitHub Actions") supersedes the

@@ -56,13 +56,21 @@ def describe(kind: str, item: dict[str, Any]) -> str:
         return f"pruned {item['count']} episodes ({item['reason']})"
     if kind == "consolidated":
         where = f"memory `{mid}`" if mid else "a duplicate of a stored memory"
+        if not mid and item.get("how"):
+            where = "nothing added (a stored memory equals it, or the store refused it)"
+            if item.get("planned"):
+                where = "a new memory"
+        how = f" ({item['how']})" if item.get("how") else ""
+        more = len(item.get("inbox_ids") or ()) - 1
+        also = f" and {more} more" if more > 0 else ""
         return (
-            f"inbox `{item['inbox_id']}` (score {item['attention_score']}) -> {where}:"
-            f" {_clip(item['content'])}"
+            f"inbox `{item['inbox_id']}`{also} (score {item['attention_score']}) -> {where}"
+            f"{how}: {_clip(item['content'])}"
         )
     if kind == "evicted":
+        why = f", {item['reason']}" if item.get("reason") else ""
         return (
-            f"evicted inbox `{item['inbox_id']}` (score {item['attention_score']}):"
+            f"evicted inbox `{item['inbox_id']}` (score {item['attention_score']}{why}):"
             f" {_clip(item['content'])}"
         )
     if kind == "superseded":

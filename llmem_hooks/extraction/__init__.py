@@ -3,7 +3,8 @@
 ::
 
     transcript.py   which lines of a message were spoken, and their sentences
-    candidates.py   Candidate, Assessment, the Extractor / Assessor protocols, the gate
+    candidates.py   Candidate, Assessment, the Extractor / Assessor protocols, the gate,
+                    the split of sure candidates from the inbox's
     heuristics.py   HeuristicExtractor: statements people make on purpose
     supersede.py    changes of state: what "we moved from X to Y" makes stale
     summary.py      session summaries and the plain-text self-assessment
@@ -24,11 +25,15 @@ _EXPORTS: dict[str, str] = {
     "Assessment": "candidates",
     "Assessor": "candidates",
     "Candidate": "candidates",
+    "Extraction": "candidates",
     "Extractor": "candidates",
     "ReportsStatus": "candidates",
     "SessionAssessor": "candidates",
+    "StagesCandidates": "candidates",
     "auto_tags": "candidates",
+    "extract_staged": "candidates",
     "finalize_candidates": "candidates",
+    "split_candidates": "candidates",
     "ExtractionEngine": "engine",
     "HeuristicExtractor": "heuristics",
     "ModelCaller": "llm",
@@ -68,11 +73,15 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         Assessment,
         Assessor,
         Candidate,
+        Extraction,
         Extractor,
         ReportsStatus,
         SessionAssessor,
+        StagesCandidates,
         auto_tags,
+        extract_staged,
         finalize_candidates,
+        split_candidates,
     )
     from .engine import ExtractionEngine
     from .heuristics import HeuristicExtractor
@@ -101,6 +110,7 @@ __all__ = [
     "Assessment",
     "Assessor",
     "Candidate",
+    "Extraction",
     "ExtractionEngine",
     "Extractor",
     "HeuristicExtractor",
@@ -108,9 +118,11 @@ __all__ = [
     "OllamaExtractor",
     "ReportsStatus",
     "SessionAssessor",
+    "StagesCandidates",
     "TranscriptLine",
     "auto_tags",
     "build_extraction_engine",
+    "extract_staged",
     "finalize_candidates",
     "one_line",
     "parse_self_assessment",
@@ -120,6 +132,7 @@ __all__ = [
     "self_assessment",
     "session_goal",
     "speech_lines",
+    "split_candidates",
     "split_sentences",
     "summarize_session",
     "supersede_replaced",

@@ -6,7 +6,9 @@ implements (`llm.OllamaExtractor`; the heuristics in `heuristics.py` are an `Ext
 too), and `SessionAssessor` is what the session hooks ask at session end
 (`engine.ExtractionEngine`). Whatever produced them, candidates pass
 `finalize_candidates`, the one gate before the store: private spans, credentials, type,
-tags, length, duplicates.
+tags, length, duplicates. `split_candidates` then parts them: the ones sure enough to keep
+(confidence >= `MIN_CONFIDENCE`) become memories, the others go to the inbox, where the
+dream promotes one that a later session says again or a model confirms (docs/extraction.md).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ Scope = Literal["project", "global"]
 
 MIN_WORDS = 3
 MAX_TECH_TAGS = 5
+# Candidates below this are not sure enough to keep: they wait in the inbox for a later
+# session to say them again (or a model to confirm them) instead of being dropped.
+MIN_CONFIDENCE = 0.5
 
 
 @dataclass
@@ -42,6 +47,15 @@ class Candidate:
     # What a change statement says is gone ("we moved from X to Y": "X"); the session
     # hooks mark stored memories about it superseded (`supersede.supersede_replaced`).
     replaces: str | None = None
+
+
+@dataclass
+class Extraction:
+    """What one extraction found: candidates sure enough to keep (``memories``) and the
+    ones that are not (``inbox``), each list past `finalize_candidates`."""
+
+    memories: list[Candidate] = field(default_factory=list)
+    inbox: list[Candidate] = field(default_factory=list)
 
 
 @dataclass
@@ -66,6 +80,26 @@ class Extractor(Protocol):
     def extract(
         self, messages: Sequence[Message], *, project: str | None = None
     ) -> list[Candidate]: ...
+
+
+@runtime_checkable
+class StagesCandidates(Protocol):
+    """An extractor that also hands over the candidates it is not sure of (for the inbox);
+    its ``extract`` returns the sure ones only."""
+
+    def extract_staged(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> Extraction: ...
+
+
+def extract_staged(
+    extractor: Extractor, messages: Sequence[Message], *, project: str | None = None
+) -> Extraction:
+    """`StagesCandidates.extract_staged` when ``extractor`` has it; else its ``extract``,
+    all kept (an extractor that does not stage decides alone what is worth a memory)."""
+    if isinstance(extractor, StagesCandidates):
+        return extractor.extract_staged(messages, project=project)
+    return Extraction(list(extractor.extract(messages, project=project)), [])
 
 
 @runtime_checkable
@@ -202,7 +236,7 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
     """The gate every candidate passes before it is stored, whatever produced it:
     registered type, clean content (no private spans, no credentials, at most 10,000
     characters), valid tags, confidence in [0, 1], duplicates (by normalized text)
-    merged into the first one."""
+    merged into the first one, which keeps the highest confidence of them."""
     out: list[Candidate] = []
     seen: dict[str, Candidate] = {}
     for cand in candidates:
@@ -218,14 +252,15 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
         content = content[:MAX_CONTENT_CHARS]
         key = normalize_key(content)
         ids = [i for i in cand.source_message_ids or () if isinstance(i, str)]
+        try:
+            confidence = min(1.0, max(0.0, float(cand.confidence)))
+        except (TypeError, ValueError):
+            continue
         if key in seen:
             first = seen[key]
             first.source_message_ids.extend(i for i in ids if i not in first.source_message_ids)
             del first.source_message_ids[MAX_LIST_ITEMS:]
-            continue
-        try:
-            confidence = min(1.0, max(0.0, float(cand.confidence)))
-        except (TypeError, ValueError):
+            first.confidence = max(first.confidence, confidence)
             continue
         tags = valid_tags([*(cand.tags or ()), *auto_tags(content, kind)])[:MAX_TAGS] or [kind]
         clean = Candidate(
@@ -239,4 +274,17 @@ def finalize_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
         )
         seen[key] = clean
         out.append(clean)
+    return out
+
+
+def split_candidates(candidates: Iterable[Candidate]) -> Extraction:
+    """Finalized candidates parted by `MIN_CONFIDENCE`: the sure ones become memories, the
+    others go to the inbox (without ``replaces``: only a memory marks others stale)."""
+    out = Extraction()
+    for cand in candidates:
+        if cand.confidence >= MIN_CONFIDENCE:
+            out.memories.append(cand)
+        else:
+            cand.replaces = None
+            out.inbox.append(cand)
     return out

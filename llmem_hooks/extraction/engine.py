@@ -2,7 +2,8 @@
 candidates and a finished session into a self-assessment.
 
 The heuristics always run; a model `Extractor` (`llm.OllamaExtractor`) adds its
-candidates when it can, and everything passes `finalize_candidates`. A model that cannot
+candidates when it can, and everything passes `finalize_candidates`; `extract_staged` also
+hands over the candidates not sure enough to keep, for the inbox. A model that cannot
 run never costs the result: the engine falls back and records why in ``last_run``.
 """
 
@@ -17,9 +18,12 @@ from .candidates import (
     Assessment,
     Assessor,
     Candidate,
+    Extraction,
     Extractor,
     ReportsStatus,
+    extract_staged,
     finalize_candidates,
+    split_candidates,
 )
 from .heuristics import HeuristicExtractor
 from .summary import self_assessment
@@ -59,18 +63,27 @@ class ExtractionEngine:
     def extract(
         self, messages: Sequence[Message], *, project: str | None = None
     ) -> list[Candidate]:
-        found = self.heuristic.extract(messages, project=project)
+        """The candidates sure enough to become memories."""
+        return self.extract_staged(messages, project=project).memories
+
+    def extract_staged(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> Extraction:
+        """The candidates to keep and, apart, the ones not sure enough (for the inbox)."""
+        found = self.heuristic.extract_staged(messages, project=project)
         if not self.uses_model:
             self.last_run = f"heuristic: {self.reason}"
             return found
         try:
-            model = self.extractor.extract(messages, project=project)
+            model = extract_staged(self.extractor, messages, project=project)
         except Exception as exc:
             self.last_run = f"heuristic: {_reason(exc)}"
             log.info("extraction fell back to the heuristics: %s", _reason(exc))
             return found
         self.last_run = _status(self.extractor)
-        return finalize_candidates([*found, *model])
+        # the sure ones first: a statement both proposed keeps the highest confidence
+        both = [*found.memories, *model.memories, *found.inbox, *model.inbox]
+        return split_candidates(finalize_candidates(both))
 
     def assess_session(
         self, messages: Sequence[Message], *, session_key: str | None = None

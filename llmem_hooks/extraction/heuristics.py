@@ -15,7 +15,16 @@ from dataclasses import dataclass, replace
 from ..events import Message
 from ..redact import redact_key_blocks
 from ..store import MAX_CONTENT_CHARS
-from .candidates import MIN_WORDS, Candidate, Scope, finalize_candidates, word_set, words
+from .candidates import (
+    MIN_WORDS,
+    Candidate,
+    Extraction,
+    Scope,
+    finalize_candidates,
+    split_candidates,
+    word_set,
+    words,
+)
 from .supersede import replaced_term
 from .transcript import speech_lines, split_sentences
 
@@ -24,6 +33,10 @@ CONFIDENCE_DECISION = 0.85
 CONFIDENCE_RULE = 0.8  # always / never
 CONFIDENCE_PREFERENCE = 0.8
 CONFIDENCE_HOWTO = 0.8
+# An unmarked statement of how things are ("The broker is RabbitMQ 3.12."): maybe durable,
+# maybe a remark of the moment. Below `candidates.MIN_CONFIDENCE`: it goes to the inbox,
+# and becomes a memory only when a later session says it again (or a model confirms it).
+CONFIDENCE_TENTATIVE = 0.4
 
 # -- sentence shapes ----------------------------------------------------------------------
 
@@ -645,6 +658,43 @@ def _howto_hit(sentence: str) -> _Hit | None:
     return _Hit("procedure", content, CONFIDENCE_HOWTO, "project") if content else None
 
 
+# The subject of a statement of how things are: "the/our X", "we", "everyone", a name.
+_TENTATIVE_SUBJECT = re.compile(
+    r"^(?:(?:the|our|all|every|each|both)\s+[\w./-]|(?:we|everyone|nobody)\s|"
+    r"[A-Z][\w.+#-]*\s+(?:[\w./+#-]+\s+){0,2}(?:is|are|has|have|runs|uses|needs|lives))"
+)
+# A present-tense verb of state: what holds beyond the moment.
+_STATE_VERB = re.compile(
+    r"\b(?:is|are|has|have|must|should|needs?|requires?|runs?|uses?|lives?|sits?|"
+    r"depends?|takes?|expects?|accepts?|owns?|stores?|reads?|writes?|goes|go|ships?|"
+    r"caches?|listens?|calls?|holds?|keeps?|belongs?|means?|only)\b",
+    re.I,
+)
+# What happened (a report, not a state): past tense outside a passive ("is generated").
+_EVENT_VERB = re.compile(
+    r"\b(?:was|were|did|had|got|went|broke|ran|made)\b|(?<!\bis )(?<!\bare )(?<!\bbe )"
+    r"(?<!\bbeen )(?<![-\w])(?!(?:need|feed|seed|speed|embed|shed)\b)[a-z]{3,}ed\b",
+    re.I,
+)
+_TENTATIVE_MAX_WORDS = 30
+
+
+def _tentative_hit(sentence: str) -> _Hit | None:
+    """A user's unmarked statement of how things are, not sure enough for a memory: a
+    subject, a present-tense verb of state, standing (no question, hedge, deixis, moment,
+    story, own doings), not an instruction and not a report of what happened."""
+    s = _FILLER.sub("", _unquote(sentence)).strip()
+    if not s or s.endswith(("?", "!")) or not _TENTATIVE_SUBJECT.match(s):
+        return None
+    n = len(words(s))
+    if n < MIN_WORDS + 1 or n > _TENTATIVE_MAX_WORDS or _imperative(s):
+        return None
+    if not _standing(s) or not _STATE_VERB.search(s) or _EVENT_VERB.search(s):
+        return None
+    content = _finish(s)
+    return _Hit("fact", content, CONFIDENCE_TENTATIVE, "project") if content else None
+
+
 def _statement_lines(message: Message) -> Iterator[tuple[str, bool]]:
     """(line, continues_paragraph) for the spoken lines worth reading: bullets stripped;
     quotes, checkboxes, headings and TODO lines skipped."""
@@ -700,6 +750,8 @@ def _message_hits(message: Message) -> Iterator[_Hit]:
             else:
                 hit = _sentence_hit(sentence)
             previous = None if hit else sentence
+            if hit is None and message.role == "user":
+                hit = _tentative_hit(sentence)  # for the inbox; a marker after may still come
             if hit:
                 yield hit
 
@@ -726,6 +778,12 @@ class HeuristicExtractor:
     ) -> list[Candidate]:
         """Candidates in the order they were said (``project`` is for extractors that
         use it, such as a model prompt; the patterns do not need it)."""
+        return self.extract_staged(messages, project=project).memories
+
+    def extract_staged(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> Extraction:
+        """`extract`'s candidates and, apart, the unmarked statements for the inbox."""
         raw: list[Candidate] = []
         for message in messages:
             # A pasted key block becomes [REDACTED]; the rest of the message still counts.
@@ -742,4 +800,4 @@ class HeuristicExtractor:
                         replaces=replaced_term(hit.content) if hit.replaces else None,
                     )
                 )
-        return finalize_candidates(raw)
+        return split_candidates(finalize_candidates(raw))

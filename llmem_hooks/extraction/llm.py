@@ -47,7 +47,7 @@ from ..model.ollama import (
 )
 from ..registry import get_registered_types
 from ..store import MAX_CONTENT_CHARS, MemoryStore
-from .candidates import Assessment, Candidate
+from .candidates import MIN_CONFIDENCE, Assessment, Candidate, Extraction, split_candidates
 from .engine import ExtractionEngine
 from .summary import one_line, safe_text, self_assessment, session_goal
 from .taxonomy import ERROR_TAXONOMY, ERROR_TAXONOMY_KEYS, OUTCOMES, category_tag
@@ -64,7 +64,8 @@ CUT_MARK = "[... output cut]"
 ANSWER_RESERVE_MIN = 256  # tokens kept free for the model's answer...
 ANSWER_RESERVE_SHARE = 4  # ...or a quarter of the context, whichever is more
 MIN_CHUNK_TOKENS = 128
-MIN_MODEL_CONFIDENCE = 0.5  # the model's guesses below this are not worth a memory
+# the model's guesses below this are not worth a memory: they go to the inbox instead
+MIN_MODEL_CONFIDENCE = MIN_CONFIDENCE
 ASSESS_FIELD_CHARS = 300
 # Types made by the session-end hook itself, never proposed by extraction.
 NOT_EXTRACTED = frozenset({"self_assessment", "conversation"})
@@ -412,8 +413,7 @@ def parse_memories(data: Any, types: Sequence[str], chunk_ids: Sequence[str]) ->
         except _Invalid as exc:
             errors.append(str(exc))
             continue
-        if cand.confidence >= MIN_MODEL_CONFIDENCE:
-            out.append(cand)
+        out.append(cand)  # below MIN_MODEL_CONFIDENCE too: `split_candidates` stages it
     if errors and not out and len(errors) == len(data["memories"]):
         raise _Invalid(f"no valid memory in the answer ({errors[0]})")
     if errors:
@@ -529,13 +529,20 @@ class OllamaExtractor:
     def extract(
         self, messages: Sequence[Message], *, project: str | None = None
     ) -> list[Candidate]:
-        """Candidates from the model, one request per chunk. Raises (so the engine falls
-        back to the heuristics) when the first request cannot be made; a later failure
-        keeps what earlier chunks gave."""
+        """The model's candidates sure enough to keep (`extract_staged`)."""
+        return self.extract_staged(messages, project=project).memories
+
+    def extract_staged(
+        self, messages: Sequence[Message], *, project: str | None = None
+    ) -> Extraction:
+        """Candidates from the model, one request per chunk, parted by their confidence
+        (the unsure ones are for the inbox). Raises (so the engine falls back to the
+        heuristics) when the first request cannot be made; a later failure keeps what
+        earlier chunks gave."""
         self.last_status = ""
         if not messages:
             self.last_status = "ollama: no messages"
-            return []
+            return Extraction()
         key = self.session_key(messages[0].session_id)
         chunks = chunk_messages(messages, self.chunk_chars(), tool_chars=self.tool_chars)
         types = extractable_types()
@@ -581,7 +588,7 @@ class OllamaExtractor:
         if stopped:
             status += f", stopped early: {stopped}"
         self.last_status = status
-        return out
+        return split_candidates(out)
 
     def assess_prompt(self, messages: Sequence[Message]) -> str:
         """The goal, the plain counts and as much of the END of the session as fits one

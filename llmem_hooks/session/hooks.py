@@ -39,7 +39,7 @@ from .context import (
 )
 
 if TYPE_CHECKING:  # the engine and the model client load only when a hook needs them
-    from ..extraction.candidates import Assessment, Extractor
+    from ..extraction.candidates import Assessment, Candidate, Extractor
     from ..model.embed import BatchEmbedder
 
 if TYPE_CHECKING:  # importing the adapters loads YAML: the Copilot hook's fast path skips it
@@ -458,11 +458,15 @@ class SessionHookCoordinator:
     def _store_candidates(
         self, rec: session_state.SessionRecord, session_id: str, msgs: list[Message]
     ) -> int:
-        candidates = self.extractor.extract(msgs, project=rec.project)
-        # Outside the write transaction: the embedder may take a while to answer.
-        vectors = self._embed([c.content for c in candidates])
+        from ..extraction.candidates import extract_staged
         from ..extraction.supersede import supersede_replaced
         from ..redact import redact_transcript
+
+        # The sure candidates become memories; the unsure ones wait in the inbox.
+        staged = extract_staged(self.extractor, msgs, project=rec.project)
+        candidates = staged.memories
+        # Outside the write transaction: the embedder may take a while to answer.
+        vectors = self._embed([c.content for c in candidates])
 
         stored = 0
         with self.store.atomic():
@@ -484,6 +488,8 @@ class SessionHookCoordinator:
                 stored += bool(added)
                 if added and c.replaces:  # "we moved from X to Y": what says X is stale now
                     supersede_replaced(self.store, added, c, rec.project)
+            for c in staged.inbox:
+                self._stage_unsure(rec, session_id, c, redact_transcript(c.content))
             self.store.log_extraction(
                 rec.agent,
                 session_id,
@@ -492,6 +498,24 @@ class SessionHookCoordinator:
                 message_count=len(msgs),
             )
         return stored
+
+    def _stage_unsure(
+        self, rec: session_state.SessionRecord, sid: str, c: Candidate, content: str
+    ) -> None:
+        """An unsure candidate into the inbox (docs/extraction.md), with what its memory
+        would need; one the store refuses is skipped with one log line."""
+        meta = {
+            "type": c.type,
+            "tags": c.tags,
+            "project": rec.project if c.scope == "project" else None,
+            "agent": rec.agent,
+            "session_id": sid,
+            "source_message_ids": c.source_message_ids,
+        }
+        try:
+            self.store.add_to_inbox(content, "extract", c.confidence, meta)
+        except ValidationError as exc:
+            log.warning("session %s: unsure candidate not staged: %s", sid, exc)
 
     def _add_unit(self, what: str, sid: str, mtype: str, content: str, **fields: Any) -> str:
         """``store.add`` for one unit read from a transcript (an episode, a candidate, a

@@ -309,28 +309,49 @@ def add_relations(
     return done
 
 
-def consolidate_inbox(
-    store: MemoryStore, run_id: str, phase: str, min_score: float
-) -> dict[str, list[dict[str, Any]]]:
-    """`MemoryStore.consolidate` with every inbox row it removes and every memory it adds
-    logged, in one transaction."""
+def settle_inbox(
+    store: MemoryStore,
+    run_id: str,
+    phase: str,
+    promote: Sequence[tuple[Mapping[str, Any], Sequence[str]]],
+    remove: Sequence[str],
+) -> list[str | None]:
+    """The inbox step applied in one transaction: each ``(memory fields, inbox ids)`` of
+    ``promote`` becomes a memory (None for one whose items are gone already, or that a
+    stored memory equals, or that the store refuses: nothing added) and its items leave
+    the inbox; the ``remove`` items leave too. Every row removed and memory added is
+    logged for `undo_run`."""
+    ids: list[str | None] = []
     with store.db.transaction():
-        before = {r["id"]: r for r in inbox_items(store)}
-        if not before:
-            return {"promoted": [], "evicted": []}
-        result = store.consolidate(min_score=min_score)
-        for item in before.values():
-            _log(store, run_id, phase, "inbox", None, item["id"], item, None)
-        for item in result["promoted"]:
-            mid = item.get("memory_id")
-            if (
-                mid
-                and store.db.conn.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone()
-            ):
-                _log(store, run_id, phase, "insert", mid, None, None, {"content": item["content"]})
-            else:
-                item["memory_id"] = None  # a duplicate of a stored memory: nothing added
-    return result
+        rows = {r["id"]: r for r in inbox_items(store)}
+        gone: set[str] = set()
+
+        def take(item_ids: Sequence[str]) -> list[str]:
+            taken = [i for i in item_ids if i in rows and i not in gone]
+            for i in taken:
+                store.db.conn.execute("DELETE FROM inbox WHERE id = ?", (i,))
+                _log(store, run_id, phase, "inbox", None, i, rows[i], None)
+                gone.add(i)
+            return taken
+
+        for fields, item_ids in promote:
+            try:
+                rec = store._prepare(fields)
+            except ValidationError:  # one the store refuses costs only itself: it goes
+                take(item_ids)
+                ids.append(None)
+                continue
+            if not take(item_ids):
+                ids.append(None)  # settled meanwhile: never promoted twice
+                continue
+            if store._find_duplicate(rec) is not None:
+                ids.append(None)
+                continue
+            store._insert([rec])
+            _log(store, run_id, phase, "insert", rec["id"], None, None, {"content": rec["content"]})
+            ids.append(rec["id"])
+        take(remove)
+    return ids
 
 
 def oldest_episodes_for(

@@ -1,7 +1,9 @@
 """The inbox: working memory of limited capacity, consolidated into memories (``inbox``).
 
 Functions over a `MemoryStore`, bound as its methods (``add_to_inbox``, ``consolidate``,
-...). The lowest-scored items are evicted when the inbox is full.
+...). The lowest-scored items (at equal score, the oldest) are evicted when the inbox is
+full. Extraction stages its unsure candidates here (source ``extract``); the dream's inbox
+step (`dream/inbox.py`) promotes or drops them.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def add_to_inbox(
     attention_score: float = 0.5,
     metadata: Mapping[str, Any] | None = None,
 ) -> str:
-    """Stage a note in the capacity-limited inbox; the lowest-scored items are evicted."""
+    """Stage a note in the capacity-limited inbox; the lowest-scored items are evicted
+    (at equal score, the oldest)."""
     content = check_content(content)
     meta_json = check_metadata(metadata)  # the limits of the memory it may become
     if source not in INBOX_SOURCES:
@@ -40,9 +43,11 @@ def add_to_inbox(
             " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (item_id, content, source, score, meta_json, now, now),
         )
+        # At equal score the oldest goes: one session's flood of unsure candidates must
+        # not keep every later one out until the dream drops it (docs/dream.md#the-inbox).
         store.db.conn.execute(
             "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox ORDER BY attention_score DESC,"
-            " created_at ASC LIMIT -1 OFFSET ?)",
+            " created_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
             (store.inbox_capacity,),
         )
     return item_id

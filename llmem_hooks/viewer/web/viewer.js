@@ -184,7 +184,7 @@ function forgottenTab(c) {
   c.appendChild(list);
 }
 function inboxTab(c) {
-  c.append(el('h2', {}, 'Inbox (notes waiting to become memories)'));
+  c.append(el('h2', {}, 'Inbox (candidates and notes waiting to become memories)'));
   const t = el('table', {id: 'inbox'}, el('tr', {}, el('th', {}, 'score'), el('th', {}, 'source'), el('th', {}, 'added'), el('th', {}, 'note')));
   for (const i of D.overview.inbox) t.append(el('tr', {}, el('td', {}, i.attention_score), el('td', {}, i.source), el('td', {}, i.created_at), el('td', {cls: 'text'}, i.content)));
   c.append(D.overview.inbox.length ? t : el('p', {cls: 'note'}, 'The inbox is empty.'));
