@@ -161,22 +161,10 @@ class ViewerData:
         """The retriever's hits for ``query`` (a person browsing: no access counts)."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("give something to search for")
-        mode = "hybrid" if self.retriever.embedder is not None else "fts"
         flt = MemoryFilter(type=type or None, project=project or None)
-        try:
-            hits = self.retriever.find(
-                query, flt, limit=SEARCH_LIMIT, search_mode=mode, track_access=False
-            )
-        except (ValidationError, NotFoundError):
-            raise
-        except Exception as exc:  # the model failed mid-search: keywords still answer
-            if mode == "fts":
-                raise
-            log.info("viewer search without the model: %s", exc)
-            mode = "fts"
-            hits = self.retriever.find(
-                query, flt, limit=SEARCH_LIMIT, search_mode=mode, track_access=False
-            )
+        hits, mode = self.retriever.find_hybrid_or_keywords(
+            query, flt, limit=SEARCH_LIMIT, track_access=False
+        )
         attach_passages(hits, query, self.config.retrieval.passage_chars)
         return {
             "query": query,
