@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..markers import neutralize
 from .mcp_front import LONE_SURROGATE_MARK
+from .tool_wording import description
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -54,40 +55,13 @@ INSTRUCTIONS = (
     "later session should know."
 )
 
-SCOPE_NOTE = (
-    " Ids reach this project's and global memories; another project's only with any_project: true."
-)
-# The same words as plugin/llmem.ts's TOOL_SPECS: the same tools in both agents
-# (tests/test_mcp_server.py compares them).
-SEARCH_DESC = (
-    "Search this project's long-term memory: decisions, conventions, commands that worked, "
-    "the user's preferences, earlier errors and their fixes, and past conversations "
-    "(episodes) of earlier sessions. Use it BEFORE answering a question about the project's"
-    " past, its conventions or an earlier failure, and before re-deriving something that "
-    "may have been settled already. Returns one line per hit with a short id; read the full"
-    " text with memory_get."
-)
-REMEMBER_DESC = (
-    "Store one durable memory for later sessions. Use it when a decision is taken (say "
-    "why), a command finally worked, the user states a preference or convention, or an "
-    "error is understood and fixed. One self-contained sentence or short paragraph that "
-    "makes sense without this conversation; not for transient task state. Secrets are "
-    "redacted; near-duplicates are merged."
-)
-FORGET_DESC = (
-    "Mark a memory as no longer true (kept in history with the reason, never shown again). "
-    "Use it when the user says something changed or a memory proved wrong; remember the new"
-    " state separately." + SCOPE_NOTE
-)
-GET_DESC = (
-    "The full text and provenance (agent, session, time, project) of memories or episodes, "
-    "by the short ids shown in recalled memory blocks, memory_search or memory_timeline."
-    + SCOPE_NOTE
-)
-TIMELINE_DESC = (
-    "What happened around a memory or episode in its session: the exchanges just before and"
-    " after it, one line each with short ids (full text with memory_get)." + SCOPE_NOTE
-)
+# The tools' wording has one source, tools.json (`tool_wording`), which the OpenCode plugin
+# carries too: the same tools in both agents.
+SEARCH_DESC = description("memory_search")
+REMEMBER_DESC = description("memory_remember")
+FORGET_DESC = description("memory_forget")
+GET_DESC = description("memory_get")
+TIMELINE_DESC = description("memory_timeline")
 
 
 # -- the project -----------------------------------------------------------------------------
