@@ -46,7 +46,7 @@ from .base import (
     SessionAdapter,
     as_dict,
     make_message,
-    one_line,
+    summary_line,
     text_or_none,
 )
 
@@ -310,7 +310,7 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
             tool = str(part.get("tool") or "tool")
             state = as_dict(part.get("state"))
             inp = as_dict(state.get("input"))
-            summary = one_line(_tool_summary(tool, inp))
+            summary = summary_line(_tool_summary(tool, inp))
             line = f"{prefix}: Tool: {tool}" + (f": {summary}" if summary else "")
             if state.get("status") == "error":
                 line += " [error]"
@@ -336,7 +336,7 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
     error = as_dict(msg.data.get("error"))
     if error:
         detail = as_dict(error.get("data")).get("message") or error.get("name") or "error"
-        lines.append(f"{prefix}: Error: {one_line(str(detail))}")
+        lines.append(f"{prefix}: Error: {summary_line(str(detail))}")
     return lines, list(dict.fromkeys(files)), list(dict.fromkeys(commands))
 
 

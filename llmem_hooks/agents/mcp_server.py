@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..markers import neutralize
+from ..text.lines import clip
 from .mcp_front import LONE_SURROGATE_MARK
 from .tool_wording import description
 
@@ -106,9 +107,9 @@ class ProjectDir:
 
 
 # -- rendering -------------------------------------------------------------------------------
-def _one_line(text: Any, limit: int = LINE_CHARS) -> str:
-    flat = " ".join(neutralize(str(text or "")).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def _line(text: Any) -> str:
+    """One line of a tool result, markers defused, at most `LINE_CHARS`."""
+    return clip(neutralize(str(text or "")), LINE_CHARS, "…")
 
 
 def _date(value: Any) -> str:
@@ -121,7 +122,7 @@ def _entry_line(item: Mapping[str, Any]) -> str:
     meta = ", ".join(p for p in (str(item.get("type") or ""), _date(item.get("created_at"))) if p)
     head = f"[{item.get('id', '?')}]" + (f" ({meta})" if meta else "")
     marker = " <-" if item.get("focus") or item.get("anchor") else ""
-    return f"- {head} {_one_line(text)}{marker}"
+    return f"- {head} {_line(text)}{marker}"
 
 
 def render_search(result: Mapping[str, Any], query: str) -> str:
@@ -141,7 +142,7 @@ def render_remember(result: Mapping[str, Any]) -> str:
     if status == "duplicate":
         return f"Already known as [{mid}] (merged, nothing new stored)."
     reason = result.get("reason") or result.get("message") or "not accepted"
-    return f"Not stored: {_one_line(reason)}."
+    return f"Not stored: {_line(reason)}."
 
 
 def render_forget(result: Mapping[str, Any], mid: str) -> str:

@@ -63,6 +63,7 @@ from ..store import MemoryFilter, MemoryStore
 from ..store import recall as given
 from ..store import sessions as session_state
 from ..store.db import is_interrupted
+from ..text.lines import clip_at_word, flatten
 from ..text.query import MAX_QUERY_CHARS, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
 from . import protocol as proto
@@ -117,15 +118,14 @@ def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
 
 
 def _clip(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    flat = " ".join(text.split())
+    flat = flatten(text)
     if len(flat) <= limit:
         return flat
     if prompt_words:
-        flat = " ".join(excerpt(text, prompt_words, limit).split())
+        flat = flatten(excerpt(text, prompt_words, limit))
         if len(flat) <= limit:
             return flat
-    cut = flat[: limit - 1].rsplit(" ", 1)[0] or flat[: limit - 1]
-    return cut.rstrip(" ,;:") + "…"
+    return clip_at_word(flat, limit, "…")
 
 
 def prompt_words(prompt: str) -> list[str]:
