@@ -66,3 +66,13 @@ def test_the_mcp_server_lists_the_same_tools_and_arguments() -> None:
         assert set(tool.inputSchema["properties"]) == set(wording[tool.name]["args"])
         required = {a for a, s in wording[tool.name]["args"].items() if not s.get("optional")}
         assert set(tool.inputSchema.get("required", [])) == required
+
+
+def test_the_mcp_front_cache_is_renewed_when_the_wording_changes() -> None:
+    """tools/list is answered from a cache keyed by what it depends on: tools.json too."""
+    from llmem_hooks.agents import mcp_front, mcp_server
+    from llmem_hooks.agents.tool_wording import TOOLS_FILE
+
+    st = TOOLS_FILE.stat()
+    assert mcp_front.TOOLS_FILE == TOOLS_FILE
+    assert [st.st_mtime_ns, st.st_size] in mcp_front.cache_stamp(mcp_server.__file__)
