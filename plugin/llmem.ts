@@ -293,13 +293,14 @@ type ToolSpec = { description: string; method: string; args: Record<string, ArgS
 const INSTALLED_TOOLS: unknown = null // llmem-hooks: tools.json
 const TOOL_FILES = ["../agents/tools.json", "../llmem_hooks/agents/tools.json"]
 const ARG_KINDS = new Set(["string", "integer", "string[]", "boolean"])
+const TOOL_METHODS = new Set(["search", "remember", "forget", "get", "timeline"])
 
 const toolSpecs = (raw: unknown): Record<string, ToolSpec> | null => {
   if (!isObject(raw)) return null
   const out: Record<string, ToolSpec> = {}
   for (const [name, spec] of Object.entries(raw)) {
     if (!/^memory_[a-z]+$/.test(name) || !isObject(spec) || !isObject(spec.args)) return null
-    if (typeof spec.description !== "string" || typeof spec.method !== "string") return null
+    if (typeof spec.description !== "string" || typeof spec.method !== "string" || !TOOL_METHODS.has(spec.method)) return null
     const args: Record<string, ArgSpec> = {}
     for (const [arg, a] of Object.entries(spec.args)) {
       if (!isObject(a) || typeof a.kind !== "string" || !ARG_KINDS.has(a.kind) || typeof a.description !== "string") return null

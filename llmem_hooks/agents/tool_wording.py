@@ -19,6 +19,7 @@ TOOLS_FILE = Path(__file__).with_name("tools.json")
 # The line of plugin/llmem.ts that install replaces with the wording.
 PLUGIN_TOOLS_LINE = "const INSTALLED_TOOLS: unknown = null // llmem-hooks: tools.json"
 ARG_KINDS = frozenset({"string", "integer", "string[]", "boolean"})
+METHODS = frozenset({"search", "remember", "forget", "get", "timeline"})  # the service's
 
 
 @functools.cache
@@ -33,7 +34,7 @@ def tool_wording() -> dict[str, dict[str, Any]]:
         ok = (
             isinstance(spec, dict)
             and isinstance(spec.get("description"), str)
-            and isinstance(spec.get("method"), str)
+            and spec.get("method") in METHODS
             and isinstance(spec.get("args"), dict)
             and all(
                 isinstance(a, dict)
