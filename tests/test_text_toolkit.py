@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from llmem_hooks.text.lines import clip, clip_at_word, flatten
+from llmem_hooks.text.lines import cap, clip, clip_at_word, flatten
 from llmem_hooks.text.words import words
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +34,12 @@ def test_clip_at_word_cuts_between_words_and_drops_dangling_punctuation() -> Non
     assert clip_at_word("alpha, beta gamma", 14) == "alpha..."
     assert clip_at_word("supercalifragilistic", 10, "…") == "supercali…"
     assert clip_at_word("fits", 4) == "fits"
+
+
+def test_cap_keeps_the_lines() -> None:
+    assert cap("line one\nline two", 50) == "line one\nline two"
+    assert cap("line one\nline two", 10) == "line one…"
+    assert cap("abcdefghijkl", 8, "...") == "abcde..."
 
 
 def test_no_function_is_called_one_line_any_more() -> None:

@@ -2,9 +2,10 @@
 summaries, tool results, adapters' tool lines and reports each used to spell (three of
 them as ``one_line``, each cutting a little differently).
 
-Two cuts, named for what they do: `clip` cuts at exactly ``limit`` characters (mark
-included), `clip_at_word` at the last word boundary before it, dropping a dangling
-``,;:``. The mark is "..." or "…", as each caller always showed.
+Two cuts of a flattened text, named for what they do: `clip` cuts at exactly ``limit``
+characters (mark included), `clip_at_word` at the last word boundary before it, dropping
+a dangling ``,;:``. `cap` cuts like `clip` but keeps the lines (episodes, the viewer's
+panels). The mark is "..." or "…", as each caller always showed.
 """
 
 from __future__ import annotations
@@ -33,3 +34,9 @@ def clip_at_word(text: str, limit: int, mark: str = "...") -> str:
     room = limit - len(mark)
     cut = flat[:room].rsplit(" ", 1)[0] or flat[:room]
     return cut.rstrip(" ,;:") + mark
+
+
+def cap(text: str, limit: int, mark: str = "…") -> str:
+    """``text`` as it is (lines kept) if at most ``limit`` characters, else cut so that with
+    ``mark`` it is ``limit`` long (whitespace before the mark dropped)."""
+    return text if len(text) <= limit else text[: limit - len(mark)].rstrip() + mark

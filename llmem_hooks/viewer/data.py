@@ -26,6 +26,7 @@ from ..registry import DEFAULT_MEMORY_TYPES
 from ..search.retriever import Retriever, attach_passages
 from ..store import MemoryFilter, browse
 from ..store import sessions as session_state
+from ..text.lines import cap
 from ..timestamps import now_iso
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class ViewerData:
             else {
                 "id": episode["id"],
                 "created_at": episode["created_at"],
-                "content": _clip(episode["content"], EPISODE_CHARS),
+                "content": cap(episode["content"], EPISODE_CHARS),
             },
             "relations": self.store.get_relations(mem["id"]),
         }
@@ -230,7 +231,3 @@ def _id(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValidationError("give a memory id")
     return value
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
