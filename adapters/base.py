@@ -20,6 +20,7 @@ from typing import Any
 from llmem_hooks.config import Config
 from llmem_hooks.events import LifecycleEvent, Message, SessionInfo
 from llmem_hooks.registry import Registry
+from llmem_hooks.text.lines import clip
 
 SUMMARY_CHARS = 200  # one-line tool argument summaries in transcripts
 COMMAND_CHARS = 2000  # commands kept in Message.commands
@@ -163,10 +164,9 @@ def text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+def summary_line(text: str) -> str:
+    """A tool's argument or an error on one line, at most `SUMMARY_CHARS` (cut with "...")."""
+    return clip(text, SUMMARY_CHARS)
 
 
 def make_message(

@@ -40,7 +40,7 @@ from llmem_hooks.events import (
 )
 from llmem_hooks.paths import copilot_home
 
-from .base import SessionAdapter, as_dict, make_message, one_line, text_or_none
+from .base import SessionAdapter, as_dict, make_message, summary_line, text_or_none
 from .copilot_jsonl import (
     F_CRASHED,
     F_CREATED,
@@ -766,7 +766,7 @@ class CopilotAdapter(SessionAdapter):
                         or text_or_none(data.get("errorType"))
                         or "error"
                     )
-                    line = f"Assistant: Error: {one_line(detail)}"
+                    line = f"Assistant: Error: {summary_line(detail)}"
                     out.append(make_message(line_id, sid, "assistant", [line], at))
             except Exception:  # one odd line costs only itself, not the transcript
                 skipped += 1

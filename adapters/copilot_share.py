@@ -13,7 +13,7 @@ from typing import Any
 
 from llmem_hooks.events import Message
 
-from .base import make_message, one_line
+from .base import make_message, summary_line
 from .copilot_jsonl import read_small
 from .copilot_tools import SEARCH_TOOLS, SHELL_TOOLS, tool_command, tool_files, tool_summary
 
@@ -138,13 +138,13 @@ def read_share_transcript(path: str | Path, session_id: str | None = None) -> li
         elif label.lower() in ("copilot", "assistant") and content:
             out.append(make_message(mid, session_id, "assistant", [f"Assistant: {content}"], 0))
         elif label.lower() == "error" and content:
-            line = f"Assistant: Error: {one_line(content)}"
+            line = f"Assistant: Error: {summary_line(content)}"
             out.append(make_message(mid, session_id, "assistant", [line], 0))
         elif len(label) > 2 and label.startswith("`") and label.endswith("`"):
             name = label.strip("`").strip() or "tool"
             title, args, command, where = _share_tool(name, body)
-            summary = one_line(command) if command else tool_summary(name, args)
-            summary = summary or one_line(where or title)
+            summary = summary_line(command) if command else tool_summary(name, args)
+            summary = summary or summary_line(where or title)
             line = f"Assistant: Tool: {name}" + (f": {summary}" if summary else "")
             line += " [error]" if "❌" in icon else ""
             files = tool_files(name, args)

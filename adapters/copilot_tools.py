@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import COMMAND_CHARS, PATCH_FILE, as_dict, one_line
+from .base import COMMAND_CHARS, PATCH_FILE, as_dict, summary_line
 
 SHELL_TOOLS = frozenset({"bash", "shell", "powershell", "pwsh", "sh", "zsh"})
 SEARCH_TOOLS = frozenset({"grep", "glob", "rg", "search", "find", "ls"})  # path = where to look
@@ -35,15 +35,15 @@ def tool_summary(name: str, args: Any) -> str:
     """A one-line description of a tool call's arguments (command, path, pattern, ...)."""
     if isinstance(args, str):
         files = _patch_files(args)
-        return one_line(", ".join(files) if files else args)
+        return summary_line(", ".join(files) if files else args)
     args = as_dict(args)
     for key in _SUMMARY_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
-            return one_line(value)
+            return summary_line(value)
     for value in args.values():  # e.g. apply_patch {"input": "*** Begin Patch ..."}
         if isinstance(value, str) and "*** Begin Patch" in value:
-            return one_line(", ".join(_patch_files(value)))
+            return summary_line(", ".join(_patch_files(value)))
     return ""
 
 

@@ -18,7 +18,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +38,7 @@ from llmem_hooks.events import (
     session_id_problem,
     valid_session_id,
 )
+from llmem_hooks.paths import is_system_path  # the one list of system folders
 
 from .base import (
     COMMAND_CHARS,
@@ -45,7 +46,7 @@ from .base import (
     SessionAdapter,
     as_dict,
     make_message,
-    one_line,
+    summary_line,
     text_or_none,
 )
 
@@ -55,23 +56,6 @@ AGENT = "opencode"
 DEFAULT_BUSY_TIMEOUT_MS = 5000  # what OpenCode itself uses
 POLL_BATCH = 5000  # event rows per poll; the sidecar polls again while rows keep coming
 _SEEN_MAX = 20_000  # completion / compaction ids remembered to report each only once
-
-# Where an agent's database has no business being. /var/tmp and /var/folders (macOS temp
-# dirs, where tests and throwaway runs live) stay allowed.
-SYSTEM_DIRS = (
-    "/etc",
-    "/var",
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/boot",
-    "/proc",
-    "/sys",
-    "/dev",
-    "/private/etc",
-    "/private/var",
-)
-ALLOWED_SYSTEM_SUBDIRS = ("/var/tmp", "/var/folders", "/private/var/tmp", "/private/var/folders")
 
 _SESSION_COLUMNS = (
     "id, project_id, directory, parent_id, title, time_created, time_updated, time_archived"
@@ -103,15 +87,6 @@ def default_db_path() -> Path:
     return data / "opencode.db"
 
 
-def _under(path: str, roots: Iterable[str]) -> bool:
-    return any(path == r or path.startswith(r + "/") for r in roots)
-
-
-def _is_system_path(path: Path) -> bool:
-    s = str(path)
-    return _under(s, SYSTEM_DIRS) and not _under(s, ALLOWED_SYSTEM_SUBDIRS)
-
-
 def validate_db_path(path: str | Path) -> Path:
     """The absolute DB path, or ValueError for a path we refuse to open.
 
@@ -128,7 +103,7 @@ def validate_db_path(path: str | Path) -> Path:
         resolved = absolute.resolve()
     except (OSError, RuntimeError) as exc:
         raise ValueError(f"OpenCode DB path cannot be resolved: {path} ({exc})") from None
-    if _is_system_path(absolute) or _is_system_path(resolved):
+    if is_system_path(absolute) or is_system_path(resolved):
         raise ValueError(f"OpenCode DB path points into a system directory: {path}")
     try:
         st = os.lstat(absolute)
@@ -335,7 +310,7 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
             tool = str(part.get("tool") or "tool")
             state = as_dict(part.get("state"))
             inp = as_dict(state.get("input"))
-            summary = one_line(_tool_summary(tool, inp))
+            summary = summary_line(_tool_summary(tool, inp))
             line = f"{prefix}: Tool: {tool}" + (f": {summary}" if summary else "")
             if state.get("status") == "error":
                 line += " [error]"
@@ -361,7 +336,7 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
     error = as_dict(msg.data.get("error"))
     if error:
         detail = as_dict(error.get("data")).get("message") or error.get("name") or "error"
-        lines.append(f"{prefix}: Error: {one_line(str(detail))}")
+        lines.append(f"{prefix}: Error: {summary_line(str(detail))}")
     return lines, list(dict.fromkeys(files)), list(dict.fromkeys(commands))
 
 

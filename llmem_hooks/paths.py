@@ -20,7 +20,8 @@ from .errors import ValidationError
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
-# Folders of the operating system: a configured path under one of these is refused
+# Folders of the operating system (the one list: config paths and the OpenCode adapter
+# both use `is_system_path`): a configured path under one of these is refused
 # before anything touches the file system (a typo or a hostile config.yaml must not
 # create, chmod or open files there, least of all as root).
 SYSTEM_DIRS: tuple[str, ...] = (

@@ -33,6 +33,7 @@ import fs from "node:fs"
 import net from "node:net"
 import os from "node:os"
 import path from "node:path"
+import { fileURLToPath } from "node:url"
 
 type Settings = {
   context_dir: string
@@ -283,73 +284,61 @@ const promptText = (parts: unknown[]): string =>
 
 // -- agent tools -----------------------------------------------------------------------------
 
-const TYPES = "fact, decision, preference, procedure, event, project_state, conversation"
-// Ids reach the session's project and global memories; another project's only on request.
-const ANY_PROJECT: ArgSpec = {
-  kind: "boolean",
-  description: "true to reach a memory of another project (default: this project and global memories)",
-  optional: true,
+type ToolSpec = { description: string; method: string; args: Record<string, ArgSpec> }
+
+// The five tools' names, descriptions and argument descriptions have one source,
+// llmem_hooks/agents/tools.json (the MCP server reads it too). `llmem-hooks install opencode`
+// writes it into the installed copy in place of the null below; this file, run from the
+// repository or the package, reads it next door. Missing or malformed: no tools (logged).
+const INSTALLED_TOOLS: unknown = null // llmem-hooks: tools.json
+const TOOL_FILES = ["../agents/tools.json", "../llmem_hooks/agents/tools.json"]
+const ARG_KINDS = new Set(["string", "integer", "string[]", "boolean"])
+const TOOL_METHODS = new Set(["search", "remember", "forget", "get", "timeline"])
+
+const toolSpecs = (raw: unknown): Record<string, ToolSpec> | null => {
+  if (!isObject(raw)) return null
+  const out: Record<string, ToolSpec> = {}
+  for (const [name, spec] of Object.entries(raw)) {
+    if (!/^memory_[a-z]+$/.test(name) || !isObject(spec) || !isObject(spec.args)) return null
+    if (typeof spec.description !== "string" || typeof spec.method !== "string" || !TOOL_METHODS.has(spec.method)) return null
+    const args: Record<string, ArgSpec> = {}
+    for (const [arg, a] of Object.entries(spec.args)) {
+      if (!isObject(a) || typeof a.kind !== "string" || !ARG_KINDS.has(a.kind) || typeof a.description !== "string") return null
+      args[arg] = { kind: a.kind as ArgSpec["kind"], description: a.description, optional: a.optional === true }
+    }
+    out[name] = { description: spec.description, method: spec.method, args }
+  }
+  return Object.keys(out).length ? out : null
 }
 
-const TOOL_SPECS: Record<string, { description: string; method: string; args: Record<string, ArgSpec> }> = {
-  memory_search: {
-    method: "search",
-    description:
-      "Search this project's long-term memory: decisions, conventions, commands that worked, the user's " +
-      "preferences, earlier errors and their fixes, and past conversations (episodes) of earlier sessions. " +
-      "Use it BEFORE answering a question about the project's past, its conventions or an earlier failure, " +
-      "and before re-deriving something that may have been settled already. Returns one line per hit with a " +
-      "short id; read the full text with memory_get.",
-    args: {
-      query: { kind: "string", description: "what to look for, in plain words (a question works)" },
-      limit: { kind: "integer", description: "how many hits, 1-50 (default 10)", optional: true },
-      type: { kind: "string", description: `only this memory type: ${TYPES}`, optional: true },
-    },
-  },
-  memory_remember: {
-    method: "remember",
-    description:
-      "Store one durable memory for later sessions. Use it when a decision is taken (say why), a command " +
-      "finally worked, the user states a preference or convention, or an error is understood and fixed. One " +
-      "self-contained sentence or short paragraph that makes sense without this conversation; not for " +
-      "transient task state. Secrets are redacted; near-duplicates are merged.",
-    args: {
-      content: { kind: "string", description: "the memory, self-contained" },
-      type: { kind: "string", description: `one of ${TYPES} (default fact)`, optional: true },
-      tags: { kind: "string[]", description: "a few short tags", optional: true },
-    },
-  },
-  memory_forget: {
-    method: "forget",
-    description:
-      "Mark a memory as no longer true (kept in history with the reason, never shown again). Use it when " +
-      "the user says something changed or a memory proved wrong; remember the new state separately." +
-      " Ids reach this project's and global memories; another project's only with " +
-      "any_project: true.",
-    args: {
-      id: { kind: "string", description: "the memory's short id" },
-      reason: { kind: "string", description: "why it no longer holds" },
-      any_project: ANY_PROJECT,
-    },
-  },
-  memory_get: {
-    method: "get",
-    description:
-      "The full text and provenance (agent, session, time, project) of memories or episodes, by the short " +
-      "ids shown in recalled memory blocks, memory_search or memory_timeline." +
-      " Ids reach this project's and global memories; another project's only with " +
-      "any_project: true.",
-    args: { ids: { kind: "string[]", description: "short ids, e.g. [\"1a2b3c4d\"]" }, any_project: ANY_PROJECT },
-  },
-  memory_timeline: {
-    method: "timeline",
-    description:
-      "What happened around a memory or episode in its session: the exchanges just before and after it, " +
-      "one line each with short ids (full text with memory_get)." +
-      " Ids reach this project's and global memories; another project's only with " +
-      "any_project: true.",
-    args: { id: { kind: "string", description: "a short id" }, any_project: ANY_PROJECT },
-  },
+const loadToolSpecs = (): { specs: Record<string, ToolSpec> | null; problem?: string } => {
+  if (INSTALLED_TOOLS !== null) {
+    const specs = toolSpecs(INSTALLED_TOOLS)
+    return specs ? { specs } : { specs, problem: "tools: the installed tool wording is malformed" }
+  }
+  let here = ""
+  try {
+    here = path.dirname(fileURLToPath(import.meta.url))
+  } catch {
+    return { specs: null, problem: "tools: cannot locate the plugin file to find tools.json" }
+  }
+  for (const rel of TOOL_FILES) {
+    const file = path.join(here, rel)
+    let text: string
+    try {
+      text = fs.readFileSync(file, "utf8")
+    } catch {
+      continue
+    }
+    try {
+      const specs = toolSpecs(JSON.parse(text))
+      if (specs) return { specs }
+    } catch {
+      // malformed: said below
+    }
+    return { specs: null, problem: `tools: ${file} is malformed` }
+  }
+  return { specs: null, problem: "tools: tools.json not found (reinstall with `llmem-hooks install opencode`)" }
 }
 
 // Zod-like enough for what we use of `tool.schema` (typed loosely: it comes from whichever
@@ -709,7 +698,9 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
       // not installed next to the plugin: plain JSON Schema below
     }
     const out: Record<string, ToolDefinition> = {}
-    for (const [name, spec] of Object.entries(TOOL_SPECS)) {
+    const { specs, problem } = loadToolSpecs()
+    if (problem) log(problem)
+    for (const [name, spec] of Object.entries(specs ?? {})) {
       out[name] = {
         description: spec.description,
         args: toolArgs(spec.args, z),

@@ -13,6 +13,7 @@ from llmem_hooks.agents import install
 from llmem_hooks.agents.install import (
     install_opencode,
     opencode_plugin_dir,
+    plugin_bytes,
     plugin_source,
     sidecar_command,
     uninstall_opencode,
@@ -57,7 +58,7 @@ def test_install_writes_plugin_and_settings(
     target = xdg / "opencode" / "plugin" / "llmem.ts"
     settings_path = llmem_home / "plugin.json"
     assert paths == [target, settings_path]
-    assert target.read_bytes() == plugin_source().read_bytes()
+    assert target.read_bytes() == plugin_bytes()
     settings = json.loads(settings_path.read_text())
     assert settings == {
         "context_dir": str(llmem_home / "context"),
@@ -96,7 +97,7 @@ def test_install_updates_a_changed_file(xdg: Path, llmem_home: Path) -> None:
     lines: list[str] = []
     install_opencode(command=["/opt/llmem/bin/llmem-hooks", "run"], report=lines.append)
     assert lines == [f"updated {target}", f"updated {settings_path}"]
-    assert target.read_bytes() == plugin_source().read_bytes()
+    assert target.read_bytes() == plugin_bytes()
     assert json.loads(settings_path.read_text())["command"] == ["/opt/llmem/bin/llmem-hooks", "run"]
 
 

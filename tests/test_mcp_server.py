@@ -204,21 +204,18 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path) -> None:
 
 def test_the_tools_read_the_same_in_both_agents() -> None:
     """The OpenCode plugin's custom tools and this server's carry the same names and the
-    same descriptions (when to search, when to remember), word for word."""
+    same descriptions (when to search, when to remember), word for word: both come from
+    agents/tools.json, written into the installed plugin (see tests/test_tool_wording.py)."""
+    import json
     import re
 
-    from llmem_hooks.agents import mcp_server
+    from llmem_hooks.agents import install, mcp_server
+    from llmem_hooks.agents.tool_wording import tool_wording
 
-    ts = (Path(__file__).resolve().parents[1] / "plugin" / "llmem.ts").read_text()
-    block = ts[ts.index("const TOOL_SPECS") : ts.index("// Zod-like enough")]
-    plugin = {
-        m.group(1): "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2)))
-        for m in re.finditer(
-            r'(memory_\w+): \{\s*method: "\w+",\s*description:\s*'
-            r'((?:"(?:[^"\\]|\\.)*"\s*\+?\s*)+),',
-            block,
-        )
-    }
+    installed = install.plugin_bytes().decode()
+    line = re.search(r"^const INSTALLED_TOOLS: unknown = (\{.*\}) // llmem-hooks", installed, re.M)
+    assert line is not None
+    plugin = {name: spec["description"] for name, spec in json.loads(line.group(1)).items()}
     ours = {
         "memory_search": mcp_server.SEARCH_DESC,
         "memory_remember": mcp_server.REMEMBER_DESC,
@@ -226,4 +223,4 @@ def test_the_tools_read_the_same_in_both_agents() -> None:
         "memory_get": mcp_server.GET_DESC,
         "memory_timeline": mcp_server.TIMELINE_DESC,
     }
-    assert plugin == ours
+    assert plugin == ours == {n: s["description"] for n, s in tool_wording().items()}

@@ -37,6 +37,7 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
     assert "llmem_hooks/store/memories.py" in names  # every subpackage is listed
     assert "llmem_hooks/AGENT_GUIDE.md" in names
     assert "llmem_hooks/plugin/llmem.ts" in names  # `install --opencode` copies it
+    assert "llmem_hooks/agents/tools.json" in names  # the tools' wording, one source
     assert not any(n.startswith("adapters/") for n in names)
 
     target = tmp_path / "site"

@@ -298,8 +298,8 @@ def opencode_checks(config: Config, version: str | None) -> list[Check]:
         PLUGIN_FILE,
         is_our_plugin,
         opencode_plugin_dir,
+        plugin_bytes,
         plugin_settings_path,
-        plugin_source,
     )
 
     checks: list[Check] = []
@@ -317,11 +317,11 @@ def opencode_checks(config: Config, version: str | None) -> list[Check]:
     else:
         problems = []
         try:
-            if target.read_bytes() != plugin_source().read_bytes():
+            if target.read_bytes() != plugin_bytes():
                 problems.append(
                     "older than this llmem-hooks (run `llmem-hooks install --opencode`)"
                 )
-        except OSError as exc:
+        except (OSError, ValueError, LLMemError) as exc:
             problems.append(f"unreadable: {exc}")
         settings = plugin_settings_path()
         try:

@@ -40,6 +40,7 @@ from ..paths import (
     write_private_file,
 )
 from ..service.protocol import socket_path
+from .tool_wording import plugin_text
 
 PLUGIN_FILE = "llmem.ts"
 PLUGIN_MARKER = "llmem-hooks plugin for OpenCode"  # first line of plugin/llmem.ts
@@ -65,6 +66,12 @@ def plugin_source() -> Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(f"the OpenCode plugin source {PLUGIN_FILE} is missing from {here}")
+
+
+def plugin_bytes() -> bytes:
+    """What install writes as ``llmem.ts``: the source with the tools' wording
+    (``agents/tools.json``) written in, so the installed copy needs nothing next to it."""
+    return plugin_text(plugin_source().read_text(encoding="utf-8")).encode("utf-8")
 
 
 def plugin_settings_path() -> Path:
@@ -141,7 +148,7 @@ def install_opencode(
     ensure_private_dir(settings_path.parent)
     body = json.dumps(plugin_settings(command), indent=2) + "\n"
     results = [
-        (target, _write_if_changed(target, plugin_source().read_bytes(), private=False)),
+        (target, _write_if_changed(target, plugin_bytes(), private=False)),
         (settings_path, _write_if_changed(settings_path, body.encode(), private=True)),
     ]
     if report is not None:

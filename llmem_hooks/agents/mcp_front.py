@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
 
 CACHE_NAME = ".mcp-front-cache.json"
+TOOLS_FILE = Path(__file__).with_name("tools.json")  # the tools' wording (tool_wording)
 # The replayed initialize's id: one no client would pick, so no client answer is dropped.
 REPLAY_ID = f"llmem-front-initialize-{os.urandom(8).hex()}"
 METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the server does not have
@@ -48,12 +49,12 @@ def cache_path() -> Path:
 
 
 def cache_stamp(server_module: str) -> list[Any]:
-    """What the cached answers depend on: our version, the module declaring the tools and
-    the installed SDK (its package folder's files, found without importing it)."""
+    """What the cached answers depend on: our version, the module declaring the tools, their
+    wording (tools.json) and the installed SDK (found without importing it)."""
     from .. import __version__
 
     stamp: list[Any] = [__version__]
-    for origin in (server_module, _sdk_origin()):
+    for origin in (server_module, str(TOOLS_FILE), _sdk_origin()):
         try:
             st = os.stat(origin) if origin else None
         except OSError:

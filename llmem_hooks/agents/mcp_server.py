@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..markers import neutralize
+from ..text.lines import clip
 from .mcp_front import LONE_SURROGATE_MARK
+from .tool_wording import description
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -54,40 +56,13 @@ INSTRUCTIONS = (
     "later session should know."
 )
 
-SCOPE_NOTE = (
-    " Ids reach this project's and global memories; another project's only with any_project: true."
-)
-# The same words as plugin/llmem.ts's TOOL_SPECS: the same tools in both agents
-# (tests/test_mcp_server.py compares them).
-SEARCH_DESC = (
-    "Search this project's long-term memory: decisions, conventions, commands that worked, "
-    "the user's preferences, earlier errors and their fixes, and past conversations "
-    "(episodes) of earlier sessions. Use it BEFORE answering a question about the project's"
-    " past, its conventions or an earlier failure, and before re-deriving something that "
-    "may have been settled already. Returns one line per hit with a short id; read the full"
-    " text with memory_get."
-)
-REMEMBER_DESC = (
-    "Store one durable memory for later sessions. Use it when a decision is taken (say "
-    "why), a command finally worked, the user states a preference or convention, or an "
-    "error is understood and fixed. One self-contained sentence or short paragraph that "
-    "makes sense without this conversation; not for transient task state. Secrets are "
-    "redacted; near-duplicates are merged."
-)
-FORGET_DESC = (
-    "Mark a memory as no longer true (kept in history with the reason, never shown again). "
-    "Use it when the user says something changed or a memory proved wrong; remember the new"
-    " state separately." + SCOPE_NOTE
-)
-GET_DESC = (
-    "The full text and provenance (agent, session, time, project) of memories or episodes, "
-    "by the short ids shown in recalled memory blocks, memory_search or memory_timeline."
-    + SCOPE_NOTE
-)
-TIMELINE_DESC = (
-    "What happened around a memory or episode in its session: the exchanges just before and"
-    " after it, one line each with short ids (full text with memory_get)." + SCOPE_NOTE
-)
+# The tools' wording has one source, tools.json (`tool_wording`), which the OpenCode plugin
+# carries too: the same tools in both agents.
+SEARCH_DESC = description("memory_search")
+REMEMBER_DESC = description("memory_remember")
+FORGET_DESC = description("memory_forget")
+GET_DESC = description("memory_get")
+TIMELINE_DESC = description("memory_timeline")
 
 
 # -- the project -----------------------------------------------------------------------------
@@ -132,9 +107,9 @@ class ProjectDir:
 
 
 # -- rendering -------------------------------------------------------------------------------
-def _one_line(text: Any, limit: int = LINE_CHARS) -> str:
-    flat = " ".join(neutralize(str(text or "")).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def _line(text: Any) -> str:
+    """One line of a tool result, markers defused, at most `LINE_CHARS`."""
+    return clip(neutralize(str(text or "")), LINE_CHARS, "…")
 
 
 def _date(value: Any) -> str:
@@ -147,7 +122,7 @@ def _entry_line(item: Mapping[str, Any]) -> str:
     meta = ", ".join(p for p in (str(item.get("type") or ""), _date(item.get("created_at"))) if p)
     head = f"[{item.get('id', '?')}]" + (f" ({meta})" if meta else "")
     marker = " <-" if item.get("focus") or item.get("anchor") else ""
-    return f"- {head} {_one_line(text)}{marker}"
+    return f"- {head} {_line(text)}{marker}"
 
 
 def render_search(result: Mapping[str, Any], query: str) -> str:
@@ -167,7 +142,7 @@ def render_remember(result: Mapping[str, Any]) -> str:
     if status == "duplicate":
         return f"Already known as [{mid}] (merged, nothing new stored)."
     reason = result.get("reason") or result.get("message") or "not accepted"
-    return f"Not stored: {_one_line(reason)}."
+    return f"Not stored: {_line(reason)}."
 
 
 def render_forget(result: Mapping[str, Any], mid: str) -> str:

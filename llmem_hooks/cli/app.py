@@ -52,7 +52,7 @@ from .quick import (  # noqa: F401  (re-exported: the other command modules and 
     run_stats,
     state,
 )
-from .render import Format, one_line, print_memory, print_pruned, print_status
+from .render import Format, memory_line, print_memory, print_pruned, print_status
 
 app = typer.Typer(
     name="llmem-hooks",
@@ -383,7 +383,7 @@ def prune(
             print_pruned(doomed, fmt, dry_run=dry_run, backup=None)
             return
         if not yes:
-            preview = [one_line(m) for m in doomed[:PREVIEW_LINES]]
+            preview = [memory_line(m) for m in doomed[:PREVIEW_LINES]]
             if n > PREVIEW_LINES:
                 preview.append(f"... and {n - PREVIEW_LINES} more (see them with --dry-run)")
             if not _stdin_is_tty():

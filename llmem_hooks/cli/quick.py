@@ -238,25 +238,26 @@ def run_search(
             if search_mode == "semantic":
                 raise SearchError(f"semantic search needs an embedder: {model_state.cause()}")
             _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
-            search_mode = "fts"
+        flt = MemoryFilter(
+            type=type,
+            tags_all=tags or (),
+            tags_any=any_tag or (),
+            after=after,
+            before=before,
+            entered_by=entered_by,
+            project=project,
+        )
+        kwargs: dict[str, Any] = {
+            "limit": limit or _config()["retrieval"]["limit"],
+            "offset": offset,
+            "fuzzy": fuzzy,
+            "threshold": threshold,
+        }
         try:
-            hits = retriever.find(
-                query,
-                MemoryFilter(
-                    type=type,
-                    tags_all=tags or (),
-                    tags_any=any_tag or (),
-                    after=after,
-                    before=before,
-                    entered_by=entered_by,
-                    project=project,
-                ),
-                limit=limit or _config()["retrieval"]["limit"],
-                offset=offset,
-                search_mode=search_mode,
-                fuzzy=fuzzy,
-                threshold=threshold,
-            )
+            if search_mode == "semantic":
+                hits = retriever.find(query, flt, search_mode="semantic", **kwargs)
+            else:  # hybrid if the model answered the probe above, else keywords
+                hits = retriever.find_hybrid_or_keywords(query, flt, **kwargs)[0]
         finally:
             close = getattr(retriever.embedder, "close", None)
             if close is not None:

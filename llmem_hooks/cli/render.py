@@ -18,6 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..text.lines import clip
+
 if TYPE_CHECKING:
     from ..model.metrics import EmbeddingMetrics
     from ..search.retriever import SearchHit
@@ -98,11 +100,9 @@ def public_hit(hit: SearchHit) -> dict[str, Any]:
     return {**out, "time": out.get("created_at"), "score": round(hit.score, 4), "match": hit.match}
 
 
-def one_line(mem: Mapping[str, Any], width: int = 100) -> str:
+def memory_line(mem: Mapping[str, Any], width: int = 100) -> str:
     """``<id prefix>  <type>  <content, cut>  [tags]``: one memory per line."""
-    text = " ".join(mem["content"].split())
-    if len(text) > width:
-        text = text[: width - 1] + "…"
+    text = clip(mem["content"], width, "…")
     tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
     return f"{mem['id'][:8]}  {mem['type']:<14} {text}{tags}"
 
@@ -136,7 +136,7 @@ def _print_lines(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str)
             tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
             echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}")
         else:
-            echo(one_line(mem))
+            echo(memory_line(mem))
 
 
 def print_memory(mem: Mapping[str, Any], relations: list[dict[str, Any]], fmt: Format) -> None:
@@ -177,7 +177,7 @@ def print_pruned(
         echo(json.dumps(out))
         return
     for mem in gone:
-        echo(one_line(mem))
+        echo(memory_line(mem))
     verb = "would delete" if dry_run else "deleted"
     kept = f"; backup: {backup}" if backup is not None else ""
     echo(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}{kept}", err=True)

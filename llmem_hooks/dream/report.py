@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..paths import FILE_MODE, ensure_private_dir, write_private_file
+from ..text.lines import clip
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -27,8 +28,7 @@ CLIP = 100
 
 
 def _clip(text: Any, n: int = CLIP) -> str:
-    s = " ".join(str(text or "").split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return clip(str(text or ""), n, "…")
 
 
 def describe(kind: str, item: dict[str, Any]) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -36,7 +35,7 @@ from typing import Any, TypeVar
 from ..config import Config, OllamaSettings
 from ..errors import ConfigError, LLMemError
 from ..events import Message
-from ..model.backoff import BACKOFF_SECONDS
+from ..model.backoff import BACKOFF_SECONDS, Backoff
 from ..model.budget import BudgetExceeded, BudgetLimits, ModelBudget, estimate_tokens
 from ..model.ollama import (
     OllamaClient,
@@ -145,11 +144,7 @@ class ModelCaller:
         self.model = model
         self.context_tokens = context_tokens
         self.budget = budget
-        self.backoff_seconds = backoff_seconds
-        self._monotonic = monotonic
-        self._lock = threading.Lock()
-        self._down_until = 0.0
-        self._down_reason = ""
+        self.backoff = Backoff(backoff_seconds, monotonic)
 
     @property
     def shown_url(self) -> str:
@@ -157,17 +152,14 @@ class ModelCaller:
 
     def backing_off(self) -> str | None:
         """Why the model is skipped right now, or None when it may be asked."""
-        with self._lock:
-            left = self._down_until - self._monotonic()
-            if left <= 0:
-                return None
-            return f"{self._down_reason} (retrying in {math.ceil(left)} s)"
+        down = self.backoff.blocked()
+        if down is None:
+            return None
+        return f"{down[1]} (retrying in {math.ceil(down[0])} s)"
 
     def _back_off(self, reason: str) -> None:
-        with self._lock:
-            self._down_until = self._monotonic() + self.backoff_seconds
-            self._down_reason = reason
-        log.info("ollama: %s; using the heuristics for %g s", reason, self.backoff_seconds)
+        self.backoff.failed(reason)
+        log.info("ollama: %s; using the heuristics for %g s", reason, self.backoff.seconds)
 
     def _charge(self, key: str, prompt_tokens: int, output_tokens: int, seconds: float) -> None:
         if self.budget is not None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from ..events import Message
 from ..redact import redact_transcript, strip_private
+from ..text.lines import clip_at_word
 from .candidates import normalize_key, word_set
 from .transcript import speech_lines, transcript_lines
 
@@ -24,13 +25,9 @@ _ERROR_LINE = re.compile(r"(?i)\berror|\bfailed\b|\bfailure\b|\btraceback\b")
 _NO_ERROR_LINE = re.compile(r"(?i)\b(?:0|no|zero) (?:errors?|failed|failures)\b")
 
 
-def one_line(text: str, limit: int) -> str:
-    """Whitespace collapsed and cut at a word boundary to at most ``limit`` characters."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 3].rsplit(" ", 1)[0] or text[: limit - 3]
-    return cut.rstrip(" ,;:") + "..."
+# The extraction package's name for `text.lines.clip_at_word` (llm.py and the package's
+# exports use it): whitespace collapsed, cut at a word boundary to at most ``limit``.
+one_line = clip_at_word
 
 
 def safe_text(text: str) -> str:
@@ -50,7 +47,7 @@ def session_goal(messages: Sequence[Message], limit: int = 500) -> str:
             continue
         if all(w in _SMALL_TALK for w in words.split()):
             continue
-        return one_line(text, limit)
+        return clip_at_word(text, limit)
     return ""
 
 
@@ -74,7 +71,7 @@ def _commands(messages: Sequence[Message]) -> list[str]:
 
 
 def _listing(items: Sequence[str], shown: int) -> str:
-    head = ", ".join(one_line(i, 80) for i in items[:shown])
+    head = ", ".join(clip_at_word(i, 80) for i in items[:shown])
     more = len(items) - shown
     return f"{head} (+{more} more)" if more > 0 else head
 
@@ -99,7 +96,7 @@ def summarize_session(messages: Sequence[Message]) -> str:
         parts.append(f"{_count(len(files), 'file')} touched: {_listing(files, 5)}")
     if commands:
         parts.append(f"{_count(len(commands), 'command')} run: {_listing(commands, 3)}")
-    return one_line(". ".join(parts) + ".", SUMMARY_MAX_CHARS)
+    return clip_at_word(". ".join(parts) + ".", SUMMARY_MAX_CHARS)
 
 
 def _is_error(line: str) -> bool:
@@ -141,4 +138,4 @@ def self_assessment(messages: Sequence[Message]) -> str:
         f"files touched: {_listing(files, 5) if files else 'none'}, "
         f"outcome: {'completed' if done else 'unclear'}."
     )
-    return one_line(text, SUMMARY_MAX_CHARS)
+    return clip_at_word(text, SUMMARY_MAX_CHARS)

@@ -1,10 +1,14 @@
-"""The model back-off shared between processes: ``$LLMEM_HOME/model-backoff.json``.
+"""The model back-off, the one place it lives: `Backoff` inside a process (the sidecar's
+embeddings and extraction), `SharedBackoff` between processes.
 
-Why: every `llmem-hooks store` / `search` is a new process, so an in-memory back-off
-cannot help them. When a model server hangs (accepts connections, never answers) each
-command used to wait the full timeout. Now the first command that sees the failure
-records it here, and every command within the next 60 s skips the model at once and
-says why.
+`Backoff`: after a failure the model is skipped for ``seconds`` (60 s), so a dead Ollama
+costs one timeout per minute instead of one per memory or idle event.
+
+`SharedBackoff`, ``$LLMEM_HOME/model-backoff.json``. Why: every `llmem-hooks store` /
+`search` is a new process, so an in-memory back-off cannot help them. When a model server
+hangs (accepts connections, never answers) each command used to wait the full timeout.
+Now the first command that sees the failure records it here, and every command within
+the next 60 s skips the model at once and says why.
 
 The file maps a base URL (credentials stripped, never stored) to the last failure::
 
@@ -22,6 +26,7 @@ import contextlib
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +41,42 @@ FILE_NAME = "model-backoff.json"
 MAX_FILE_BYTES = 65_536
 MAX_ENTRIES = 32
 KINDS = ("timeout", "down")
+
+
+class Backoff:
+    """The in-process back-off of one model server; thread-safe. ``clock`` (monotonic by
+    default) is for tests that skip ahead."""
+
+    def __init__(
+        self, seconds: float = BACKOFF_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._until = 0.0
+        self._reason = ""
+
+    def blocked(self) -> tuple[float, str] | None:
+        """(seconds left, why) while the back-off runs, else None."""
+        with self._lock:
+            left = self._until - self._clock()
+            return (left, self._reason) if left > 0 else None
+
+    def remaining(self) -> float:
+        """Seconds before the server is tried again (0 when not backing off)."""
+        with self._lock:
+            return max(0.0, self._until - self._clock())
+
+    def failed(self, reason: str) -> None:
+        """The server failed: skip it for the next ``seconds``."""
+        with self._lock:
+            self._until = self._clock() + self.seconds
+            self._reason = reason
+
+    def succeeded(self) -> None:
+        """The server answered: try it again at once."""
+        with self._lock:
+            self._until = 0.0
 
 
 @dataclass(frozen=True)

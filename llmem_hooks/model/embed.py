@@ -9,7 +9,7 @@ Additions for a sidecar that embeds memories on every idle event:
 
 - `embed_batch` sends the texts the cache does not hold, ``batch_size`` per request;
 - after a connection failure or a timeout the server is skipped for ``backoff_seconds``
-  (60 s), so a dead Ollama costs one timeout per minute, not one per memory;
+  (60 s, `backoff.Backoff`), so a dead Ollama costs one timeout per minute, not one per memory;
 - counters (hits, misses, requests, tokens, seconds) for benchmarks and ``doctor``.
 
 Errors propagate as `OllamaError` (server side) or `EmbeddingError` (our checks);
@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from ..config import Config, MemorySettings, OllamaSettings
 from ..errors import LLMemError, ValidationError
 from ..redact import redact_secrets, strip_private
-from .backoff import BACKOFF_SECONDS, ModelFailure, SharedBackoff
+from .backoff import BACKOFF_SECONDS, Backoff, ModelFailure, SharedBackoff
 from .ollama import (
     DEFAULT_BASE_URL,
     DEFAULT_TIMEOUT_S,
@@ -180,12 +180,9 @@ class EmbeddingEngine:
         self.cache_size = cache_size
         self.batch_size = batch_size
         self.max_chars = max_chars
-        self.backoff_seconds = backoff_seconds
-        self._clock = clock
+        self.backoff = Backoff(backoff_seconds, clock)
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[str, str], array] = OrderedDict()
-        self._down_until = 0.0
-        self._down_reason = ""
         # Interactive commands share the back-off between processes (llmem_hooks.model.backoff).
         self.shared_backoff = shared_backoff
         self.last_failure: ModelFailure | None = None
@@ -260,14 +257,13 @@ class EmbeddingEngine:
 
     def _request(self, texts: list[str]) -> list[array]:
         """One ``/api/embed`` request, checked; honours and arms the back-off."""
-        with self._lock:
-            wait = self._down_until - self._clock()
-            if wait > 0:
+        down = self.backoff.blocked()
+        if down is not None:
+            with self._lock:
                 self._errors += 1
-                raise OllamaUnavailable(
-                    f"{self.client.shown_url}: skipped for {wait:.0f} s more "
-                    f"after: {self._down_reason}"
-                )
+            raise OllamaUnavailable(
+                f"{self.client.shown_url}: skipped for {down[0]:.0f} s more after: {down[1]}"
+            )
         shared = self.shared_backoff
         if shared is not None:
             failure = shared.blocked(self.client.base_url)
@@ -281,15 +277,14 @@ class EmbeddingEngine:
         except (OllamaUnavailable, OllamaTimeout) as exc:
             with self._lock:
                 self._errors += 1
-                self._down_until = self._clock() + self.backoff_seconds
-                self._down_reason = str(exc)
+            self.backoff.failed(str(exc))
             if shared is not None:
                 kind = "timeout" if isinstance(exc, OllamaTimeout) else "down"
                 detail = "cannot connect" if kind == "down" else str(exc)
                 self.last_failure = shared.failed(
                     self.client.base_url, kind, detail, self.client.timeout
                 )
-            log.info("embeddings paused for %.0f s: %s", self.backoff_seconds, exc)
+            log.info("embeddings paused for %.0f s: %s", self.backoff.seconds, exc)
             raise
         except OllamaError:
             with self._lock:
@@ -315,7 +310,7 @@ class EmbeddingEngine:
             self._requests += 1
             self._tokens += result.prompt_tokens
             self._seconds += result.seconds
-            self._down_until = 0.0
+        self.backoff.succeeded()
         if shared is not None:
             shared.succeeded(self.client.base_url)
         log.debug("embedded %d texts in %.3f s", len(texts), result.seconds)
@@ -340,14 +335,12 @@ class EmbeddingEngine:
                 f"model {self.model!r} returns {got}-dimensional vectors but "
                 f"memory.vec_dimensions is {self.dimensions}"
             )
-        with self._lock:
-            self._down_until = 0.0
+        self.backoff.succeeded()
         return True, f"{self.model} at {self.client.shown_url}: {got}-dimensional vectors"
 
     def backoff_remaining(self) -> float:
         """Seconds before the server is tried again after a failure (0 when not backing off)."""
-        with self._lock:
-            return max(0.0, self._down_until - self._clock())
+        return self.backoff.remaining()
 
     # -- counters --------------------------------------------------------------------------
     def _zero_counters(self) -> None:

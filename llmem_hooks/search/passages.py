@@ -28,10 +28,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..text.words import words as text_words
+
 ELLIPSIS = "…"
 WHOLE_CHARS = 120  # texts this short are shown whole
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9`\"'(\[*-])")
-_WORD = re.compile(r"\w[\w.+#-]*\w|\w")
 _LONG_LINE = 220  # lines longer than this are split into sentences
 _SHORT_UNIT = 12  # units shorter than this ("```", "User:") are never chosen for a match
 _NOVELTY = 0.9  # a unit whose words were shown already at this share adds nothing
@@ -80,7 +81,7 @@ class _Picker:
         if not 0 <= j < len(doc) or j in self.chosen[i]:
             return False
         text = doc[j].text
-        words = {w.lower() for w in _WORD.findall(text)}
+        words = set(text_words(text))
         if not force:
             if words and len(words & self.seen) >= _NOVELTY * len(words):
                 return False

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..config import RetrievalSettings
-from ..errors import SearchError, SearchTimeout, ValidationError
+from ..errors import NotFoundError, SearchError, SearchTimeout, ValidationError
 from ..store import Memory, MemoryFilter, MemoryStore, pack_embedding
 from ..store.db import is_interrupted
 from ..text import fuzzy
@@ -332,6 +332,31 @@ class Retriever:
         if track_access and results:
             self.store.touch_batch([h.id for h in results])
         return results
+
+    def find_hybrid_or_keywords(
+        self, query: str, filter: MemoryFilter | None = None, **kwargs: Any
+    ) -> tuple[list[SearchHit], str]:
+        """(hits, mode): hybrid when the embedder answers for ``query`` (its vector is then
+        cached, so the search does not ask again), else keywords ("fts"); a model that
+        fails mid-search also falls back to keywords. The one place that choice is made
+        (the query service, the viewer and ``llmem-hooks search`` use it). ``kwargs`` are
+        `find`'s; bad input and a search timeout are raised, never retried."""
+        mode = "fts"
+        if self.embedder is not None:
+            try:
+                self.embedder.embed(query)
+                mode = "hybrid"
+            except Exception as exc:  # down, backed off, wrong size: keywords this time
+                log.debug("search without embeddings: %s", exc)
+        try:
+            return self.find(query, filter, search_mode=mode, **kwargs), mode
+        except (ValidationError, NotFoundError, SearchTimeout):
+            raise
+        except Exception as exc:
+            if mode == "fts":
+                raise
+            log.info("semantic search failed, keywords only: %s", exc)
+            return self.find(query, filter, search_mode="fts", **kwargs), "fts"
 
     @contextmanager
     def _bounded(self) -> Iterator[None]:

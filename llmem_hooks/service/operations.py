@@ -63,6 +63,7 @@ from ..store import MemoryFilter, MemoryStore
 from ..store import recall as given
 from ..store import sessions as session_state
 from ..store.db import is_interrupted
+from ..text.lines import clip_at_word, flatten
 from ..text.query import MAX_QUERY_CHARS, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
 from . import protocol as proto
@@ -117,15 +118,14 @@ def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
 
 
 def _clip(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    flat = " ".join(text.split())
+    flat = flatten(text)
     if len(flat) <= limit:
         return flat
     if prompt_words:
-        flat = " ".join(excerpt(text, prompt_words, limit).split())
+        flat = flatten(excerpt(text, prompt_words, limit))
         if len(flat) <= limit:
             return flat
-    cut = flat[: limit - 1].rsplit(" ", 1)[0] or flat[: limit - 1]
-    return cut.rstrip(" ,;:") + "…"
+    return clip_at_word(flat, limit, "…")
 
 
 def prompt_words(prompt: str) -> list[str]:
@@ -399,30 +399,11 @@ class QueryService:
                 return rec.project
         return None
 
-    def _mode(self, text: str) -> str:
-        """Hybrid ("hybrid") when the embedder answers for ``text`` (its vector is cached, so the
-        search does not ask again), else "fts"."""
-        if self.embedder is None:
-            return "fts"
-        try:
-            self.embedder.embed(text)
-        except Exception as exc:  # down, backed off, wrong size: keyword only this time
-            log.debug("recall without embeddings: %s", exc)
-            return "fts"
-        return "hybrid"
-
     def _find(self, query: str, flt: MemoryFilter, limit: int) -> list[SearchHit]:
-        mode = self._mode(query)
-        retriever = self._rretriever
-        try:
-            return retriever.find(query, flt, limit=limit, search_mode=mode, track_access=False)
-        except (ValidationError, SearchTimeout):
-            raise
-        except Exception as exc:
-            if mode == "fts":
-                raise
-            log.debug("semantic search failed, keyword only: %s", exc)
-            return retriever.find(query, flt, limit=limit, search_mode="fts", track_access=False)
+        """Hybrid if the model answers, else keywords (`Retriever.find_hybrid_or_keywords`)."""
+        return self._rretriever.find_hybrid_or_keywords(
+            query, flt, limit=limit, track_access=False
+        )[0]
 
     # -- recall -------------------------------------------------------------------------
     def recall(

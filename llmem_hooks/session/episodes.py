@@ -23,6 +23,7 @@ from ..events import Message
 from ..extraction.transcript import transcript_lines
 from ..redact import redact_transcript
 from ..store.records import MAX_LIST_ITEMS
+from ..text.lines import cap
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
@@ -177,10 +178,6 @@ def message_text(msg: Message) -> str:
     return "\n".join(out).strip()
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]:
     """The exchanges of ``msgs`` (in order): each user message with the assistant messages
     after it; assistant messages before the first user message form an exchange of their
@@ -200,14 +197,14 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
             if text:
                 speaker = "User" if msg.role == "user" else "Assistant"
                 parts.append(f"{speaker}: {text}")
-        content = _clip("\n".join(parts), CONTENT_CHARS)
+        content = cap("\n".join(parts), CONTENT_CHARS)
         if not content:
             continue
         time_ms = next((m.created_ms for m in group if m.created_ms), 0)
         context = " ".join(
             x
             for x in (
-                _clip(prev, CONTEXT_CHARS),
+                cap(prev, CONTEXT_CHARS),
                 time_words(time_ms),
                 *resolved_times(content, time_ms),
             )
@@ -227,4 +224,4 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
 def after_words(next_content: str) -> str:
     """What an episode is also found by from the exchange after it: that exchange's
     opening (its follow-up, "that fixed it", "and the staging one?")."""
-    return _clip(next_content, NEXT_CHARS)
+    return cap(next_content, NEXT_CHARS)

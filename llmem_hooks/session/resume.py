@@ -15,9 +15,10 @@ from typing import Any
 
 from ..events import Message
 from ..extraction.heuristics import HeuristicExtractor
-from ..extraction.summary import one_line, safe_text, session_goal, unique_recent
+from ..extraction.summary import safe_text, session_goal, unique_recent
 from ..extraction.transcript import split_sentences, transcript_lines
 from ..markers import neutralize, plain_line
+from ..text.lines import clip_at_word
 
 DEFAULT_BUDGET_CHARS = 6000
 MAX_LINE_CHARS = 300
@@ -42,7 +43,7 @@ _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?P<text>.+)$")
 def _clean(text: str, limit: int = MAX_LINE_CHARS) -> str:
     """One safe line: private spans gone, credentials redacted, whitespace collapsed,
     cut at a word boundary. Empty when nothing safe is left."""
-    return one_line(safe_text(text), limit)
+    return clip_at_word(safe_text(text), limit)
 
 
 def _key(text: str) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from .lexicon import ALTERNATIVES, alternatives
+from .words import words
 
 OPERATORS = frozenset({"AND", "OR", "NOT"})
 MAX_QUERY_CHARS = 4_000
@@ -59,7 +60,6 @@ STOP_WORDS = frozenset(
 SYNONYMS: dict[str, list[str]] = ALTERNATIVES
 
 _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
-_WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
 
 
 # "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
@@ -153,11 +153,6 @@ _STOP_INFLECTIONS = (
     ("ed", ""),
     ("d", ""),
 )
-
-
-def words(text: str) -> list[str]:
-    """Words of free text, lower-cased, punctuation around them removed."""
-    return [w.lower() for w in _WORD.findall(text)]
 
 
 def content_words(text: str) -> list[str]:

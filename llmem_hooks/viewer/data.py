@@ -26,6 +26,7 @@ from ..registry import DEFAULT_MEMORY_TYPES
 from ..search.retriever import Retriever, attach_passages
 from ..store import MemoryFilter, browse
 from ..store import sessions as session_state
+from ..text.lines import cap
 from ..timestamps import now_iso
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class ViewerData:
             else {
                 "id": episode["id"],
                 "created_at": episode["created_at"],
-                "content": _clip(episode["content"], EPISODE_CHARS),
+                "content": cap(episode["content"], EPISODE_CHARS),
             },
             "relations": self.store.get_relations(mem["id"]),
         }
@@ -161,22 +162,10 @@ class ViewerData:
         """The retriever's hits for ``query`` (a person browsing: no access counts)."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("give something to search for")
-        mode = "hybrid" if self.retriever.embedder is not None else "fts"
         flt = MemoryFilter(type=type or None, project=project or None)
-        try:
-            hits = self.retriever.find(
-                query, flt, limit=SEARCH_LIMIT, search_mode=mode, track_access=False
-            )
-        except (ValidationError, NotFoundError):
-            raise
-        except Exception as exc:  # the model failed mid-search: keywords still answer
-            if mode == "fts":
-                raise
-            log.info("viewer search without the model: %s", exc)
-            mode = "fts"
-            hits = self.retriever.find(
-                query, flt, limit=SEARCH_LIMIT, search_mode=mode, track_access=False
-            )
+        hits, mode = self.retriever.find_hybrid_or_keywords(
+            query, flt, limit=SEARCH_LIMIT, track_access=False
+        )
         attach_passages(hits, query, self.config.retrieval.passage_chars)
         return {
             "query": query,
@@ -242,7 +231,3 @@ def _id(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValidationError("give a memory id")
     return value
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"

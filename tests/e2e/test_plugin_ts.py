@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from oc_harness import BUILD_NPM, REPO, file_lock, npm
 
+from llmem_hooks.agents.install import plugin_bytes
+
 PLUGIN = REPO / "plugin"
 HARNESS = Path(__file__).with_name("plugin_harness.mjs")
 
@@ -33,8 +35,9 @@ def plugin_toolchain() -> Path:
             (folder / "package.json").write_bytes(manifest)
             npm(["install"], cwd=folder, timeout=600)  # exact versions are pinned
             stamp.write_bytes(manifest)
-        for name in ("llmem.ts", "tsconfig.json"):
-            shutil.copy2(PLUGIN / name, folder / name)
+        shutil.copy2(PLUGIN / "tsconfig.json", folder / "tsconfig.json")
+        # What `llmem-hooks install --opencode` writes: the source with the tools' wording in.
+        (folder / "llmem.ts").write_bytes(plugin_bytes())
     return folder
 
 
