@@ -126,11 +126,3 @@ def dream_service(inv: Invocation, install: bool) -> None:
         install_service(inv.config().dream.schedule, report=typer.echo)
     else:
         uninstall_service(report=typer.echo)
-
-
-def store_sizes(store: Any) -> dict[str, Any]:
-    """``stats``: bytes per table (dbstat, else an estimate) and per project."""
-    from ..store.dream import project_sizes, table_sizes
-
-    method, tables = table_sizes(store)
-    return {"method": method, "tables": tables, "projects": project_sizes(store)}
