@@ -11,15 +11,20 @@ The file is written with the defaults on first use (mode 0600) so a person can s
 setting. Unknown keys produce a warning (a typo should not silently do nothing); a value
 of the wrong kind is a `ConfigError` that names the key.
 
-Two shapes of the same settings: `load_config` returns the validated dict (what the CLI,
-the Copilot hook's cache and YAML speak), `load_settings` the typed `Config`;
-`Config.from_mapping` turns the one into the other.
+One typed `Config` inside; the dict shape only at the edges. `load_settings` (what the
+CLI and the sidecar call) returns the `Config`; `load_config` returns the validated dict,
+for what speaks dicts: config.yaml itself and the Copilot hook's JSON cache of it (the
+hook reads three values of that dict and types it only to open the store: importing this
+module costs it ~20 ms). `Config.from_mapping` turns the one into the other.
 
-The rule for ``from_config``: every ``X.from_config(config)`` (`MemoryStore`,
-`EmbeddingEngine`, `OllamaClient`, `BudgetLimits`, the session adapters) takes the whole
-configuration, a `Config` or the dict `load_config` returns, and picks its own section(s)
-with `section_of`. For the reference's callers, the classes that read a single section
-also accept that section alone (its typed settings or its mapping).
+A function inside takes `Config`. The public entry points that callers (tests, a user's
+script) hand the dict `load_config` returns also accept it and convert it at once with
+`Config.coerce`, passing only the `Config` on: every ``X.from_config(config)``
+(`MemoryStore`, `EmbeddingEngine`, `OllamaClient`, `BudgetLimits`, the session adapters,
+each picking its own section(s) with `section_of`; the ones that read a single section
+also accept that section alone), and the constructors `QueryService`, `Dreamer`,
+`SessionHookCoordinator`, `Sidecar`, `ViewerData`, `create_session_hook_coordinator`,
+`build_extraction_engine`, `diagnose` and the service `Client`.
 """
 
 from __future__ import annotations

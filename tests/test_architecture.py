@@ -168,11 +168,6 @@ def test_no_script_or_test_module_shadows_the_standard_library() -> None:
     assert not names & set(sys.stdlib_module_names)
 
 
-# Packages whose cycle another item of issue 19 removes (the CLI: `cli/app.py` imports the
-# command modules at its bottom and they import it back). Empty this once that is merged.
-CYCLES_BEING_REMOVED = {"cli"}
-
-
 def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
     seen: dict[str, int] = {}
     stack: list[str] = []
@@ -204,7 +199,7 @@ def test_no_import_cycles_inside_any_package() -> None:
     known = set(mods)
     packages = {n for n, p in mods.items() if p.name == "__init__.py" and n != "__init__"}
     cycles = []
-    for package in sorted(packages - CYCLES_BEING_REMOVED):
+    for package in sorted(packages):
         members = {n for n in mods if n.rpartition(".")[0] == package and n not in packages}
         edges = {
             n: {d for d in _imports(n, mods[n], known, lazy=False) if d in members} for n in members

@@ -32,6 +32,7 @@ from support.copilot_home import (
 
 from llmem_hooks.adapters import CopilotAdapter, get_adapter_class, registered_adapters
 from llmem_hooks.adapters.copilot import WATCH_MAX, read_share_transcript
+from llmem_hooks.config import Config
 from llmem_hooks.events import LifecycleEvent
 from llmem_hooks.session.hooks import default_adapters
 
@@ -85,7 +86,8 @@ def test_registered_and_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert CopilotAdapter.from_config({"enabled": True, "home": str(tmp_path)}).root == tmp_path
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "env"))
     assert CopilotAdapter.from_config({"enabled": True, "home": None}).root == tmp_path / "env"
-    assert default_adapters({"copilot": {"home": str(tmp_path)}})["copilot"].root == tmp_path
+    typed = Config.from_mapping({"copilot": {"home": str(tmp_path)}})
+    assert default_adapters(typed)["copilot"].root == tmp_path
     monkeypatch.delenv("COPILOT_HOME")
     assert CopilotAdapter().root == Path.home() / ".copilot"
     with pytest.raises(ValueError, match=r"\.\."):

@@ -15,7 +15,7 @@ import pytest
 from llmem_hooks import MemoryStore
 from llmem_hooks.agents.doctor import Check, _vector_checks, diagnose, exit_code, render
 from llmem_hooks.cli import main
-from llmem_hooks.config import DEFAULT_CONFIG
+from llmem_hooks.config import DEFAULT_CONFIG, Config
 from llmem_hooks.model.budget import BudgetLimits, ModelBudget
 
 
@@ -95,10 +95,12 @@ def test_disabled_and_over_budget(fake_ollama: tuple[Any, str], store: MemorySto
 
 def test_vector_checks_hook_is_called(store: MemoryStore) -> None:
     cfg = {**DEFAULT_CONFIG, "ollama": {**DEFAULT_CONFIG["ollama"], "enabled": False}}
-    embedder, check = _vector_checks(cfg, store)  # details: tests/test_vectors.py
+    embedder, check = _vector_checks(
+        Config.from_mapping(cfg), store
+    )  # details: tests/test_vectors.py
     assert (check.name, check.status) == ("vectors", "ok") and "sqlite-vec" in check.detail
     assert embedder.name == "embedder" and "keyword-only" in embedder.detail
-    assert [c.status for c in _vector_checks(cfg, None)] == ["ok", "skip"]
+    assert [c.status for c in _vector_checks(Config.from_mapping(cfg), None)] == ["ok", "skip"]
 
 
 def test_embedder_check_up_down_and_wrong_size(
@@ -106,13 +108,13 @@ def test_embedder_check_up_down_and_wrong_size(
 ) -> None:
     _, url = fake_ollama
     up = {**DEFAULT_CONFIG, "ollama": {**DEFAULT_CONFIG["ollama"], "base_url": url}}
-    embedder = _vector_checks(up, store)[0]
+    embedder = _vector_checks(Config.from_mapping(up), store)[0]
     assert embedder.status == "ok" and "768-dimensional" in embedder.detail
     small = {**up, "memory": {**DEFAULT_CONFIG["memory"], "vec_dimensions": 384}}
-    embedder = _vector_checks(small, store)[0]
+    embedder = _vector_checks(Config.from_mapping(small), store)[0]
     assert embedder.status == "warn" and "memory.vec_dimensions is 384" in embedder.detail
     down = {**up, "ollama": {**up["ollama"], "base_url": closed_port_url()}}
-    embedder = _vector_checks(down, store)[0]
+    embedder = _vector_checks(Config.from_mapping(down), store)[0]
     assert embedder.status == "warn" and "keyword-only" in embedder.detail
 
 

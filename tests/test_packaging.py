@@ -60,7 +60,7 @@ def test_wheel_maps_adapters_into_the_package(tmp_path: Path) -> None:
     )
     assert not (target / "adapters").exists()
     probe = (
-        "import importlib.util, llmem_hooks, llmem_hooks.adapters, llmem_hooks.cli;"
+        "import importlib.util, llmem_hooks, llmem_hooks.adapters, llmem_hooks.cli.app;"
         "from llmem_hooks.store import MemoryStore;"
         "print(llmem_hooks.__file__);"
         "print(importlib.util.find_spec('adapters'));"

@@ -360,10 +360,9 @@ def test_the_semantic_rrf_k_comes_from_config(
     llmem_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`retrieval.rrf_k_semantic` reaches the CLI's Retriever (10 suits a real model)."""
-    from llmem_hooks.cli import app as cli_app
+    from llmem_hooks.cli.quick import Invocation
 
     llmem_home.mkdir(parents=True, exist_ok=True)
     (llmem_home / "config.yaml").write_text("retrieval:\n  rrf_k_semantic: 10\n")
-    monkeypatch.setattr(cli_app.state, "config", None)
     with MemoryStore(llmem_home / "m.db") as st:
-        assert cli_app._retriever(st).rrf_k_semantic == 10
+        assert Invocation().retriever(st).rrf_k_semantic == 10

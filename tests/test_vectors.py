@@ -394,18 +394,18 @@ def test_doctor_shows_the_vector_status(tmp_path: Path) -> None:
     import copy
 
     from llmem_hooks.agents.doctor import _vector_checks
-    from llmem_hooks.config import DEFAULT_CONFIG
+    from llmem_hooks.config import DEFAULT_CONFIG, Config
 
     with MemoryStore(tmp_path / "m.db", load_vec=False) as st:
-        _, check = _vector_checks(DEFAULT_CONFIG, st)
+        _, check = _vector_checks(Config(), st)
         assert check.status == "warn" and "search is FTS-only" in check.detail
     with MemoryStore(tmp_path / "m.db") as st:
         st.add("fact", "eight dims", embedding=[1.0] * 8)
-        _, check = _vector_checks(DEFAULT_CONFIG, st)  # the config says 768
+        _, check = _vector_checks(Config(), st)  # the config says 768
         assert check.status == "warn" and "memory.vec_dimensions is 768" in check.detail
         cfg = copy.deepcopy(DEFAULT_CONFIG)
         cfg["memory"]["vec_dimensions"] = 8
-        _, check = _vector_checks(cfg, st)
+        _, check = _vector_checks(Config.from_mapping(cfg), st)
         assert check.status == "ok" and "1 vectors of 8 dimensions, exact KNN" in check.detail
 
 

@@ -47,6 +47,7 @@ TYPE_CHECKING = False  # not `typing` at run time: ~7 ms of every hook call
 if TYPE_CHECKING:
     from typing import Any, BinaryIO, TextIO
 
+    from ..config import Config
     from ..events import SessionInfo
 
 AGENT = "copilot"
@@ -166,21 +167,37 @@ def read_payload(stream: BinaryIO) -> dict[str, Any]:
 
 # -- settings --------------------------------------------------------------------------------
 class Settings:
-    """What the hook needs from config.yaml (read without creating it)."""
+    """What the hook needs from config.yaml (read without creating it).
 
-    def __init__(self, config: Mapping[str, Any], autostart: bool) -> None:
+    ``raw`` is `load_config`'s validated dict as cached in `SETTINGS_CACHE`: the hook's
+    edge, read here once for the few values every call needs (importing config.py, with
+    dataclasses and typing, would cost ~20 ms of each prompt). Whatever opens the store
+    or the coordinator takes the typed `Config` (`typed`), converted on first use."""
+
+    def __init__(self, raw: Mapping[str, Any], autostart: bool) -> None:
         from ..paths import get_context_dir
 
-        self.config = config
-        ctx = config["context"]
-        self.context_dir = get_context_dir(ctx.get("dir"))
+        self.raw = raw
+        # A key missing from a cache is a KeyError: `load_settings` then parses config.yaml.
+        self.context_dir = get_context_dir(raw["context"]["dir"])
         self.autostart = autostart
+        self.recall = bool(raw["recall"]["enabled"])
+        self._home: str | None = raw["copilot"]["home"]
+        self._typed: Config | None = None
 
     @property
     def copilot_home(self) -> Path:
         from ..paths import copilot_home
 
-        return copilot_home(self.config["copilot"]["home"])
+        return copilot_home(self._home)
+
+    def typed(self) -> Config:
+        """The settings as the rest of the package takes them (converted once)."""
+        if self._typed is None:
+            from ..config import Config
+
+            self._typed = Config.from_mapping(self.raw)
+        return self._typed
 
 
 def _config_path() -> Path:
@@ -234,10 +251,10 @@ def _settings_stamp(config_path: Path) -> list[Any]:
 def _parse_config(path: Path) -> tuple[dict[str, Any], bool]:
     """Validated config (the sidecar's loader, without creating config.yaml) and the
     autostart flag."""
-    from ..config import load_config
+    from ..config import load_settings as load_typed
 
-    config = load_config(path, create=False)
-    return config, bool(config["copilot"]["autostart_sidecar"])
+    config = load_typed(path, create=False)
+    return config.to_dict(), config.copilot.autostart_sidecar
 
 
 # -- logging ---------------------------------------------------------------------------------
@@ -417,13 +434,13 @@ def start_context(sid: str, payload: Mapping[str, Any], settings: Settings, dead
     # Only here: the fast path above imports nothing. Cached next to config.yaml.
     load_session_hook_entry_points(cache=_config_path().with_name(ENTRY_POINTS_CACHE))
 
-    store = MemoryStore.from_config(settings.config)
+    store = MemoryStore.from_config(settings.typed())
     try:
         # A writer holding the lock must not keep us past the deadline.
         wait_ms = max(0, int((deadline - time.monotonic() - DB_MARGIN_S) * 1000))
         store.set_busy_timeout(wait_ms)
         coord = SessionHookCoordinator(
-            store, adapters={}, config=settings.config, extractor=_NO_EXTRACTOR
+            store, adapters={}, config=settings.typed(), extractor=_NO_EXTRACTOR
         )
         # Through the manager, so a registered ``created`` hook runs (failing open).
         result, _ = SessionEventManager(coord).emit("created", sid, session_info(sid, payload))
@@ -512,8 +529,7 @@ def session_dir_for(sid: str, payload: Mapping[str, Any], settings: Settings) ->
 
 # -- per-prompt recall -----------------------------------------------------------------------
 def recall_enabled(settings: Settings) -> bool:
-    section = settings.config.get("recall")
-    return not isinstance(section, Mapping) or bool(section.get("enabled", True))
+    return settings.recall
 
 
 def recall_block(
@@ -539,7 +555,7 @@ def recall_block(
         params,
         fallback=True,
         timeout=min(left / 2, 0.5),
-        config=settings.config,
+        config=settings.typed,  # only called when the in-process fallback runs
         report=log_line,  # a listener that is not ours: one line in the hook log
     )
     block = result.get("block") if isinstance(result, Mapping) else None

@@ -110,14 +110,13 @@ def _ollama_checks(
     return checks, f"model {model} is not installed", "warn"
 
 
-def _vector_checks(config: Config | Mapping[str, Any], store: MemoryStore | None) -> list[Check]:
+def _vector_checks(config: Config, store: MemoryStore | None) -> list[Check]:
     """EMBEDDINGS: the embedder and sqlite-vec checks go here (owned by the embeddings
     work: which embedder is active, its model and dimensions, whether sqlite-vec loads).
 
     ``vectors``: whether sqlite-vec loads (else why: search is FTS-only), how many
     vectors are indexed and which KNN path they take, and a recorded dimension that
     differs from memory.vec_dimensions (warn: rebuilt on the next open with the setting)."""
-    config = Config.coerce(config)
     checks = [_embedder_check(config)]
     if store is None:
         return [*checks, Check("vectors", "skip", "no database opened")]
@@ -171,12 +170,13 @@ def diagnose(
     agents: bool = True,
 ) -> list[Check]:
     """Every check: the extractor (what the hooks will extract with and why), vectors,
-    the query service, then each agent's wiring and store (`agent_checks`)."""
+    the query service, then each agent's wiring and store (`agent_checks`). ``config``:
+    a dict too (tests and callers of the public API pass `load_config`'s), typed here."""
+    config = Config.coerce(config)
     path = get_config_path()
     checks = [
         Check("config", "ok", str(path) if path.exists() else "defaults (no config.yaml yet)")
     ]
-    config = Config.coerce(config)
     section = config.ollama
     why: str | None
     severity: Status = "ok"
@@ -447,10 +447,9 @@ def copilot_checks(config: Config) -> list[Check]:
     return checks
 
 
-def agent_checks(config: Config | Mapping[str, Any], version: str | None = None) -> list[Check]:
+def agent_checks(config: Config, version: str | None = None) -> list[Check]:
     """Each agent's wiring and store (`opencode_checks`, `copilot_checks`); fails open per
     agent (a check that breaks is one ``warn`` line, never the whole diagnosis)."""
-    config = Config.coerce(config)
     out: list[Check] = []
     for name, run in (
         ("opencode", lambda: opencode_checks(config, version)),

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
-from ..config import load_config
+from ..config import load_settings
 from ..errors import ConfigError
 from ..paths import (
     ensure_private_dir,
@@ -104,19 +104,20 @@ def service_socket_path() -> Path:
 def plugin_settings(command: Sequence[str] | None = None) -> dict[str, Any]:
     """The content of plugin.json (honours ``context.dir`` and the ``opencode`` section of
     config.yaml when it exists)."""
-    cfg = load_config(create=False)
+    cfg = load_settings(create=False)
+    oc = cfg.opencode
     home = get_llmem_home()
     return {
-        "context_dir": str(get_context_dir(cfg["context"]["dir"])),
-        "wait_ms": int(cfg["opencode"]["plugin_wait_ms"]),
-        "autostart": bool(cfg["opencode"]["autostart_sidecar"]),
+        "context_dir": str(get_context_dir(cfg.context.dir)),
+        "wait_ms": int(oc.plugin_wait_ms),
+        "autostart": bool(oc.autostart_sidecar),
         "command": list(command) if command else sidecar_command(),
         "log": str(home / "logs" / "plugin.log"),
         "socket": str(service_socket_path()),
-        "recall": bool(cfg["opencode"]["plugin_recall"]),
-        "recall_timeout_ms": int(cfg["opencode"]["plugin_recall_timeout_ms"]),
-        "tools": bool(cfg["opencode"]["plugin_tools"]),
-        "tool_timeout_ms": int(cfg["opencode"]["plugin_tool_timeout_ms"]),
+        "recall": bool(oc.plugin_recall),
+        "recall_timeout_ms": int(oc.plugin_recall_timeout_ms),
+        "tools": bool(oc.plugin_tools),
+        "tool_timeout_ms": int(oc.plugin_tool_timeout_ms),
     }
 
 
@@ -209,7 +210,7 @@ ENTRY_POINT_FILE = "entry-point"  # in LLMEM_HOME: where the launcher finds llme
 def copilot_home() -> Path:
     """Copilot CLI's home: config ``copilot.home``, else ``$COPILOT_HOME``, else
     ``~/.copilot``."""
-    return paths.copilot_home(load_config(create=False)["copilot"]["home"])
+    return paths.copilot_home(load_settings(create=False).copilot.home)
 
 
 def copilot_hooks_path() -> Path:

@@ -7,8 +7,13 @@
   is answered the same way.
 - `llmem_hooks.cli.quick`: plain ``search``, ``list``, ``stats`` and ``--version``
   without typer (~0.3 s of imports); any other form goes on to typer.
-- `llmem_hooks.cli.app`: the typer commands.
+- `llmem_hooks.cli.app`: the typer app and its everyday commands; it registers the
+  commands kept in their own modules (`dream`, `agent_tools`, `embed`, `viewer`), which
+  import `quick` for what they share and never import `app` back.
 - `llmem_hooks.cli.render`: how they print (plain text, ``--json``, ``--markdown``).
+
+This module forwards no attributes: import a submodule by its name
+(``import llmem_hooks.cli.app``).
 
 Every command reads the same database (``--db``, else config.yaml's memory.db_path, else
 ``$LLMEM_HOME/memory.db``). Bad input prints one line starting with ``error:`` on stderr
@@ -17,15 +22,8 @@ and exits with code 2; nothing is written in that case.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Sequence
-
-TYPE_CHECKING = False  # not `typing` at run time: the hook path imports this module
-if TYPE_CHECKING:
-    from typing import Any
-
-SUBMODULES = ("app", "quick", "render", "viewer")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,11 +45,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .app import main as app_main
 
     return app_main(args)
-
-
-def __getattr__(name: str) -> Any:
-    """The submodules, loaded on first use (PEP 562) so the hook path stays light. Only
-    they: a command's helpers are reached through their own module (`cli.app`, ...)."""
-    if name in SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """`llmem-hooks recall` (what per-prompt recall gives a prompt) and `llmem-hooks mcp` (the
 memory tools over MCP on stdio): the commands agents' integrations use, registered on the
-typer app (`llmem_hooks.cli.app`). See docs/query-service.md and docs/mcp.md."""
+typer app by `llmem_hooks.cli.app`. See docs/query-service.md and docs/mcp.md."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ValidationError
-from .app import JsonOpt, _config, _db_path, app, state
+from .quick import Invocation
 from .render import Format
 
 
-@app.command()
 def recall(
+    ctx: typer.Context,
     prompt: Annotated[str, typer.Argument(help="The user's prompt.")],
     session: Annotated[str, typer.Option("--session", help="The agent's session id.")],
     budget: Annotated[
         int | None, typer.Option("--budget", min=0, max=100_000, help="Tokens (config: 400).")
     ] = None,
-    as_json: JsonOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Print what per-prompt recall would put in front of PROMPT in SESSION (the
     sidecar's query service, else in-process; docs/query-service.md). Marks what it
@@ -32,21 +32,20 @@ def recall(
     params: dict[str, Any] = {"session_id": session, "prompt": prompt, "directory": os.getcwd()}
     if budget is not None:
         params["budget_tokens"] = budget
+    inv = Invocation.of(ctx)
     try:
-        if state.db is not None:  # another database than the sidecar's: in-process only
-            cfg = {**_config(), "memory": {**_config()["memory"], "db_path": str(_db_path())}}
-            out = call_in_process("recall", params, config=cfg)
+        if inv.db is not None:  # another database than the sidecar's: in-process only
+            out = call_in_process("recall", params, config=inv.config_for_db())
         else:
-            out = query("recall", params, config=_config())
+            out = query("recall", params, config=inv.config())
     except ServiceCallError as exc:
         raise ValidationError(str(exc)) from None
-    if as_json or state.fmt is Format.json:
+    if as_json or inv.fmt is Format.json:
         typer.echo(json.dumps(out, indent=1))
     elif out["block"]:
         typer.echo(out["block"])
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def mcp(ctx: typer.Context) -> None:
     """Serve the memory tools over MCP on stdio (memory_search, memory_remember,
     memory_forget, memory_get, memory_timeline); `llmem-hooks mcp --help` for its options.

@@ -32,25 +32,17 @@ from ..redact import find_secrets
 from ..registry import DEFAULT_MEMORY_TYPES
 from ..store import archive
 from ..timestamps import parse_iso
-from .dream import dream as _dream
-from .dream import dream_service
-from .quick import (  # noqa: F401  (re-exported: the other command modules and tests use them)
+from . import agent_tools, embed, viewer
+from .dream import dream, dream_service
+from .quick import (
     EXIT_USAGE,
+    Invocation,
     MissingDatabase,
-    _config,
-    _db_path,
-    _fmt,
-    _keyword_only_note,
-    _local_embedding,
-    _retriever,
     begin,
     exit_code_for,
-    model_state,
-    open_store,
     run_list,
     run_search,
     run_stats,
-    state,
 )
 from .render import Format, memory_line, print_memory, print_pruned, print_status
 
@@ -89,8 +81,9 @@ def root(
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
 ) -> None:
     """A local memory layer for coding agents: store, search and manage memories."""
-    state.db = db
-    state.fmt = _fmt(as_json, as_markdown)
+    inv = Invocation.of(ctx)
+    inv.db = db
+    inv.fmt = inv.fmt_for(as_json, as_markdown)
     if agent_context:
         typer.echo(_agent_guide(), nl=False)
         raise typer.Exit(0)
@@ -104,7 +97,7 @@ def root(
 
 
 # -- commands -----------------------------------------------------------------------------
-def _embedding_for(content: str) -> list[float] | None:
+def _embedding_for(inv: Invocation, content: str) -> list[float] | None:
     """The memory's vector when a local embedder answers (so semantic search finds it and
     near-duplicates merge); None otherwise, silently: keyword search still finds it."""
     from ..redact import redact_secrets
@@ -112,13 +105,13 @@ def _embedding_for(content: str) -> list[float] | None:
     safe = redact_secrets(content)
     if safe is None:
         return None  # the store refuses it with a clear error
-    engine, vector = _local_embedding(safe)
+    engine, vector = inv.local_embedding(safe)
     if engine is not None:
         engine.close()
-    elif model_state.failure is not None and model_state.failure.kind == "timeout":
+    elif inv.model.failure is not None and inv.model.failure.kind == "timeout":
         typer.echo(
             f"store: stored without an embedding (the sidecar adds it later): "
-            f"{model_state.cause()}{model_state.retry_note()}",
+            f"{inv.model.cause()}{inv.model.retry_note()}",
             err=True,
         )
     return vector
@@ -126,6 +119,7 @@ def _embedding_for(content: str) -> list[float] | None:
 
 @app.command()
 def store(
+    ctx: typer.Context,
     content: Annotated[str | None, typer.Argument(help="The memory text (or use --file).")] = None,
     file: Annotated[
         Path | None,
@@ -151,7 +145,8 @@ def store(
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """Store a memory. Prints its id."""
-    fmt = _fmt(as_json, as_markdown)
+    inv = Invocation.of(ctx)
+    fmt = inv.fmt_for(as_json, as_markdown)
     if content is None and file is None:
         raise ValidationError("nothing to store: give the content as an argument or with --file")
     if content is not None and file is not None:
@@ -165,8 +160,8 @@ def store(
     if expires:
         expires = parse_iso(expires, field="--expires date")
     secrets = find_secrets(content)
-    vector = _embedding_for(content)
-    with open_store() as st:
+    vector = _embedding_for(inv, content)
+    with inv.open_store() as st:
         mid = st.add(
             type,
             content,
@@ -189,6 +184,7 @@ def store(
 
 @app.command()
 def search(
+    ctx: typer.Context,
     query: Annotated[
         str,
         typer.Argument(help='Words (ANDed), AND/OR/NOT, "phrase", prefix*, or a plain question.'),
@@ -245,7 +241,9 @@ def search(
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """Search memories, best match first."""
+    inv = Invocation.of(ctx)
     run_search(
+        inv,
         query,
         tags=tags,
         any_tag=any_tag,
@@ -260,7 +258,7 @@ def search(
         threshold=threshold,
         mode=mode,
         full=full,
-        fmt=_fmt(as_json, as_markdown),
+        fmt=inv.fmt_for(as_json, as_markdown),
     )
 
 
@@ -281,6 +279,7 @@ class Order(StrEnum):
 
 @app.command(name="list")
 def list_(
+    ctx: typer.Context,
     sort: Annotated[SortField, typer.Option("--sort")] = SortField.created,
     order: Annotated[Order, typer.Option("--order")] = Order.desc,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100000)] = 20,
@@ -296,7 +295,9 @@ def list_(
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """List memories (newest first by default)."""
+    inv = Invocation.of(ctx)
     run_list(
+        inv,
         sort=sort.value,
         order=order.value,
         limit=limit,
@@ -306,19 +307,21 @@ def list_(
         project=project,
         entered_by=entered_by,
         include_invalid=include_invalid,
-        fmt=_fmt(as_json, as_markdown),
+        fmt=inv.fmt_for(as_json, as_markdown),
     )
 
 
 @app.command()
 def show(
+    ctx: typer.Context,
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique id prefix.")],
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
     """Show one memory with all its fields and relations."""
-    fmt = _fmt(as_json, as_markdown)
-    with open_store(read_only=True) as st:
+    inv = Invocation.of(ctx)
+    fmt = inv.fmt_for(as_json, as_markdown)
+    with inv.open_store(read_only=True) as st:
         mem = st.get(st.resolve_id(memory_id))
         assert mem is not None
         print_memory(mem, st.get_relations(mem["id"]), fmt)
@@ -326,11 +329,12 @@ def show(
 
 @app.command()
 def forget(
+    ctx: typer.Context,
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique id prefix.")],
     reason: Annotated[str | None, typer.Option("--reason", help="Why it no longer holds.")] = None,
 ) -> None:
     """Invalidate a memory: it stays in history but is no longer returned."""
-    with open_store() as st:
+    with Invocation.of(ctx).open_store() as st:
         full = st.resolve_id(memory_id)
         if not st.invalidate(full, reason):
             raise ValidationError(f"memory {full} is already forgotten")
@@ -358,6 +362,7 @@ def _confirm(question: str) -> bool:
 
 @app.command()
 def prune(
+    ctx: typer.Context,
     before: Annotated[
         str | None,
         typer.Option("--before", help="Also delete memories created before this date (ISO 8601)."),
@@ -372,10 +377,11 @@ def prune(
     """Delete expired memories for good (and, with --before, older ones). Shows what goes,
     asks on a terminal (--yes otherwise), and first writes what it deletes to
     $LLMEM_HOME/backups/prune-<time>.json (restore with `llmem-hooks import`)."""
-    fmt = _fmt(as_json, as_markdown)
+    inv = Invocation.of(ctx)
+    fmt = inv.fmt_for(as_json, as_markdown)
     if before:
         before = parse_iso(before, field="--before date")
-    with open_store() as st:
+    with inv.open_store() as st:
         doomed = st.prune(before=before, dry_run=True)
         n = len(doomed)
         noun = f"memor{'y' if n == 1 else 'ies'}"
@@ -404,6 +410,7 @@ def prune(
 
 @app.command()
 def stats(
+    ctx: typer.Context,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
     embeddings: Annotated[
@@ -412,20 +419,22 @@ def stats(
 ) -> None:
     """Counts by type, tag, agent and project, and the database size; with --embeddings,
     the quality of the stored vectors (anisotropy, similarity range, discrimination gap)."""
-    run_stats(_fmt(as_json, as_markdown), embeddings)
+    inv = Invocation.of(ctx)
+    run_stats(inv, inv.fmt_for(as_json, as_markdown), embeddings)
 
 
 @app.command()
-def doctor(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
+def doctor(ctx: typer.Context, as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Which extractor the hooks use and why: Ollama enabled and reachable, base URL
     allowed, model pulled, budget left today. Exit 0 even without Ollama (the heuristics
     run); 2 for a configuration that cannot work."""
     from ..agents.doctor import diagnose, exit_code, render
 
-    fmt = _fmt(as_json, as_markdown)
-    cfg = _config(create=False)  # a diagnosis creates nothing (no home, no database)
+    inv = Invocation.of(ctx)
+    fmt = inv.fmt_for(as_json, as_markdown)
+    cfg = inv.config(create=False)  # a diagnosis creates nothing (no home, no database)
     try:
-        with open_store(read_only=True) as st:
+        with inv.open_store(read_only=True) as st:
             checks = diagnose(cfg, st)
     except MissingDatabase:
         checks = diagnose(cfg, None)
@@ -438,6 +447,7 @@ def doctor(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
 
 @app.command(name="export")
 def export_(
+    ctx: typer.Context,
     file: Annotated[
         Path, typer.Argument(help="JSON file to write ('-' for stdout).", dir_okay=False)
     ],
@@ -452,7 +462,8 @@ def export_(
 
     if str(file) != "-" and not file.parent.is_dir():
         raise ValidationError(f"cannot write {file}: folder {file.parent} does not exist")
-    with open_store(read_only=True) as st, Progress("exporting memories", min_total=1000) as bar:
+    opened = Invocation.of(ctx).open_store(read_only=True)
+    with opened as st, Progress("exporting memories", min_total=1000) as bar:
         memories = st.export_all(limit=limit, progress=bar.update)
     if str(file) == "-":
         typer.echo(json.dumps(archive.wrap(memories), ensure_ascii=False, indent=1))
@@ -463,13 +474,17 @@ def export_(
 
 @app.command(name="import")
 def import_(
+    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="JSON file written by 'export'.", dir_okay=False)],
 ) -> None:
     """Import memories from an export file: all or nothing, existing ids are skipped."""
     from ..progress import Progress
 
     memories = archive.read_export(file)
-    with open_store() as st, Progress("importing memories", min_total=1000) as bar:
+    with (
+        Invocation.of(ctx).open_store() as st,
+        Progress("importing memories", min_total=1000) as bar,
+    ):
         added = st.import_memories(memories, progress=bar.update)
     typer.echo(f"imported {added} memories ({len(memories) - added} already present)", err=True)
 
@@ -479,18 +494,17 @@ def import_(
 
 # -- the sidecar and sessions ---------------------------------------------------------------
 @app.command()
-def run() -> None:
+def run(
+    ctx: typer.Context,
+) -> None:
     """Run the sidecar in the foreground: watch the agents' session stores and fire the
     created / idle / compacting / ending hooks (Ctrl-C or SIGTERM stops it). One per
     LLMEM_HOME: a second one exits with a message."""
     from ..sidecar.lock import AlreadyRunning
     from ..sidecar.loop import run_foreground
 
-    cfg = _config()
-    if state.db is not None:
-        cfg = {**cfg, "memory": {**cfg["memory"], "db_path": str(_db_path())}}
     try:
-        code = run_foreground(cfg)
+        code = run_foreground(Invocation.of(ctx).config_for_db())
     except AlreadyRunning as exc:
         typer.echo(f"llmem-hooks run: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -498,7 +512,7 @@ def run() -> None:
 
 
 @app.command()
-def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
+def status(ctx: typer.Context, as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     """Whether the sidecar runs (pid), which stores it watches, the sessions it has seen
     and the last event of each."""
     from ..service.client import answers
@@ -506,12 +520,13 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
     from ..sidecar.lock import running_pid
     from ..store import sessions as session_state
 
-    fmt = _fmt(as_json, as_markdown)
-    cfg = _config(create=False)
+    inv = Invocation.of(ctx)
+    fmt = inv.fmt_for(as_json, as_markdown)
+    cfg = inv.config(create=False)
     pid = running_pid()
     service = answers(timeout=0.5) if pid is not None else None
     stores = {name: [str(p) for p in a.watch_paths()] for name, a in default_adapters(cfg).items()}
-    with open_store(read_only=True) as st:
+    with inv.open_store(read_only=True) as st:
         sessions = session_state.all_sessions(st.db, limit=50)
         rows = []
         for rec in sessions:
@@ -532,6 +547,7 @@ def status(as_json: JsonOpt = False, as_markdown: MarkdownOpt = False) -> None:
 
 @app.command()
 def context(
+    ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(help="The agent's session id.")],
     resume: Annotated[
         bool, typer.Option("--resume", help="Print the resume pack instead.")
@@ -542,7 +558,7 @@ def context(
     from ..session.context import context_path, resume_path
 
     validate_session_id(session_id)
-    folder = get_context_dir(_config(create=False)["context"]["dir"])
+    folder = get_context_dir(Invocation.of(ctx).config(create=False).context.dir)
     path = resume_path(session_id, folder) if resume else context_path(session_id, folder)
     text = read_regular_file(path)  # never through a symlink planted in the folder
     if text is None:
@@ -552,6 +568,7 @@ def context(
 
 @app.command()
 def install(
+    ctx: typer.Context,
     opencode: Annotated[
         bool, typer.Option("--opencode", help="Install the OpenCode plugin.")
     ] = False,
@@ -571,7 +588,7 @@ def install(
     from ..agents import install as installer
 
     if service:
-        return dream_service(install=True)
+        return dream_service(Invocation.of(ctx), install=True)
 
     targets = {"opencode": opencode, "copilot": copilot}
     if not any(targets.values()):
@@ -593,6 +610,7 @@ def install(
 
 @app.command()
 def uninstall(
+    ctx: typer.Context,
     opencode: Annotated[
         bool, typer.Option("--opencode", help="Remove the OpenCode plugin only.")
     ] = False,
@@ -607,7 +625,7 @@ def uninstall(
     from ..agents import install as installer
 
     if service:
-        return dream_service(install=False)
+        return dream_service(Invocation.of(ctx), install=False)
 
     both = not (opencode or copilot)
     if opencode or both:
@@ -616,12 +634,17 @@ def uninstall(
         installer.uninstall_copilot(report=typer.echo)
 
 
-app.command(name="dream")(_dream)
-# Commands in their own modules; importing them registers them: the agents' per-prompt
-# recall and MCP server, the viewer (`ui`, `report`).
-from . import agent_tools as _agent_tool_commands  # noqa: E402, F401
-from . import embed as _embed_commands  # noqa: E402, F401
-from . import viewer as _viewer_commands  # noqa: E402, F401
+# Commands kept in their own modules (imported above; none imports this one), registered
+# here in the order `--help` lists them: the dream cycle, the agents' per-prompt recall and
+# MCP server, embedding, the viewer (`ui`, `report`).
+app.command(name="dream")(dream)
+app.command()(agent_tools.recall)
+app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    agent_tools.mcp
+)
+app.command()(embed.embed)
+app.command()(viewer.ui)
+app.command()(viewer.report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -633,6 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args=list(argv) if argv is not None else None,
             prog_name="llmem-hooks",
             standalone_mode=False,
+            obj=Invocation(),  # this run's state, handed to every command (`Invocation.of`)
         )
         if isinstance(rv, int) and not isinstance(rv, bool):  # typer.Exit(code), non-standalone
             return rv

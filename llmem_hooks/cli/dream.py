@@ -13,11 +13,13 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ValidationError
+from .quick import Invocation, MissingDatabase
 
 PREVIEW_PER_KIND = 10
 
 
 def dream(
+    ctx: typer.Context,
     apply: Annotated[
         bool, typer.Option("--apply", help="Make the changes (default: only show them).")
     ] = False,
@@ -38,7 +40,6 @@ def dream(
     logged (diary, report, --undo RUN)."""
     from ..dream.cycle import Dreamer, one_dream_at_a_time
     from ..dream.report import describe
-    from .app import _config, _db_path, open_store
 
     if trigger not in ("cli", "timer", "sidecar"):
         raise ValidationError("--trigger must be cli, timer or sidecar")
@@ -46,19 +47,18 @@ def dream(
         raise ValidationError("--apply, --undo and --runs cannot be combined")
     # A change takes the dream lock before the store opens: a second run is refused at
     # once, even while the first holds a write transaction (Dreamer re-enters the lock).
-    _config(create=bool(apply or undo))  # a dry run writes no config.yaml either
-    path = _db_path()
+    inv = Invocation.of(ctx)
+    inv.config(create=bool(apply or undo))  # a dry run writes no config.yaml either
+    path = inv.db_path()
     if not (apply or undo) and not path.exists():
         # A dry run or --runs only reads: it creates no folder and no database.
-        from .quick import MissingDatabase
-
         raise MissingDatabase(f"no database at {path}")
     guard: Any = contextlib.nullcontext()
     if (apply or undo) and path.parent.is_dir():
         what = f"dream --undo {undo}" if undo else f"dream --apply ({trigger})"
         guard = one_dream_at_a_time(path, what)
-    with guard, open_store() as st:
-        dreamer = Dreamer(st, _config())
+    with guard, inv.open_store() as st:
+        dreamer = Dreamer(st, inv.config())
         if runs:
             _print_runs(st, as_json)
             return
@@ -118,21 +118,11 @@ def _print_runs(store: Any, as_json: bool) -> None:
         )
 
 
-def dream_service(install: bool) -> None:
+def dream_service(inv: Invocation, install: bool) -> None:
     """``install --service`` / ``uninstall --service``: the dream timer's unit files."""
     from ..agents.schedule import install_service, uninstall_service
-    from ..config import Config
-    from .app import _config
 
     if install:
-        install_service(Config.coerce(_config()).dream.schedule, report=typer.echo)
+        install_service(inv.config().dream.schedule, report=typer.echo)
     else:
         uninstall_service(report=typer.echo)
-
-
-def store_sizes(store: Any) -> dict[str, Any]:
-    """``stats``: bytes per table (dbstat, else an estimate) and per project."""
-    from ..store.dream import project_sizes, table_sizes
-
-    method, tables = table_sizes(store)
-    return {"method": method, "tables": tables, "projects": project_sizes(store)}

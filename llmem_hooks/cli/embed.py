@@ -10,13 +10,13 @@ from typing import Annotated
 import typer
 
 from ..errors import LLMemError
-from .app import _config, app, open_store
+from .quick import Invocation
 
 BATCH = 64  # memories per request and per write transaction
 
 
-@app.command()
 def embed(
+    ctx: typer.Context,
     limit: Annotated[
         int | None,
         typer.Option("--limit", "-n", min=1, help="At most this many memories (default: all)."),
@@ -26,12 +26,13 @@ def embed(
     from ..model.embed import embedder_from_config
     from ..progress import progress
 
-    engine = embedder_from_config(_config(), interactive=True)
+    inv = Invocation.of(ctx)
+    engine = embedder_from_config(inv.config(), interactive=True)
     if engine is None:
         raise LLMemError("no embedding model is configured or it does not answer (doctor)")
     done = 0
     try:
-        with open_store() as st:
+        with inv.open_store() as st:
             from ..store.vectors import count_missing_embeddings
 
             total = count_missing_embeddings(st.db)

@@ -9,8 +9,9 @@ malformed option, a value out of range) returns None and typer answers, so every
 and help text stays typer's own. tests/test_cli_quick.py runs each form both ways and
 compares output and exit code.
 
-Also here, because both ways need them: the invocation's state (``--db``, the format),
-the config and database the commands open, and how an error maps to an exit code.
+Also here, because both ways need them: `Invocation`, one run's state (``--db``, the
+format, the config and database the commands open; made per run and passed to each
+command, never a module-level global), and how an error maps to an exit code.
 Read commands create nothing: no LLMEM_HOME, no config.yaml, no database; a missing
 database is ``error: no database at PATH`` and exit 1 (docs/cli.md).
 """
@@ -30,6 +31,7 @@ from ..errors import ConfigError, LLMemError, NotFoundError, SearchError, Valida
 from .render import Format, echo
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..model.backoff import ModelFailure
     from ..model.embed import EmbeddingEngine
     from ..search.retriever import Retriever
@@ -43,91 +45,10 @@ class MissingDatabase(LLMemError):
     """A read command named a database that does not exist (exit 1; nothing is created)."""
 
 
-class _State:
-    """Options given before the command, shared by all commands of one invocation."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.db: Path | None = None
-        self.fmt: Format = Format.plain
-        self.config: dict[str, Any] | None = None
-
-
-state = _State()
-
-
-def _fmt(as_json: bool, as_markdown: bool) -> Format:
-    if as_json and as_markdown:
-        raise ValidationError("--json and --markdown cannot be combined")
-    if as_json:
-        return Format.json
-    if as_markdown:
-        return Format.markdown
-    return state.fmt
-
-
-def _config(create: bool = True) -> dict[str, Any]:
-    """config.yaml, read once per invocation. ``create=False`` (read commands): a missing
-    file gives the defaults and writes nothing (no LLMEM_HOME, no config.yaml)."""
-    if state.config is None:
-        from ..config import load_config
-
-        state.config = load_config(create=create)
-    return state.config
-
-
-def _db_path() -> Path:
-    """--db (relative to the current directory), else config.yaml's memory.db_path
-    (validated and made absolute by `load_config`), else ``<LLMEM_HOME>/memory.db``."""
-    from ..paths import check_user_path, get_db_path
-
-    if state.db is not None:
-        return check_user_path(state.db.absolute(), "file", "--db")
-    configured = _config()["memory"]["db_path"]
-    return Path(configured) if configured else get_db_path()
-
-
-@contextmanager
-def open_store(read_only: bool = False) -> Iterator[MemoryStore]:
-    """The store named by --db / config / default, closed afterwards. ``read_only`` (the
-    commands that only read): the database is opened read-only, so they work on a file
-    the user cannot write and change nothing in it; a missing one is `MissingDatabase`
-    (nothing is created: no folder, no file, no config.yaml)."""
-    from ..store import MemoryStore, SchemaBehind
-
-    cfg = _config(create=not read_only)
-    path = _db_path()
-    if read_only:
-        try:
-            os.stat(path)  # a dangling symlink is missing too; a folder we may not read is
-        except (FileNotFoundError, NotADirectoryError):  # the store's own error
-            raise MissingDatabase(f"no database at {path}") from None
-        except OSError:
-            pass
-    try:
-        store = MemoryStore.from_config(cfg, path, read_only=read_only)
-    except SchemaBehind:
-        if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
-            raise
-        # An older database we may write (first use after an upgrade): migrate it, as
-        # any writing command would, rather than refuse to read it.
-        echo(f"note: upgrading the schema of {path}", err=True)
-        store = MemoryStore.from_config(cfg, path)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-class _ModelState:
+class ModelState:
     """Why the embedding model was not used in this command (None: it was, or it is off)."""
 
     def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
         self.configured = True
         self.failure: ModelFailure | None = None
         self.retry_in: float | None = None  # set when an earlier command's failure applied
@@ -152,55 +73,142 @@ class _ModelState:
         return f" ({ago:.0f} s ago); retrying in {self.retry_in:.0f} s"
 
 
-model_state = _ModelState()
+class Invocation:
+    """One run of the CLI: the options given before the command (``--db``, the format),
+    config.yaml as read for it, and why the model was not used (`model`). `main` makes
+    one per run, either way (typer hands it to each command as its context's ``obj``):
+    nothing outlives the run or is shared between runs."""
 
+    def __init__(self, db: Path | None = None, fmt: Format = Format.plain) -> None:
+        self.db = db
+        self.fmt = fmt
+        self.model = ModelState()
+        self._config: Config | None = None
 
-def _local_embedding(text: str) -> tuple[EmbeddingEngine | None, list[float] | None]:
-    """(engine, vector of ``text``) when a local embedder is enabled and answers; else
-    (None, None) and `model_state` says why. Interactive: at most ~2 s for the model,
-    and a server that failed in the last minute (any process) is skipped at once
-    (without loading the HTTP client). The caller closes the engine."""
-    from ..model.embed import ModelBackedOff, embedder_from_config
+    @staticmethod
+    def of(ctx: Any) -> Invocation:
+        """The invocation of a typer command's context (a new one if the app was run
+        without `llmem_hooks.cli.app.main`)."""
+        found: Invocation = ctx.ensure_object(Invocation)
+        return found
 
-    engine = embedder_from_config(_config(), interactive=True)
-    if engine is None:
-        model_state.configured = False
+    def fmt_for(self, as_json: bool, as_markdown: bool) -> Format:
+        """A command's own ``--json`` / ``--markdown``, else the one given before it."""
+        if as_json and as_markdown:
+            raise ValidationError("--json and --markdown cannot be combined")
+        if as_json:
+            return Format.json
+        if as_markdown:
+            return Format.markdown
+        return self.fmt
+
+    def config(self, create: bool = True) -> Config:
+        """config.yaml, read once per invocation. ``create=False`` (read commands): a
+        missing file gives the defaults and writes nothing (no LLMEM_HOME, no
+        config.yaml)."""
+        if self._config is None:
+            from ..config import load_settings
+
+            self._config = load_settings(create=create)
+        return self._config
+
+    def db_path(self) -> Path:
+        """--db (relative to the current directory), else config.yaml's memory.db_path
+        (validated and made absolute by `load_config`), else ``<LLMEM_HOME>/memory.db``."""
+        from ..paths import check_user_path, get_db_path
+
+        if self.db is not None:
+            return check_user_path(self.db.absolute(), "file", "--db")
+        configured = self.config().memory.db_path
+        return Path(configured) if configured else get_db_path()
+
+    def config_for_db(self) -> Config:
+        """The config with ``memory.db_path`` set to --db when one is given (for what
+        opens the store itself: the sidecar, an in-process query service)."""
+        config = self.config()
+        if self.db is None:
+            return config
+        from dataclasses import replace
+
+        return replace(config, memory=replace(config.memory, db_path=str(self.db_path())))
+
+    @contextmanager
+    def open_store(self, read_only: bool = False) -> Iterator[MemoryStore]:
+        """The store named by --db / config / default, closed afterwards. ``read_only``
+        (the commands that only read): the database is opened read-only, so they work on
+        a file the user cannot write and change nothing in it; a missing one is
+        `MissingDatabase` (nothing is created: no folder, no file, no config.yaml)."""
+        from ..store import MemoryStore, SchemaBehind
+
+        cfg = self.config(create=not read_only)
+        path = self.db_path()
+        if read_only:
+            try:
+                os.stat(path)  # a dangling symlink is missing too; a folder we may not read
+            except (FileNotFoundError, NotADirectoryError):  # is the store's own error
+                raise MissingDatabase(f"no database at {path}") from None
+            except OSError:
+                pass
+        try:
+            store = MemoryStore.from_config(cfg, path, read_only=read_only)
+        except SchemaBehind:
+            if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+                raise
+            # An older database we may write (first use after an upgrade): migrate it, as
+            # any writing command would, rather than refuse to read it.
+            echo(f"note: upgrading the schema of {path}", err=True)
+            store = MemoryStore.from_config(cfg, path)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def local_embedding(self, text: str) -> tuple[EmbeddingEngine | None, list[float] | None]:
+        """(engine, vector of ``text``) when a local embedder is enabled and answers; else
+        (None, None) and `model` says why. Interactive: at most ~2 s for the model, and a
+        server that failed in the last minute (any process) is skipped at once (without
+        loading the HTTP client). The caller closes the engine."""
+        from ..model.embed import ModelBackedOff, embedder_from_config
+
+        engine = embedder_from_config(self.config(), interactive=True)
+        if engine is None:
+            self.model.configured = False
+            return None, None
+        try:
+            return engine, engine.embed(text)
+        except ModelBackedOff as exc:
+            self.model.failure, self.model.retry_in = exc.failure, exc.retry_in
+        except Exception as exc:  # not running, no model, wrong size...
+            self.model.failure = engine.last_failure
+            self.model.other = str(exc)
+            logging.getLogger(__name__).debug("no embedding: %s", exc)
+        engine.close()
         return None, None
-    try:
-        return engine, engine.embed(text)
-    except ModelBackedOff as exc:
-        model_state.failure, model_state.retry_in = exc.failure, exc.retry_in
-    except Exception as exc:  # not running, no model, wrong size...
-        model_state.failure = engine.last_failure
-        model_state.other = str(exc)
-        logging.getLogger(__name__).debug("no embedding: %s", exc)
-    engine.close()
-    return None, None
 
+    def keyword_only_note(self, command: str, explicit: bool) -> None:
+        """Say once on stderr why this command runs without the model. A server that
+        hangs (timeout) is always worth a line; 'nothing listens' is the normal no-Ollama
+        setup, said only when the user asked for the model (--mode hybrid)."""
+        failure = self.model.failure
+        if failure is None and not explicit:
+            return
+        if failure is not None and failure.kind == "down" and not explicit:
+            return
+        echo(f"{command}: {self.model.cause()}{self.model.retry_note()}", err=True)
 
-def _keyword_only_note(command: str, explicit: bool) -> None:
-    """Say once on stderr why this command runs without the model. A server that hangs
-    (timeout) is always worth a line; 'nothing listens' is the normal no-Ollama setup,
-    said only when the user asked for the model (--mode hybrid)."""
-    failure = model_state.failure
-    if failure is None and not explicit:
-        return
-    if failure is not None and failure.kind == "down" and not explicit:
-        return
-    echo(f"{command}: {model_state.cause()}{model_state.retry_note()}", err=True)
+    def retriever(self, store: MemoryStore, probe: str | None = None) -> Retriever:
+        """The configured Retriever. With ``probe`` (the query), also the embedding
+        engine if one answers for ``probe`` (its vector is cached, so the search does not
+        ask again)."""
+        from ..search.retriever import Retriever
 
-
-def _retriever(store: MemoryStore, probe: str | None = None) -> Retriever:
-    """The configured Retriever. With ``probe`` (the query), also the embedding engine if
-    one answers for ``probe`` (its vector is cached, so the search does not ask again)."""
-    from ..search.retriever import Retriever
-
-    embedder = _local_embedding(probe)[0] if probe is not None else None
-    return Retriever.from_settings(store, _config()["retrieval"], embedder)
+        embedder = self.local_embedding(probe)[0] if probe is not None else None
+        return Retriever.from_settings(store, self.config().retrieval, embedder)
 
 
 # -- the commands' bodies (typer's commands in app.py call these too) ------------------------
 def run_search(
+    inv: Invocation,
     query: str,
     *,
     tags: str | None = None,
@@ -227,17 +235,17 @@ def run_search(
 
     if mode is not None and mode not in SEARCH_MODES:
         raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
-    with open_store(read_only=True) as st:
+    with inv.open_store(read_only=True) as st:
         # No vector in the index: nothing for the model to match, so no probe (an index
         # that cannot load, sqlite-vec missing, still asks: Python scans the vectors).
         no_vectors = st.vectors.loaded and st.vectors.count() == 0
         keywords_only = mode == "fts" or (mode is None and no_vectors)
-        retriever = _retriever(st, probe=None if keywords_only else query)
+        retriever = inv.retriever(st, probe=None if keywords_only else query)
         search_mode = mode or "hybrid"
         if search_mode != "fts" and retriever.embedder is None:
             if search_mode == "semantic":
-                raise SearchError(f"semantic search needs an embedder: {model_state.cause()}")
-            _keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
+                raise SearchError(f"semantic search needs an embedder: {inv.model.cause()}")
+            inv.keyword_only_note("search: keyword-only", explicit=mode == "hybrid")
         flt = MemoryFilter(
             type=type,
             tags_all=tags or (),
@@ -248,7 +256,7 @@ def run_search(
             project=project,
         )
         kwargs: dict[str, Any] = {
-            "limit": limit or _config()["retrieval"]["limit"],
+            "limit": limit or inv.config().retrieval.limit,
             "offset": offset,
             "fuzzy": fuzzy,
             "threshold": threshold,
@@ -263,11 +271,12 @@ def run_search(
             if close is not None:
                 close()
     if not full:
-        attach_passages(hits, query, _config()["retrieval"]["passage_chars"])
+        attach_passages(hits, query, inv.config().retrieval.passage_chars)
     print_hits(hits, fmt, "No memories found.")
 
 
 def run_list(
+    inv: Invocation,
     *,
     sort: str = "created",
     order: str = "desc",
@@ -283,7 +292,7 @@ def run_list(
     """`list`: memories, newest first by default."""
     from .render import print_memories
 
-    with open_store(read_only=True) as st:
+    with inv.open_store(read_only=True) as st:
         rows = st.list_all(
             type=type,
             valid_only=not include_invalid,
@@ -307,7 +316,7 @@ def store_sizes(store: Any) -> dict[str, Any]:
     return {"method": method, "tables": tables, "projects": project_sizes(store)}
 
 
-def run_stats(fmt: Format = Format.plain, embeddings: bool = False) -> None:
+def run_stats(inv: Invocation, fmt: Format = Format.plain, embeddings: bool = False) -> None:
     """`stats`: counts, episodes, model usage, sizes; ``embeddings``: vector quality."""
     from .render import print_embedding_metrics, print_stats
 
@@ -315,25 +324,24 @@ def run_stats(fmt: Format = Format.plain, embeddings: bool = False) -> None:
         from ..model.metrics import METRICS_MAX_EMBEDDINGS, metrics_from_rows
 
         started = time.monotonic()
-        with open_store(read_only=True) as st:
+        with inv.open_store(read_only=True) as st:
             stored = st.count_embeddings()
             rows = st.get_embeddings_with_types(limit=METRICS_MAX_EMBEDDINGS)
         m = metrics_from_rows(rows)
         print_embedding_metrics(m, stored, time.monotonic() - started, fmt)
         return
-    from ..config import Config
     from ..model.budget import BudgetLimits, ModelBudget
     from ..store.episodes import episode_stats
 
-    with open_store(read_only=True) as st:
+    with inv.open_store(read_only=True) as st:
         s = st.stats()
-        limits = Config.coerce(_config()).episodes
+        limits = inv.config().episodes
         s["episodes"] = {
             **episode_stats(st.db),
             "retention_days": limits.retention_days,
             "max_count": limits.max_count,
         }
-        s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(_config())).report()
+        s["model_usage"] = ModelBudget(st, BudgetLimits.from_config(inv.config())).report()
         s["sizes"] = store_sizes(st)
     print_stats(s, fmt)
 
@@ -354,10 +362,8 @@ def exit_code_for(exc: BaseException) -> int | None:
 
 
 def begin() -> None:
-    """What every invocation starts with, both ways: logging to stderr, fresh state."""
+    """What every invocation starts with, both ways: logging to stderr."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    state.reset()
-    model_state.reset()
 
 
 # -- the parser for the plain forms ----------------------------------------------------------
@@ -526,16 +532,17 @@ def main(argv: Sequence[str]) -> int | None:
     if len(positional) != npos:
         return None
     begin()
-    state.db = db
-    state.fmt = Format.json if as_json else Format.markdown if as_markdown else Format.plain
+    inv = Invocation(
+        db, Format.json if as_json else Format.markdown if as_markdown else Format.plain
+    )
     try:
-        fmt = _fmt(opts.pop("as_json", False), opts.pop("as_markdown", False))
+        fmt = inv.fmt_for(opts.pop("as_json", False), opts.pop("as_markdown", False))
         if rest[0] == "search":
-            run_search(positional[0], fmt=fmt, **opts)
+            run_search(inv, positional[0], fmt=fmt, **opts)
         elif rest[0] == "list":
-            run_list(fmt=fmt, **opts)
+            run_list(inv, fmt=fmt, **opts)
         else:
-            run_stats(fmt, **opts)
+            run_stats(inv, fmt, **opts)
     except Exception as exc:
         code = exit_code_for(exc)
         if code is None:
@@ -547,12 +554,11 @@ def main(argv: Sequence[str]) -> int | None:
 __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_USAGE",
+    "Invocation",
     "MissingDatabase",
+    "ModelState",
     "main",
-    "model_state",
-    "open_store",
     "run_list",
     "run_search",
     "run_stats",
-    "state",
 ]

@@ -1,5 +1,5 @@
 """`llmem-hooks ui` (the local viewer) and `llmem-hooks report --html FILE` (the same as
-one self-contained file), registered on the typer app (`llmem_hooks.cli.app`).
+one self-contained file), registered on the typer app by `llmem_hooks.cli.app`.
 See docs/viewer.md."""
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from typing import Annotated
 
 import typer
 
-from ..config import Config
 from ..errors import ValidationError
 from ..paths import check_user_path, write_private_file
-from .app import _config, app, open_store
+from .quick import Invocation
 
 
-@app.command()
 def ui(
+    ctx: typer.Context,
     port: Annotated[
         int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")
     ] = 0,
@@ -46,12 +45,13 @@ def ui(
     from ..viewer.data import ViewerData
     from ..viewer.server import ViewerServer
 
-    cfg = _config()
-    settings = Config.coerce(cfg).viewer
+    inv = Invocation.of(ctx)
+    cfg = inv.config()
+    settings = cfg.viewer
     idle_s = idle_exit if idle_exit is not None else settings.idle_exit_minutes * 60
     embedder = embedder_from_config(cfg, interactive=True)
     try:
-        with open_store() as st:
+        with inv.open_store() as st:
             server = ViewerServer(
                 ViewerData(st, cfg, embedder=embedder), port=port, idle_exit_s=idle_s
             )
@@ -77,8 +77,8 @@ def ui(
             embedder.close()
 
 
-@app.command()
 def report(
+    ctx: typer.Context,
     html_file: Annotated[
         Path,
         typer.Option(
@@ -99,8 +99,9 @@ def report(
     )
     if target is not None and not target.parent.is_dir():
         raise ValidationError(f"cannot write {target}: folder {target.parent} does not exist")
-    with open_store(read_only=True) as st:
-        data = ViewerData(st, _config())
+    inv = Invocation.of(ctx)
+    with inv.open_store(read_only=True) as st:
+        data = ViewerData(st, inv.config())
         page = render_page(data.overview(details=True), live=False, dream_html=data.dream_report())
     if target is None:
         sys.stdout.write(page)

@@ -378,9 +378,7 @@ class EmbeddingEngine:
 INTERACTIVE_TIMEOUT_S = 2.0
 
 
-def embedder_from_config(
-    config: Config | Mapping[str, Any], *, interactive: bool = False
-) -> EmbeddingEngine | None:
+def embedder_from_config(config: Config, *, interactive: bool = False) -> EmbeddingEngine | None:
     """The engine the sidecar, hooks and CLI use: None when ``ollama.enabled`` is off or
     the configured URL is refused (logged; callers then run FTS-only).
 
@@ -389,7 +387,7 @@ def embedder_from_config(
     costs one short wait per minute instead of the full timeout on every command. The
     sidecar keeps the configured timeout and its own back-off.
     """
-    settings = Config.coerce(config)
+    settings = config
     if not settings.ollama.enabled:
         return None
     kwargs: dict[str, Any] = {}

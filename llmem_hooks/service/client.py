@@ -33,6 +33,11 @@ TYPE_CHECKING = False  # not `typing` at run time: the Copilot hook imports this
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..config import Config
+
+    # What a `Client` is given as its settings (see `Client`).
+    ClientConfig = Config | Callable[[], Config] | Mapping[str, Any] | None
+
 CONNECT_TIMEOUT_S = 0.2
 DEFAULT_TIMEOUT_S = 2.0
 # Error codes after which the call is made in-process instead (the sidecar could not
@@ -165,8 +170,11 @@ class Client:
     started later takes over at once), else a `QueryService` of this process. ``keep``:
     that service is opened on first need and kept until `close` (a long-lived caller such
     as the MCP server: re-opening the store per call costs ~40 ms); else it is opened for
-    the one call. ``config``: the settings for it (typed or a dict; default config.yaml).
-    Errors of the request itself raise `ServiceCallError` either way."""
+    the one call. ``config``: the settings for it: a `Config`, a function returning one
+    (called only when the in-process service is opened: the Copilot hook's settings
+    stay untyped while the socket answers), a config dict (the public API's callers),
+    or None for config.yaml's. Errors of the request itself raise `ServiceCallError`
+    either way."""
 
     def __init__(
         self,
@@ -175,7 +183,7 @@ class Client:
         fallback: bool = True,
         timeout: float = DEFAULT_TIMEOUT_S,
         home: Path | None = None,
-        config: Any = None,
+        config: ClientConfig = None,
         report: Callable[[str], None] | None = None,
     ) -> None:
         self.keep, self.fallback, self.timeout = keep, fallback, timeout
@@ -195,12 +203,13 @@ class Client:
 
     def in_process(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``method`` on this process's `QueryService` (the kept one, or one for the call)."""
-        from ..config import load_settings
+        from ..config import Config, load_settings
         from .operations import QueryService, ServiceError
 
         service = self._local
         if service is None:
-            settings = load_settings() if self.config is None else self.config
+            config = self.config() if callable(self.config) else self.config
+            settings = load_settings() if config is None else Config.coerce(config)
             service = QueryService.open(settings, served_by="in-process")
             if self.keep:
                 self._local = service
@@ -226,7 +235,7 @@ def query(
     fallback: bool = True,
     timeout: float = DEFAULT_TIMEOUT_S,
     home: Path | None = None,
-    config: Any = None,
+    config: ClientConfig = None,
     report: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """One call through a `Client`: the sidecar, else (``fallback``) in-process."""
@@ -235,7 +244,7 @@ def query(
 
 
 def call_in_process(
-    method: str, params: Mapping[str, Any] | None = None, *, config: Any = None
+    method: str, params: Mapping[str, Any] | None = None, *, config: ClientConfig = None
 ) -> dict[str, Any]:
     """``method`` on a `QueryService` opened for this one call (then closed)."""
     return Client(config=config).in_process(method, params)

@@ -27,7 +27,6 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -273,7 +272,7 @@ class ServiceServer:
         return {"v": proto.PROTOCOL_VERSION, "id": rid, "result": result}
 
 
-def serve(config: Config | Mapping[str, Any], home: Path | None = None) -> ServiceServer | None:
+def serve(config: Config, home: Path | None = None) -> ServiceServer | None:
     """The sidecar's query service, started: a warm `QueryService` with its own store on
     the socket of ``home``. None (logged) when it cannot start: the sidecar runs on and
     clients fall back to in-process queries."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
-from ..config import Config, load_config
+from ..config import Config, load_settings
 from ..errors import ValidationError
 from ..events import Message, SessionInfo
 from ..paths import get_context_dir, read_regular_file, validate_session_id
@@ -89,11 +89,7 @@ class SessionHookCoordinator:
     ) -> None:
         self.store = store
         self.adapters: dict[str, SessionAdapter] = dict(adapters or {})
-        if isinstance(config, Config):
-            self.settings, self.config = config, config.to_dict()
-        else:
-            self.config = dict(config or load_config())
-            self.settings = Config.from_mapping(self.config)
+        self.settings = _settings(config)
         self.context_dir = context_dir or get_context_dir(self.settings.context.dir)
         self.budget_tokens = self.settings.context.budget_tokens
         self.debounce_s = self.settings.session.idle_debounce_seconds
@@ -669,31 +665,37 @@ def create_session_hook_coordinator(
     """A coordinator with the configured store and, when not given, every adapter whose
     agent is enabled in config (an adapter whose store does not exist yet still works:
     it reports nothing until the agent has run)."""
-    if not isinstance(config, Config):
-        config = dict(config or load_config())
+    settings = _settings(config)
     if store is None:
-        store = MemoryStore.from_config(config)
+        store = MemoryStore.from_config(settings)
     if adapters is None:
-        adapters = default_adapters(config)
+        adapters = default_adapters(settings)
     from ..extraction.llm import build_extraction_engine
     from ..model.embed import embedder_from_config
 
     # With the local model when ollama.enabled (a bad base_url is logged, never raised).
-    engine = build_extraction_engine(config, store)
-    embedder = embedder_from_config(config)
-    return SessionHookCoordinator(store, adapters, config, extractor=engine, embedder=embedder)
+    engine = build_extraction_engine(settings, store)
+    embedder = embedder_from_config(settings)
+    return SessionHookCoordinator(store, adapters, settings, extractor=engine, embedder=embedder)
 
 
-def default_adapters(config: Config | Mapping[str, Any]) -> dict[str, SessionAdapter]:
+def _settings(config: Config | Mapping[str, Any] | None) -> Config:
+    """The typed config of a public entry point above: ``config`` as given (a dict is
+    converted here, once), or config.yaml's when none (or an empty dict) is given."""
+    if isinstance(config, Config):
+        return config
+    return Config.from_mapping(config) if config else load_settings()
+
+
+def default_adapters(config: Config) -> dict[str, SessionAdapter]:
     """Every registered adapter whose ``<agent>.enabled`` is not false, each built from the
     whole config (it picks its own section)."""
     from ..adapters import get_adapter_class, registered_adapters
 
-    raw = config.to_dict() if isinstance(config, Config) else config
     out: dict[str, SessionAdapter] = {}
     for name in registered_adapters():
-        section = raw.get(name)
-        if isinstance(section, Mapping) and section.get("enabled", True) is False:
+        section = getattr(config, name, None)
+        if getattr(section, "enabled", True) is False:
             continue
         try:
             out[name] = get_adapter_class(name).from_config(config)

@@ -276,8 +276,9 @@ class Sidecar:
         ending, run on a background thread; without one they run inline."""
         self.coord = coordinator
         self.events = SessionEventManager(coordinator)
-        sess = Config.coerce(config).session
-        self.dream_settings = Config.coerce(config).dream
+        settings = Config.coerce(config)  # a dict from tests and the public API: typed once
+        sess = settings.session
+        self.dream_settings = settings.dream
         self.quiet_ms = int(sess.idle_quiet_seconds * 1000)
         self.end_after_ms = int(sess.end_after_minutes * 60_000)
         self.poll_s = sess.poll_seconds
@@ -713,7 +714,7 @@ class Sidecar:
                 self.worker.close()
 
 
-def run_foreground(config: Config | Mapping[str, Any], home: Path | None = None) -> int:
+def run_foreground(config: Config, home: Path | None = None) -> int:
     """`llmem-hooks run`: the sidecar in the foreground until SIGINT / SIGTERM."""
     from ..registry import load_session_hook_entry_points
     from ..session.hooks import create_session_hook_coordinator
