@@ -3,7 +3,7 @@
 Usage: python bench/secret_redaction.py [--seed N] [--rounds 5] [--baseline REV] [--heldout]
                                [--update-docs]
 
-Generated corpus (`tests/secrets_corpus.py`, fresh values per round): recall over every
+Generated corpus (`tests/support/secrets_corpus.py`, fresh values per round): recall over every
 shape x context, false-positive rate over benign look-alikes. ``--baseline REV`` measures
 ``llmem_hooks/redact.py`` of a git revision (e.g. aefcda5) the same way, for a before/after.
 ``--heldout`` adds the hand-written held-out files (tests/fixtures/secrets/heldout_*.txt),
@@ -39,7 +39,7 @@ HELDOUT = ROOT / "tests" / "fixtures" / "secrets"
 DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Secrets redaction (issue 9)"
 NOTES = """\
-The generated corpus (`tests/secrets_corpus.py`) draws fresh values every run: every
+The generated corpus (`tests/support/secrets_corpus.py`) draws fresh values every run: every
 shape in the env, YAML, JSON, CLI, URL and prose contexts that apply to it, and 57
 templates (26 kinds) of benign look-alikes: identifiers with digits and version suffixes,
 release/build/ticket/incident ids, SHAs, UUIDs, trace ids, image tags, buckets, pods,

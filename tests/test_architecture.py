@@ -163,8 +163,10 @@ def test_layers_are_imported_one_way() -> None:
 def test_no_script_or_test_module_shadows_the_standard_library() -> None:
     """bench/ and tests/ go on sys.path: a ``bench/secrets.py`` once replaced the standard
     ``secrets`` for every later import in the test run (the MCP SDK's among them)."""
-    folders = ("bench", "tests", "tests/e2e", "tests/support")
-    names = {p.stem for folder in folders for p in (ROOT / folder).glob("*.py")}
+    rooms = [p for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name != "fixtures"]
+    folders = [ROOT / "bench", ROOT / "tests", *rooms]
+    names = {p.stem for folder in folders for p in folder.glob("*.py")}
+    names |= {p.name for p in rooms}  # tests/ is on sys.path: each room is importable too
     assert not names & set(sys.stdlib_module_names)
 
 
@@ -228,3 +230,21 @@ def test_no_module_outside_the_store_touches_its_private_helpers() -> None:
         if private.search(line) or seam.search(line)
     ]
     assert offenders == []
+
+
+def test_tests_mirror_the_packages() -> None:
+    """A test lives in the room of what it tests (issue 19): one folder per package of
+    `llmem_hooks` (and `adapters`), `foundations/` for the flat modules, `e2e/` for the
+    real agents; at the top only the checks of the repository as a whole."""
+    packages = {p.name for p in (ROOT / "llmem_hooks").iterdir() if (p / "__init__.py").exists()}
+    packages |= {"adapters"}
+    rooms = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()} - {"__pycache__"}
+    assert rooms - packages <= {"foundations", "e2e", "support", "fixtures"}
+    top = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    assert top <= {
+        "test_architecture.py",
+        "test_lint.py",
+        "test_exports.py",
+        "test_packaging.py",
+        "test_leak_checks.py",
+    }

@@ -134,7 +134,7 @@ def session_of(payload: Mapping[str, Any]) -> tuple[str, bool]:
 def _session_id_problem(sid: str) -> str | None:
     """`events.session_id_problem`'s rule without importing `events` (~90 ms of imports
     on every hook call): `paths.validate_session_id`, no control characters, no outer
-    white space (tests/test_agent_wiring.py checks that both agree)."""
+    white space (tests/agents/test_agent_wiring.py checks that both agree)."""
     from ..errors import ValidationError
     from ..paths import validate_session_id
 

@@ -6,7 +6,7 @@ agent through a shell) runs most. `main` parses the plain, well-formed forms of 
 itself and runs the same code the typer commands run (`run_search`, `run_list`,
 `run_stats`, shared with `llmem_hooks.cli.app`); anything else (``--help``, an unknown or
 malformed option, a value out of range) returns None and typer answers, so every error
-and help text stays typer's own. tests/test_cli_quick.py runs each form both ways and
+and help text stays typer's own. tests/cli/test_cli_reads.py runs each form both ways and
 compares output and exit code.
 
 Also here, because both ways need them: `Invocation`, one run's state (``--db``, the

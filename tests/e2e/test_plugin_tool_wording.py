@@ -1,6 +1,6 @@
 """The OpenCode plugin finds the tools' wording (llmem_hooks/agents/tools.json) under Node.
 
-Installed, the wording is written into llmem.ts (tests/test_tool_wording.py; the behaviour
+Installed, the wording is written into llmem.ts (tests/agents/test_tool_wording.py; the behaviour
 harness in test_plugin_ts.py runs that form). Run from the repository (plugin/llmem.ts) or
 the package (llmem_hooks/plugin/llmem.ts) it reads tools.json next door; without it, or
 with a broken one, it registers no tools, logs why, and never throws or prints.

@@ -1,0 +1,207 @@
+"""Issue 18, agent overhead: Copilot starts the ``userPromptSubmitted`` hook for a run's
+first prompt while ``sessionStart`` is still recalling for that same prompt. sessionStart
+marks its recall lock ``pending <time>`` meanwhile, and the plugin's launcher
+(bin/llmem-hook) waits for the stamp that follows instead of starting Python for a repeat
+recall; a stale or never-cleared mark only costs the wait, then the hook runs as before."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.copilot_home import launcher_env
+
+from llmem_hooks.agents import copilot_hook
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCHER = ROOT / "bin" / "llmem-hook"
+EXE = Path(sys.executable).parent / "llmem-hooks"
+SID = "5d0c3a1e-7b2f-4c6d-9e8f-0a1b2c3d4e5f"
+PROMPT = 'how do deploys go, "make ship"? ü'
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, str]:
+    """Every home under tmp_path, no sidecar autostart, no llmem-hooks on PATH, and an
+    executable that says when it runs (the hook that must not start)."""
+    ran = tmp_path / "must-not-run"
+    ran.write_text("#!/bin/sh\ncat >/dev/null\necho RAN\n")
+    ran.chmod(0o755)
+    env = launcher_env(tmp_path, LLMEM_HOOKS_BIN=str(ran))
+    (tmp_path / "llmem" / "context").mkdir(mode=0o700)
+    return env
+
+
+def _payload(tmp_path: Path, **extra: Any) -> bytes:
+    body = {"sessionId": SID, "cwd": str(tmp_path), "timestamp": 1795700000000, **extra}
+    return json.dumps(body, ensure_ascii=False).encode()  # as JSON.stringify writes it
+
+
+def _lock(env: dict[str, str]) -> Path:
+    return Path(env["LLMEM_HOME"]) / "context" / f"{SID}.recall.lock"
+
+
+def _prompt_hook(env: dict[str, str], tmp_path: Path, prompt: str) -> subprocess.Popen[bytes]:
+    """The launcher's userPromptSubmitted, started (not waited for)."""
+    body = tmp_path / "prompt.json"
+    body.write_bytes(_payload(tmp_path, prompt=prompt))
+    with body.open("rb") as stdin:
+        return subprocess.Popen(
+            ["sh", str(LAUNCHER), "copilot", "userPromptSubmitted"],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+
+
+def _stamp(prompt: str) -> str:
+    return f"{int(time.time())}\n{json.dumps(prompt, ensure_ascii=False)}\n"
+
+
+def test_the_launcher_waits_for_a_pending_session_start_stamp(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    lock = _lock(world)
+    lock.write_text(f"pending {int(time.time())}\n")
+    proc = _prompt_hook(world, tmp_path, PROMPT)
+    time.sleep(0.3)  # sessionStart still recalling; then it stamps the prompt
+    lock.write_text(_stamp(PROMPT))
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out) == (0, b""), err
+    assert lock.read_text() == ""  # the stamp is used once
+
+
+def test_a_pending_mark_that_ends_without_a_stamp_lets_the_hook_run(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    lock = _lock(world)
+    lock.write_text(f"pending {int(time.time())}\n")
+    proc = _prompt_hook(world, tmp_path, PROMPT)
+    time.sleep(0.3)
+    lock.write_text("")  # sessionStart did not recall (e.g. a resume pack to give)
+    out, _ = proc.communicate(timeout=60)
+    assert out == b"RAN\n"
+
+
+@pytest.mark.parametrize(
+    "mark",
+    ["pending {old}\n", "pending {now}\n", "pending x{now}\n", "pending \n", "pendingX\n"],
+)
+def test_stale_odd_or_stuck_marks_cost_at_most_the_wait(
+    world: dict[str, str], tmp_path: Path, mark: str
+) -> None:
+    """A killed sessionStart leaves its mark: an old one is not waited for, a fresh one
+    that never clears only for the launcher's bounded wait; odd text is ignored."""
+    now = int(time.time())
+    _lock(world).write_text(mark.format(old=now - 60, now=now))
+    proc = _prompt_hook(world, tmp_path, PROMPT)
+    out, _ = proc.communicate(timeout=60)
+    assert out == b"RAN\n"
+
+
+def test_recall_lock_marks_pending_and_never_leaves_the_mark(
+    world: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("LLMEM_HOME", "HOME", "COPILOT_HOME"):
+        monkeypatch.setenv(key, world[key])
+    settings = copilot_hook.load_settings()
+    lock = copilot_hook.RecallLock(settings, SID, time.monotonic() + 60)
+    with lock as locked:
+        assert locked
+        lock.mark_pending()
+        first = _lock(world).read_text()
+        assert first.startswith("pending ") and first.split()[1].isdigit()
+    assert _lock(world).read_text() == ""  # no stamp came: no stale mark left
+    with lock as locked:
+        lock.mark_pending()
+        lock.stamp(PROMPT)
+    assert _lock(world).read_text().splitlines()[1] == json.dumps(PROMPT, ensure_ascii=False)
+
+
+def test_session_start_and_the_prompt_hook_at_once(
+    world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real sessionStart (in this process, a long deadline) with the launcher's
+    userPromptSubmitted started as soon as the mark appears: the context and recall come
+    once, from sessionStart, and the prompt hook starts no Python."""
+    subprocess.run(
+        [str(EXE), "store", "MARKER-WAIT-FACT deploys go through make ship", "--type", "fact"],
+        cwd=tmp_path,
+        env=world,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    for key in ("LLMEM_HOME", "HOME", "COPILOT_HOME"):
+        monkeypatch.setenv(key, world[key])
+    out = io.StringIO()
+    stdin = io.BytesIO(_payload(tmp_path, initialPrompt=PROMPT))
+    start = threading.Thread(
+        target=copilot_hook.main,
+        args=(["copilot", "sessionStart"], stdin, out),
+        kwargs={"deadline_s": 60.0},
+    )
+    start.start()
+    lock, until = _lock(world), time.monotonic() + 30
+    while time.monotonic() < until and not (
+        lock.exists() and lock.read_text().startswith(("pending", "1", "2"))
+    ):
+        time.sleep(0.001)
+    proc = _prompt_hook(world, tmp_path, PROMPT)
+    start.join(60)
+    prompt_out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, prompt_out) == (0, b""), err
+    assert "MARKER-WAIT-FACT" in json.loads(out.getvalue())["additionalContext"]
+
+
+def _start_hook(env: dict[str, str], tmp_path: Path, **extra: Any) -> Any:
+    return subprocess.run(
+        ["sh", str(LAUNCHER), "copilot", "sessionStart"],
+        input=_payload(tmp_path, **extra),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_launcher_marks_the_lock_before_session_start_runs(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    """The mark is there when Python starts (a slow start must not let the prompt hook
+    miss it), only for a payload with an initialPrompt, and never through a link."""
+    shown = tmp_path / "show-lock"
+    shown.write_text(f'#!/bin/sh\ncat >/dev/null\ncat "{_lock(world)}" 2>/dev/null\necho RAN\n')
+    shown.chmod(0o755)
+    env = {**world, "LLMEM_HOOKS_BIN": str(shown)}
+    proc = _start_hook(env, tmp_path, initialPrompt=PROMPT)
+    first, ran = proc.stdout.decode().splitlines()
+    assert first.startswith("pending ") and first.split()[1].isdigit() and ran == "RAN"
+    _lock(world).unlink()
+    assert _start_hook(env, tmp_path).stdout == b"RAN\n"  # no initialPrompt, no mark
+    assert not _lock(world).exists()
+    target = tmp_path / "elsewhere"
+    target.write_text("keep\n")
+    _lock(world).symlink_to(target)
+    _start_hook(env, tmp_path, initialPrompt=PROMPT)
+    assert target.read_text() == "keep\n"
+
+
+def test_a_launcher_mark_is_cleared_by_a_hook_that_does_not_stamp(
+    world: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("LLMEM_HOME", "HOME", "COPILOT_HOME"):
+        monkeypatch.setenv(key, world[key])
+    _lock(world).write_text(f"pending {int(time.time())}\n")
+    lock = copilot_hook.RecallLock(copilot_hook.load_settings(), SID, time.monotonic() + 60)
+    with lock as locked:
+        assert locked
+    assert _lock(world).read_text() == ""

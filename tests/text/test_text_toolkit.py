@@ -1,0 +1,65 @@
+"""One text toolkit (issue 19 §3): ``text/lines.py`` (one line, cut) and ``text/words.py``
+(the words of a query and of the texts it is matched against).
+
+Before, four functions were called ``one_line`` (extraction's summary, the adapters, the
+MCP server, the CLI's memory row), each cutting differently, and a query and the passages
+shown for it were split into words by two different patterns.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from llmem_hooks.text.lines import cap, clip, clip_at_word, flatten
+from llmem_hooks.text.words import words
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_flatten_puts_any_whitespace_on_one_line() -> None:
+    assert flatten("  a\n\tb \r\n c  ") == "a b c"
+
+
+def test_clip_cuts_at_exactly_the_limit_with_its_mark() -> None:
+    assert clip("short  text", 20) == "short text"
+    assert clip("abcdefghij klmnop", 10) == "abcdefg..."
+    assert clip("abcdefghij klmnop", 10, "…") == "abcdefghi…"
+    assert clip("abcdefgh  ijkl", 10, "…") == "abcdefgh…"  # no space before the mark
+    assert len(clip("x" * 500, 200)) == 200
+
+
+def test_clip_at_word_cuts_between_words_and_drops_dangling_punctuation() -> None:
+    assert clip_at_word("the deploy runs on fridays", 17) == "the deploy..."
+    assert clip_at_word("alpha, beta gamma", 14) == "alpha..."
+    assert clip_at_word("supercalifragilistic", 10, "…") == "supercali…"
+    assert clip_at_word("fits", 4) == "fits"
+
+
+def test_cap_keeps_the_lines() -> None:
+    assert cap("line one\nline two", 50) == "line one\nline two"
+    assert cap("line one\nline two", 10) == "line one…"
+    assert cap("abcdefghijkl", 8, "...") == "abcde..."
+
+
+def test_no_function_is_called_one_line_any_more() -> None:
+    found = []
+    for base in (ROOT / "llmem_hooks", ROOT / "adapters"):
+        for path in base.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef) and node.name.strip("_") == "one_line":
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
+
+
+def test_words_keep_paths_versions_and_handles_whole() -> None:
+    """The one splitter: a query's words (text.query) and a passage's (search.passages)."""
+    assert words("Use C++ and foo:bar, v1.2.3 at @team/x.") == [
+        "use",
+        "c++",
+        "and",
+        "foo:bar",
+        "v1.2.3",
+        "at",
+        "team/x",
+    ]
