@@ -40,7 +40,6 @@ _EXPORTS: dict[str, str] = {
     "OllamaExtractor": "llm",
     "build_extraction_engine": "llm",
     "render_message": "llm",
-    "one_line": "summary",
     "safe_text": "summary",
     "self_assessment": "summary",
     "replaced_term": "supersede",
@@ -87,7 +86,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from .heuristics import HeuristicExtractor
     from .llm import ModelCaller, OllamaExtractor, build_extraction_engine, render_message
     from .summary import (
-        one_line,
         safe_text,
         self_assessment,
         session_goal,
@@ -124,7 +122,6 @@ __all__ = [
     "build_extraction_engine",
     "extract_staged",
     "finalize_candidates",
-    "one_line",
     "parse_self_assessment",
     "render_message",
     "replaced_term",

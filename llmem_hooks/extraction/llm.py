@@ -46,9 +46,10 @@ from ..model.ollama import (
 )
 from ..registry import get_registered_types
 from ..store import MAX_CONTENT_CHARS, MemoryStore
+from ..text.lines import clip_at_word
 from .candidates import MIN_CONFIDENCE, Assessment, Candidate, Extraction, split_candidates
 from .engine import ExtractionEngine
-from .summary import one_line, safe_text, self_assessment, session_goal
+from .summary import safe_text, self_assessment, session_goal
 from .taxonomy import ERROR_TAXONOMY, ERROR_TAXONOMY_KEYS, OUTCOMES, category_tag
 from .transcript import transcript_lines
 
@@ -437,7 +438,7 @@ def parse_assessment(data: Any) -> dict[str, str]:
         value = data.get(name)
         if not isinstance(value, str):
             raise _Invalid(f"{name} is not a string")
-        out[name] = one_line(safe_text(value), ASSESS_FIELD_CHARS)
+        out[name] = clip_at_word(safe_text(value), ASSESS_FIELD_CHARS)
     if out["category"].upper() not in ERROR_TAXONOMY:
         raise _Invalid(f"category {out['category'][:40]!r} is not in the taxonomy")
     out["category"] = out["category"].upper()
@@ -625,7 +626,7 @@ class OllamaExtractor:
             what="self-assessment",
         )
         fields: dict[str, str] = result.value
-        text = one_line(assessment_text(fields), 1000)
+        text = clip_at_word(assessment_text(fields), 1000)
         return Assessment(
             content=text,
             tags=["self-assessment", category_tag(fields["category"])],

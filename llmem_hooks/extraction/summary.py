@@ -25,11 +25,6 @@ _ERROR_LINE = re.compile(r"(?i)\berror|\bfailed\b|\bfailure\b|\btraceback\b")
 _NO_ERROR_LINE = re.compile(r"(?i)\b(?:0|no|zero) (?:errors?|failed|failures)\b")
 
 
-# The extraction package's name for `text.lines.clip_at_word` (llm.py and the package's
-# exports use it): whitespace collapsed, cut at a word boundary to at most ``limit``.
-one_line = clip_at_word
-
-
 def safe_text(text: str) -> str:
     """Private spans gone, credentials and key blocks redacted (never refused)."""
     return redact_transcript(strip_private(text))
