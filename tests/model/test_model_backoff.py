@@ -130,7 +130,8 @@ def test_hung_server_costs_one_short_wait_then_is_skipped(
 
     r, first = run("store", "the deploy uses blue green switches")
     assert r.returncode == 0, r.stderr
-    assert first - base < 3.0, (first, base)  # was ~30 s
+    # One 2 s wait, not ~30 s (the bound is loose: a loaded CI machine starts processes slowly)
+    assert first - base < 12.0, (first, base)
     assert hung.accepted >= 1
     assert r.stderr.strip() == (
         "store: stored without an embedding (the sidecar adds it later): "
@@ -141,7 +142,7 @@ def test_hung_server_costs_one_short_wait_then_is_skipped(
     r, second = run("search", "deploy")
     assert r.returncode == 0, r.stderr
     assert "blue green" in r.stdout
-    assert second - base < 1.0, (second, base)  # no model wait at all
+    assert second - base < 1.9, (second, base)  # less than the 2 s timeout: no model wait
     assert hung.accepted == accepted  # the model was not even contacted
     (line,) = r.stderr.strip().splitlines()  # said once
     assert line.startswith(
