@@ -25,6 +25,7 @@ from .candidates import (
     word_set,
     words,
 )
+from .smalltalk import is_small_talk
 from .supersede import replaced_term
 from .transcript import speech_lines, split_sentences
 
@@ -768,7 +769,8 @@ class HeuristicExtractor:
     rules and how-tos. A message wrapped in quotes (OpenCode's ``run``) is read without
     them. Both roles: ``*Remember*: ...`` notes and ``Decision: ...`` labels. Questions,
     hypotheses, one-off instructions about the code at hand, stories, TODOs, quotes, code,
-    tool output and reasoning never become memories (docs/extraction.md).
+    tool output, reasoning and small talk (`smalltalk.is_small_talk`) never become
+    memories (docs/extraction.md).
     """
 
     name = "heuristic"
@@ -789,6 +791,8 @@ class HeuristicExtractor:
             # A pasted key block becomes [REDACTED]; the rest of the message still counts.
             message = replace(message, text=redact_key_blocks(message.text))
             for hit in _message_hits(message):
+                if is_small_talk(hit.content):
+                    continue  # "Always here to help." matches a rule's shape, says nothing
                 raw.append(
                     Candidate(
                         type=hit.type,
