@@ -108,7 +108,7 @@ _IDENTIFIER = re.compile(
 # A capitalized word inside a sentence: a name (of a person, a service, a product).
 _NAME = re.compile(r"(?<=[\w,;)] )(?!I\b|I'[a-z]+\b)[A-Z][\w.+#-]+")
 _ERROR = re.compile(
-    r"(?i)\b(?:error|errors|exception|traceback|failed|failure|fails|crash(?:ed|es)?|"
+    r"(?i)\b(?:errors?|exceptions?|traceback|fail|failed|failures?|fails|crash(?:ed|es)?|"
     r"panic|segfault|bug|broken|timeout|timed out|refused|denied)\b"
 )
 _SPEAKER = re.compile(r"^(?:User|Assistant):\s*")
