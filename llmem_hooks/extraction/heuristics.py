@@ -256,6 +256,8 @@ class _Hit:
 
 
 def _remember_hit(body: str) -> _Hit | None:
+    if is_small_talk(body):
+        return None  # "Remember: thank you so much!" (checked before the filler goes)
     body = _FILLER.sub("", body.strip())
     if not body or _WH_START.match(body) or _TODO.match(body) or _vague(body, leading=False):
         return None
@@ -743,6 +745,9 @@ def _message_hits(message: Message) -> Iterator[_Hit]:
         i += 1
         previous: str | None = None  # a sentence not yet learned, for a marker after it
         for sentence in split_sentences(line):
+            if is_small_talk(sentence):
+                previous = None  # "Thanks so much! Remember that." marks nothing
+                continue
             # An assistant's own claims are not the user's decisions; its labels are.
             if message.role != "user":
                 hit = _label_hit(sentence)
