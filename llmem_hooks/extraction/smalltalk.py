@@ -123,8 +123,8 @@ _STOPWORDS = word_set(
     "anything everything maybe please"
 )
 # Content words (outside small talk) an exchange without any other sign of substance
-# needs: "what's a good name for a cat? Whiskers." is a throwaway; an explanation is not.
-MIN_CONTENT_WORDS = 12
+# needs: "what is 2 + 2?" / "4." is a throwaway; "He is better than me. Humiliating." is not
+MIN_CONTENT_WORDS = 5
 
 
 def is_small_talk(sentence: str) -> bool:

@@ -80,7 +80,8 @@ def test_a_pleasantry_around_content_is_not_small_talk(sentence: str) -> None:
     [
         ("User: hello there\nAssistant: Hello! How can I help you today?", False),
         ("User: thanks!\nAssistant: You're welcome, always here to help.", False),
-        ("User: what's a good name for a cat?\nAssistant: Whiskers is a classic.", False),
+        ("User: what's 2 + 2?\nAssistant: 4, of course!", False),
+        ("User: ok, is it cold today?\nAssistant: No idea, sorry.", False),
         ("User: run the tests\nAssistant: [bash] pytest -q", True),
         ("User: hi, what port does the API listen on?\nAssistant: 8080.", True),
         ("User: hey\nAssistant: The build failed again.", True),
