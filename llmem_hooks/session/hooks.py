@@ -244,6 +244,7 @@ class SessionHookCoordinator:
                             "event",
                             redact_transcript(summary),
                             tags=["session-summary"],
+                            dedupe=False,  # one per session, even when two read alike
                             **common,
                         )
                     )
