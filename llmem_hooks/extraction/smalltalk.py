@@ -125,13 +125,16 @@ _STOPWORDS = word_set(
 # Content words (outside small talk) an exchange without any other sign of substance
 # needs: "what is 2 + 2?" / "4." is a throwaway; "He is better than me. Humiliating." is not
 MIN_CONTENT_WORDS = 5
+# A social phrase is short: a longer sentence is read as content (and the patterns, whose
+# fillers repeat, stay cheap on a pasted wall of text).
+SMALL_TALK_MAX_CHARS = 300
 
 
 def is_small_talk(sentence: str) -> bool:
     """Whether ``sentence`` only greets, thanks, acknowledges, offers help, compliments
     or wishes well (nothing a later session could use)."""
     s = " ".join(sentence.split())
-    if not s or _IDENTIFIER.search(s):
+    if not s or len(s) > SMALL_TALK_MAX_CHARS or _IDENTIFIER.search(s):
         return False
     return bool(_SMALL_TALK.match(s))
 

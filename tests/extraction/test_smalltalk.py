@@ -101,3 +101,10 @@ def test_a_durable_statement_is_substance_even_without_identifiers() -> None:
     text = "User: let's use postgres for the ledger\nAssistant: Okay."
     assert not has_substance(text)
     assert has_substance(text, statements=1)
+
+
+def test_a_wall_of_pleasantries_is_read_as_content_and_quickly() -> None:
+    """Over 300 characters a sentence is not small talk (the bound also keeps the
+    patterns cheap on pasted text)."""
+    assert not is_small_talk("thanks " * 20_000)
+    assert is_small_talk("thanks " * 10)
