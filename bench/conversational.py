@@ -265,6 +265,17 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def result_shares(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The share of all results (top 10 of every question) that are episodes and session
+    summaries (issue 20: summaries repeating the first exchange crowded the results)."""
+    tops = [t for row in rows for t in row["top"]]
+    n = max(len(tops), 1)
+    return {
+        "episodes": round(sum(t.startswith(("User:", "Assistant:")) for t in tops) / n, 3),
+        "summaries": round(sum(t.startswith("Session summary") for t in tops) / n, 3),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--split", default="dev", choices=("dev", "heldout", "all"))
@@ -289,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             with MemoryStore(Path(tmp) / "memory.db") as store:
                 extra["episodes"] = store_in_process(store, convs)
                 scores, rows = evaluate(convs, in_process_asker(store))
+    extra["shares"] = result_shares(rows)
     result = {"mode": "real" if args.real else "in-process", **extra, "scores": scores}
     if args.json:
         print(json.dumps(result, indent=1))

@@ -6,6 +6,7 @@
     candidates.py   Candidate, Assessment, the Extractor / Assessor protocols, the gate,
                     the split of sure candidates from the inbox's
     heuristics.py   HeuristicExtractor: statements people make on purpose
+    smalltalk.py    small talk (never a memory) and substance (what earns an episode)
     supersede.py    changes of state: what "we moved from X to Y" makes stale
     summary.py      session summaries and the plain-text self-assessment
     engine.py       ExtractionEngine: heuristics + an optional model, never failing

@@ -25,6 +25,7 @@ from .candidates import (
     word_set,
     words,
 )
+from .smalltalk import is_small_talk
 from .supersede import replaced_term
 from .transcript import speech_lines, split_sentences
 
@@ -255,6 +256,8 @@ class _Hit:
 
 
 def _remember_hit(body: str) -> _Hit | None:
+    if is_small_talk(body):
+        return None  # "Remember: thank you so much!" (checked before the filler goes)
     body = _FILLER.sub("", body.strip())
     if not body or _WH_START.match(body) or _TODO.match(body) or _vague(body, leading=False):
         return None
@@ -742,6 +745,9 @@ def _message_hits(message: Message) -> Iterator[_Hit]:
         i += 1
         previous: str | None = None  # a sentence not yet learned, for a marker after it
         for sentence in split_sentences(line):
+            if is_small_talk(sentence):
+                previous = None  # "Thanks so much! Remember that." marks nothing
+                continue
             # An assistant's own claims are not the user's decisions; its labels are.
             if message.role != "user":
                 hit = _label_hit(sentence)
@@ -768,7 +774,8 @@ class HeuristicExtractor:
     rules and how-tos. A message wrapped in quotes (OpenCode's ``run``) is read without
     them. Both roles: ``*Remember*: ...`` notes and ``Decision: ...`` labels. Questions,
     hypotheses, one-off instructions about the code at hand, stories, TODOs, quotes, code,
-    tool output and reasoning never become memories (docs/extraction.md).
+    tool output, reasoning and small talk (`smalltalk.is_small_talk`) never become
+    memories (docs/extraction.md).
     """
 
     name = "heuristic"
@@ -789,6 +796,8 @@ class HeuristicExtractor:
             # A pasted key block becomes [REDACTED]; the rest of the message still counts.
             message = replace(message, text=redact_key_blocks(message.text))
             for hit in _message_hits(message):
+                if is_small_talk(hit.content):
+                    continue  # "Always here to help." matches a rule's shape, says nothing
                 raw.append(
                     Candidate(
                         type=hit.type,

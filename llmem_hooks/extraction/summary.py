@@ -75,18 +75,21 @@ def _count(n: int, singular: str, plural: str | None = None) -> str:
     return f"{n} {singular if n == 1 else plural or singular + 's'}"
 
 
-def summarize_session(messages: Sequence[Message]) -> str:
-    """A short plain-text summary of the session for its ``event`` memory: the goal,
-    how many turns, which files and commands. At most 600 characters."""
+def summarize_session(messages: Sequence[Message], *, goal: bool = True) -> str:
+    """A short plain-text summary of the session for its ``event`` memory: the goal
+    (unless ``goal`` is False: the stored episodes already quote it), how many turns,
+    which files and commands. At most 600 characters."""
     users = sum(1 for m in messages if m.role == "user")
     replies = len(messages) - users
-    goal = session_goal(messages, limit=200) or "unknown"
     files = unique_recent(_files(messages), 1000)
     commands = unique_recent(_commands(messages), 1000)
-    parts = [
-        f"Session summary. Goal: {goal.rstrip('.!')}",
-        f"{_count(users, 'user turn')}, {_count(replies, 'assistant reply', 'assistant replies')}",
-    ]
+    turns = _count(users, "user turn") + ", "
+    turns += _count(replies, "assistant reply", "assistant replies")
+    if goal:
+        asked = session_goal(messages, limit=200) or "unknown"
+        parts = [f"Session summary. Goal: {asked.rstrip('.!')}", turns]
+    else:
+        parts = [f"Session summary: {turns}"]
     if files:
         parts.append(f"{_count(len(files), 'file')} touched: {_listing(files, 5)}")
     if commands:

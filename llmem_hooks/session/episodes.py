@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from ..events import Message
+from ..extraction.heuristics import HeuristicExtractor
+from ..extraction.smalltalk import has_substance
 from ..extraction.transcript import transcript_lines
 from ..redact import redact_transcript
 from ..store.records import MAX_LIST_ITEMS
@@ -71,6 +73,9 @@ class Episode:
     context: str = ""
     files: list[str] = field(default_factory=list)
     after: str = ""  # the opening of the exchange after it (a lower-weight FTS column)
+    # False for a throwaway exchange ("hello there" / "Hi! How can I help?"): no
+    # statement, identifier, decision, command or error; it is counted, never stored
+    substance: bool = True
 
     def metadata(self) -> dict[str, object]:
         meta: dict[str, object] = {"episode": True, "fts_context": self.context}
@@ -216,7 +221,10 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         # An agentic turn may hold thousands of messages: the store keeps at most
         # MAX_LIST_ITEMS ids (the first one is what marks the exchange as stored).
         ids = [m.id for m in group][:MAX_LIST_ITEMS]
-        episodes.append(Episode(content, ids, time_ms, context, files))
+        staged = HeuristicExtractor().extract_staged(group)
+        statements = len(staged.memories) + len(staged.inbox)
+        substance = bool(files) or has_substance(content, statements=statements)
+        episodes.append(Episode(content, ids, time_ms, context, files, substance=substance))
         prev = content
     return episodes
 

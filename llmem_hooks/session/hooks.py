@@ -221,15 +221,13 @@ class SessionHookCoordinator:
             if rec.agent in self.adapters:
                 self.on_idle(session_id, force=True)
             msgs = self._messages(rec, session_id) or []
-            from ..extraction.summary import summarize_session
             from ..redact import redact_transcript
 
-            if msgs:
-                summary = summarize_session(msgs)
-            else:  # deleted sessions leave no rows: say what we know
-                summary = self._summary_without_transcript(rec, reason)
-            # Before the write transaction: the model may take seconds to answer.
-            assessment = self._assess(rec, session_id, msgs) if msgs else None
+            # Deleted sessions leave no rows: say what we know.
+            summary = self._summary(msgs) if msgs else self._summary_without_transcript(rec, reason)
+            # Before the write transaction: the model may take seconds to answer. A
+            # throwaway session (no summary) is not assessed either: it leaves nothing.
+            assessment = self._assess(rec, session_id, msgs) if msgs and summary else None
             written = 0
             with self.store.atomic():
                 common: dict[str, Any] = {
@@ -246,6 +244,7 @@ class SessionHookCoordinator:
                             "event",
                             redact_transcript(summary),
                             tags=["session-summary"],
+                            dedupe=False,  # one per session, even when two read alike
                             **common,
                         )
                     )
@@ -261,6 +260,10 @@ class SessionHookCoordinator:
                             **common,
                         )
                     )
+                if msgs and not summary:
+                    from ..store.episodes import count_noise
+
+                    count_noise(self.store.db, summaries=1)
                 self.store.log_extraction(
                     f"{rec.agent}:{ENDING_LOG}", session_id, cursor=reason, memory_count=written
                 )
@@ -272,6 +275,18 @@ class SessionHookCoordinator:
         except Exception:
             log.exception("on_ending failed for session %s", session_id)
             return RESULT_ERROR, 0
+
+    def _summary(self, msgs: list[Message]) -> str:
+        """The session's summary event, or "" for a session of throwaway exchanges only.
+        With episodes on, the exchanges already say what was asked: the summary then
+        quotes no goal, only what they don't say (turns, files touched, commands run)."""
+        from ..extraction.summary import summarize_session
+        from .episodes import build_episodes
+
+        kept = [e for e in build_episodes(msgs) if e.substance]
+        if not kept:
+            return ""
+        return summarize_session(msgs, goal=not self.settings.episodes.enabled)
 
     # -- episodes ------------------------------------------------------------------------
     def store_episodes(
@@ -299,6 +314,7 @@ class SessionHookCoordinator:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
         from ..store.episodes import (
+            count_noise,
             count_retention,
             episode_message_ids,
             retention_cutoff_ms,
@@ -308,6 +324,9 @@ class SessionHookCoordinator:
 
         known = episode_message_ids(self.store.db, session_id)
         episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
+        # A throwaway exchange ("hello there") is counted, never stored (docs/episodes.md).
+        noise = sum(1 for e in episodes if not e.substance)
+        episodes = [e for e in episodes if e.substance]
         # What retention would delete at once is never stored (docs/episodes.md).
         cutoff = retention_cutoff_ms(self.settings.episodes.retention_days, time.time())
         too_old = [e for e in episodes if 0 < e.time_ms < cutoff]
@@ -340,6 +359,7 @@ class SessionHookCoordinator:
                     )
                 )
             count_retention(self.store.db, skipped=len(too_old))
+            count_noise(self.store.db, exchanges=noise)
             self.store.log_extraction(
                 source,
                 session_id,

@@ -26,6 +26,10 @@ PRUNE_BATCH = 5000
 RETENTION_LOG = "episodes"
 RETENTION_SKIPPED = "retention-skipped"  # exchanges too old to store at all (backfill, idle)
 RETENTION_PRUNED = "retention-pruned"  # stored episodes deleted later by retention or the cap
+# Throwaways (issue 20): exchanges with nothing worth keeping, never stored as episodes, and
+# sessions that got no summary (nothing of substance, or nothing the exchanges don't say).
+NOISE_SKIPPED = "noise-skipped"
+SUMMARY_SKIPPED = "summary-skipped"
 
 
 def episode_stats(db: Database) -> dict[str, Any]:
@@ -46,6 +50,7 @@ def episode_stats(db: Database) -> dict[str, Any]:
         "oldest": oldest,
         "newest": newest,
         **retention_counts(db),
+        **noise_counts(db),
     }
 
 
@@ -62,6 +67,30 @@ def retention_counts(db: Database) -> dict[str, int]:
             count or 0
         )
     return out
+
+
+def noise_counts(db: Database) -> dict[str, int]:
+    """How many exchanges were not stored as episodes for holding nothing worth keeping
+    (``noise_skipped``), and how many ended sessions got no summary (``summaries_skipped``)."""
+    out = {"noise_skipped": 0, "summaries_skipped": 0}
+    for source_id, count in db.fetchall(
+        "SELECT source_id, memory_count FROM extraction_log"
+        " WHERE source_type = ? AND source_id IN (?, ?)",
+        (RETENTION_LOG, NOISE_SKIPPED, SUMMARY_SKIPPED),
+    ):
+        out["noise_skipped" if source_id == NOISE_SKIPPED else "summaries_skipped"] = int(
+            count or 0
+        )
+    return out
+
+
+def count_noise(db: Database, *, exchanges: int = 0, summaries: int = 0) -> None:
+    """Add to the persisted throwaway counts (joins the caller's transaction)."""
+    with db.transaction():
+        if exchanges:
+            log_extraction(db, RETENTION_LOG, NOISE_SKIPPED, memory_count=exchanges)
+        if summaries:
+            log_extraction(db, RETENTION_LOG, SUMMARY_SKIPPED, memory_count=summaries)
 
 
 def count_retention(db: Database, *, skipped: int = 0, pruned: int = 0) -> None:

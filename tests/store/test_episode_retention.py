@@ -112,7 +112,7 @@ def test_idle_on_an_old_opencode_session_and_a_later_prune_are_counted(
         u = db.user(sid, f"why does build {i} fail?")
         db.assistant(sid, u, text("A stale cache."))
     db.ms = int(time.time() * 1000) - 30 * DAY_MS
-    u = db.user(sid, "and build 4?")
+    u = db.user(sid, "and build 4, does it fail too?")  # not a throwaway
     db.assistant(sid, u, text("The same cache."))
     cfg = config()
     coord = SessionHookCoordinator(
