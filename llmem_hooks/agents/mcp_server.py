@@ -58,6 +58,11 @@ INSTRUCTIONS = (
 # The tools' wording has one source, tools.json (`tool_wording`), which the OpenCode plugin
 # carries too: the same tools in both agents.
 TOOLS = tuple(tool_wording())
+SEARCH_DESC = description("memory_search")
+REMEMBER_DESC = description("memory_remember")
+FORGET_DESC = description("memory_forget")
+GET_DESC = description("memory_get")
+TIMELINE_DESC = description("memory_timeline")
 PASSAGE_CHARS = 300  # the passage of a search hit in its structured content
 
 
