@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..markers import neutralize
 from ..text.lines import clip
 from .mcp_front import LONE_SURROGATE_MARK
-from .tool_wording import annotations, description, input_schema, tool_wording
+from .tool_wording import description, input_schema, tool_annotations, tool_wording
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -64,6 +64,10 @@ FORGET_DESC = description("memory_forget")
 GET_DESC = description("memory_get")
 TIMELINE_DESC = description("memory_timeline")
 PASSAGE_CHARS = 300  # the passage of a search hit in its structured content
+# Clients that hand the model a tool's structured content as JSON after its text (Copilot
+# CLI 1.0.102, tests/e2e/test_copilot_recall_e2e.py): the model would read every hit twice,
+# so they get the text alone.
+TEXT_ONLY_CLIENTS = frozenset({"copilot-cli"})
 
 
 # -- the project -----------------------------------------------------------------------------
@@ -295,6 +299,15 @@ def _pre_parsed(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> dict
     return out
 
 
+def _client_name(server: FastMCP) -> str:
+    """The ``clientInfo.name`` the client gave in ``initialize`` ("" if unknown)."""
+    try:
+        params = server.get_context().session.client_params
+        return str(params.clientInfo.name) if params is not None else ""
+    except Exception:  # no request in progress, or a client that sent no info
+        return ""
+
+
 def build_server(call: Call) -> FastMCP:
     """A `FastMCP` server whose five tools each make one ``call``; their schemas,
     descriptions and annotations come from tools.json (`tool_wording`), the types from the
@@ -302,7 +315,7 @@ def build_server(call: Call) -> FastMCP:
     import jsonschema
     from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.exceptions import ToolError
-    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 
     from .. import __version__
     from ..registry import DEFAULT_MEMORY_TYPES, get_registered_types
@@ -334,10 +347,10 @@ def build_server(call: Call) -> FastMCP:
         if type:
             params["type"] = type
         result = call("search", params)
-        return CallToolResult(
-            content=[TextContent(type="text", text=render_search(result, query))],
-            structuredContent=search_structured(result),
-        )
+        text: list[ContentBlock] = [TextContent(type="text", text=render_search(result, query))]
+        if _client_name(server) in TEXT_ONLY_CLIENTS:
+            return CallToolResult(content=text)
+        return CallToolResult(content=text, structuredContent=search_structured(result))
 
     def memory_remember(
         content: str, type: str | None = None, tags: list[str] | None = None
@@ -365,7 +378,7 @@ def build_server(call: Call) -> FastMCP:
             fn,
             name=name,
             description=description(name),
-            annotations=ToolAnnotations(**annotations(name)),
+            annotations=ToolAnnotations.model_validate(tool_annotations(name)),
             structured_output=False,
         )
         server._tool_manager._tools[name].parameters = input_schema(name, types)

@@ -65,7 +65,7 @@ def arg_description(tool: str, arg: str) -> str:
     return str(tool_wording()[tool]["args"][arg]["description"])
 
 
-def annotations(tool: str) -> dict[str, bool]:
+def tool_annotations(tool: str) -> dict[str, bool]:
     return dict(tool_wording()[tool]["annotations"])
 
 

@@ -34,7 +34,7 @@ def test_hits_carry_project_and_score_best_first(svc: QueryService) -> None:
 
 def test_an_unknown_type_is_an_error_that_names_the_known_ones(svc: QueryService) -> None:
     svc.remember("The billing worker listens on port 7077 in staging")
-    with pytest.raises(ServiceError, match="unknown memory type 'facts'.*decision") as err:
+    with pytest.raises(ServiceError, match=r"unknown memory type 'facts'.*decision") as err:
         svc.search("billing", type="facts")
     assert err.value.code == proto.BAD_PARAMS
     assert svc.search("billing", type="fact")["results"]
