@@ -331,6 +331,11 @@ def build_server(call: Call) -> FastMCP:
             if tool is None:
                 raise ToolFailure(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
             arguments = _pre_parsed(arguments or {}, tool.parameters)
+            if LONE_SURROGATE_MARK in json.dumps(arguments, ensure_ascii=False):
+                raise ToolFailure(
+                    f"{name}: an argument holds a lone UTF-16 surrogate (a cut character); "
+                    "send it again as valid text"
+                )
             try:
                 jsonschema.validate(arguments, tool.parameters)
                 return await super().call_tool(name, arguments)

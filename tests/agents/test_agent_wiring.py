@@ -438,7 +438,7 @@ def test_mcp_front_answers_a_method_nobody_has_without_the_sdk(
     monkeypatch.setenv("LLMEM_HOME", world["LLMEM_HOME"])
     # A real SDK server's answers fill the cache.
     cold = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
-    assert cold[0]["result"]["serverInfo"]["name"] == "llmem"
+    assert cold[0]["result"]["serverInfo"]["name"] == "llmem-hooks"
     assert "tools/call" in json.loads(mcp_front.cache_path().read_text())["requests"]
     built: list[bool] = []
 
