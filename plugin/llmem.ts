@@ -50,7 +50,13 @@ type Settings = {
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 type Reply = { ok: true; result: Json } | { ok: false; error: string; unreachable: boolean }
-type ArgSpec = { kind: "string" | "integer" | "string[]" | "boolean"; description: string; optional?: boolean }
+type ArgSpec = {
+  kind: "string" | "integer" | "string[]" | "boolean"
+  description: string
+  optional?: boolean
+  minimum?: number
+  maximum?: number
+}
 
 type Cached = { mtimeMs: number; size: number; text: string }
 
@@ -305,6 +311,12 @@ const toolSpecs = (raw: unknown): Record<string, ToolSpec> | null => {
     for (const [arg, a] of Object.entries(spec.args)) {
       if (!isObject(a) || typeof a.kind !== "string" || !ARG_KINDS.has(a.kind) || typeof a.description !== "string") return null
       args[arg] = { kind: a.kind as ArgSpec["kind"], description: a.description, optional: a.optional === true }
+      for (const bound of ["minimum", "maximum"] as const) {
+        const v = a[bound]
+        if (v === undefined) continue
+        if (typeof v !== "number" || !Number.isInteger(v)) return null
+        args[arg][bound] = v
+      }
     }
     out[name] = { description: spec.description, method: spec.method, args }
   }
@@ -364,7 +376,7 @@ const toolArgs = (args: Record<string, ArgSpec>, z: SchemaBuilder | null): Recor
         spec.kind === "string"
           ? z.string().describe(spec.description)
           : spec.kind === "integer"
-            ? z.number().int().min(1).max(50).describe(spec.description)
+            ? z.number().int().min(spec.minimum ?? 1).max(spec.maximum ?? Number.MAX_SAFE_INTEGER).describe(spec.description)
             : spec.kind === "boolean"
               ? z.boolean().describe(spec.description)
               : z.array(z.string()).describe(spec.description)
@@ -373,6 +385,8 @@ const toolArgs = (args: Record<string, ArgSpec>, z: SchemaBuilder | null): Recor
       const type = spec.kind === "string[]" ? "array" : spec.kind
       const schema: Record<string, unknown> = { type: spec.optional ? [type, "null"] : type, description: spec.description }
       if (spec.kind === "string[]") schema.items = { type: "string" }
+      if (spec.minimum !== undefined) schema.minimum = spec.minimum
+      if (spec.maximum !== undefined) schema.maximum = spec.maximum
       out[name] = schema
     }
   }
@@ -427,16 +441,27 @@ const renderResult = (method: string, result: Json): string => {
     .join("\n")
 }
 
+// A failure the agent can act on: thrown from `execute`, OpenCode shows it as the tool's
+// error (one line saying what to do), as MCP's isError.
+class ToolFailure extends Error {}
+
 // Tool arguments as the service's params (JSON Schema tools get nulls for left-out ones;
-// `ids` may come as one string).
-const toolParams = (name: string, args: Record<string, unknown>): Record<string, Json> => {
+// `ids` may come as one string). A number out of its bounds is an error, not clamped.
+const toolParams = (name: string, args: Record<string, unknown>, specs: Record<string, ArgSpec>): Record<string, Json> => {
   const params: Record<string, Json> = {}
   for (const [k, v] of Object.entries(args ?? {})) {
     if (v === null || v === undefined || v === "" || v === false) continue
     if ((k === "ids" || k === "tags") && typeof v === "string") params[k] = v.split(/[\s,]+/).filter(Boolean)
     else params[k] = v as Json
+    const spec = specs[k]
+    if (spec?.kind === "integer") {
+      const n = params[k]
+      const low = spec.minimum ?? Number.MIN_SAFE_INTEGER
+      const high = spec.maximum ?? Number.MAX_SAFE_INTEGER
+      if (typeof n !== "number" || !Number.isInteger(n) || n < low || n > high)
+        throw new ToolFailure(`${name}: ${k} must be an integer from ${low} to ${high}, not ${oneLine(JSON.stringify(v), 40)}; fix it and call again`)
+    }
   }
-  if (name === "memory_search" && typeof params.limit === "number") params.limit = Math.max(1, Math.min(50, Math.floor(params.limit)))
   return params
 }
 
@@ -706,19 +731,28 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
         args: toolArgs(spec.args, z),
         execute: async (args: Record<string, unknown>, ctx: ToolContext): Promise<string> => {
           try {
-            const params = toolParams(name, args)
+            const params = toolParams(name, args, spec.args)
             if (name === "memory_remember") {
               params.agent = "opencode"
               if (ctx?.sessionID) params.session_id = ctx.sessionID
             }
             if (WITH_DIRECTORY.has(spec.method)) params.directory = ctx?.directory ?? pluginInput?.directory ?? null
             const reply = await ask(spec.method, params, settings.tool_timeout_ms)
-            if (reply.ok) return renderResult(spec.method, reply.result)
+            if (reply.ok) {
+              const r = reply.result
+              if (spec.method === "remember" && isObject(r) && r.status === "rejected")
+                throw new ToolFailure(`Not stored: ${oneLine(r.reason ?? "not accepted")}; rephrase it as one self-contained statement`)
+              if (spec.method === "get" && isObject(r) && Array.isArray(r.missing) && r.missing.length && !LIST_KEYS.some((k) => Array.isArray(r[k]) && (r[k] as Json[]).length))
+                throw new ToolFailure(`Not found: ${r.missing.map((m) => (isObject(m) ? String(m.id) : String(m))).join(", ")}; find ids with memory_search`)
+              return renderResult(spec.method, r)
+            }
             log(`${name}: ${reply.error}`)
-            return reply.unreachable
-              ? "llmem memory service is not running (it starts with `llmem-hooks run`); no result"
-              : `llmem ${spec.method} failed: ${oneLine(reply.error)}`
+            if (reply.unreachable) return "llmem memory service is not running (it starts with `llmem-hooks run`); no result"
+            if (reply.error.startsWith("not_found: "))
+              throw new ToolFailure(`Not found: ${oneLine(reply.error.slice(11))}; find ids with memory_search`)
+            throw new ToolFailure(`llmem ${spec.method} failed: ${oneLine(reply.error)}`)
           } catch (err) {
+            if (err instanceof ToolFailure) throw err
             log(`${name}: ${String(err)}`)
             return `llmem ${spec.method} failed`
           }

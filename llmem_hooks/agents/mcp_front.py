@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
 
 CACHE_NAME = ".mcp-front-cache.json"
+TYPES_CACHE_NAME = ".mcp-front-memory-types.json"
 TOOLS_FILE = Path(__file__).with_name("tools.json")  # the tools' wording (tool_wording)
 # The replayed initialize's id: one no client would pick, so no client answer is dropped.
 REPLAY_ID = f"llmem-front-initialize-{os.urandom(8).hex()}"
@@ -50,7 +51,8 @@ def cache_path() -> Path:
 
 def cache_stamp(server_module: str) -> list[Any]:
     """What the cached answers depend on: our version, the module declaring the tools, their
-    wording (tools.json) and the installed SDK (found without importing it)."""
+    wording (tools.json), the installed SDK (found without importing it) and the memory
+    types installed packages declare (the schemas' ``type`` enum)."""
     from .. import __version__
 
     stamp: list[Any] = [__version__]
@@ -60,7 +62,20 @@ def cache_stamp(server_module: str) -> list[Any]:
         except OSError:
             st = None
         stamp.append([st.st_mtime_ns, st.st_size] if st else None)
+    stamp.append(_plugged_memory_types())
     return stamp
+
+
+def _plugged_memory_types() -> list[str] | None:
+    """The memory types of installed packages' entry points, through the registry's cache
+    (a stat per ``sys.path`` folder, not a scan of every distribution)."""
+    try:
+        from ..registry import memory_types
+
+        found = memory_types.cached_entry_points(cache_path().with_name(TYPES_CACHE_NAME))
+    except Exception:  # unreadable metadata: the SDK server reports it when it starts
+        return None
+    return sorted(name for name, _ in found)
 
 
 def _sdk_origin() -> str | None:

@@ -32,15 +32,14 @@ from typing import TYPE_CHECKING, Any
 from ..markers import neutralize
 from ..text.lines import clip
 from .mcp_front import LONE_SURROGATE_MARK
-from .tool_wording import description
+from .tool_wording import description, input_schema, tool_annotations, tool_wording
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
 
-SERVER_NAME = "llmem"
+SERVER_NAME = "llmem-hooks"  # what initialize reports (the agents' config key is "llmem")
 PROJECT_ENV = "LLMEM_PROJECT_DIR"
 COPILOT_SESSION_ENV = "COPILOT_AGENT_SESSION_ID"
-MAX_LIMIT = 50
 LINE_CHARS = 200  # one line per hit in search/timeline results
 
 # Methods scoped to the caller's project (its directory is added to their params).
@@ -58,11 +57,17 @@ INSTRUCTIONS = (
 
 # The tools' wording has one source, tools.json (`tool_wording`), which the OpenCode plugin
 # carries too: the same tools in both agents.
+TOOLS = tuple(tool_wording())
 SEARCH_DESC = description("memory_search")
 REMEMBER_DESC = description("memory_remember")
 FORGET_DESC = description("memory_forget")
 GET_DESC = description("memory_get")
 TIMELINE_DESC = description("memory_timeline")
+PASSAGE_CHARS = 300  # the passage of a search hit in its structured content
+# Clients that hand the model a tool's structured content as JSON after its text (Copilot
+# CLI 1.0.102, tests/e2e/test_copilot_recall_e2e.py): the model would read every hit twice,
+# so they get the text alone.
+TEXT_ONLY_CLIENTS = frozenset({"copilot-cli"})
 
 
 # -- the project -----------------------------------------------------------------------------
@@ -134,6 +139,27 @@ def render_search(result: Mapping[str, Any], query: str) -> str:
     return "\n".join(lines)
 
 
+def search_structured(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The hits of a search as data a client can render: id, type, project, time, score
+    and a short passage each, best first."""
+    hits = []
+    for h in result.get("results") or ():
+        score = h.get("score")
+        hits.append(
+            {
+                "id": str(h.get("id") or ""),
+                "type": str(h.get("type") or ""),
+                "project": h.get("project_name") or h.get("project"),
+                "created_at": h.get("created_at"),
+                "score": round(float(score), 4) if isinstance(score, (int, float)) else None,
+                "passage": clip(
+                    neutralize(str(h.get("line") or h.get("content") or "")), PASSAGE_CHARS, "…"
+                ),
+            }
+        )
+    return {"results": hits}
+
+
 def render_remember(result: Mapping[str, Any]) -> str:
     status = str(result.get("status") or "stored")
     mid = result.get("id")
@@ -141,8 +167,8 @@ def render_remember(result: Mapping[str, Any]) -> str:
         return f"Stored as [{mid}]."
     if status == "duplicate":
         return f"Already known as [{mid}] (merged, nothing new stored)."
-    reason = result.get("reason") or result.get("message") or "not accepted"
-    return f"Not stored: {_line(reason)}."
+    reason = str(result.get("reason") or result.get("message") or "not accepted").rstrip(".")
+    raise ToolFailure(f"Not stored: {reason}; rephrase it as one self-contained statement")
 
 
 def render_forget(result: Mapping[str, Any], mid: str) -> str:
@@ -164,9 +190,15 @@ def render_get(result: Mapping[str, Any]) -> str:
         ]
         body = neutralize(str(m.get("content") or m.get("text") or ""))
         blocks.append(f"[{m.get('id', '?')}] " + "; ".join(prov) + "\n" + body.strip())
+    if not blocks:
+        raise ToolFailure(
+            "Not found: "
+            + ("; ".join(missing) or "no such memory")
+            + "; find ids with memory_search"
+        )
     if missing:
         blocks.append("Not found: " + "; ".join(missing))
-    return neutralize("\n\n".join(blocks)) if blocks else "Nothing found."
+    return neutralize("\n\n".join(blocks))
 
 
 def render_timeline(result: Mapping[str, Any], mid: str) -> str:
@@ -222,22 +254,109 @@ def _checked(call: Call) -> Call:
     return checked
 
 
+class ToolFailure(Exception):
+    """A tool call that failed in a way the agent can act on: its one line is the tool's
+    error result (``isError``)."""
+
+
+ERROR_CHARS = 400
+
+
+def _error(text: str) -> str:
+    return clip(neutralize(" ".join(text.split())), ERROR_CHARS, "…")
+
+
+def one_line_error(tool: str, exc: BaseException) -> str:
+    """``exc`` as one line that says what went wrong and what to do: never a traceback or
+    a multi-line validation dump."""
+    import jsonschema
+
+    if isinstance(exc, jsonschema.ValidationError):
+        where = ".".join(str(p) for p in exc.absolute_path)
+        what = f"{where}: {exc.message}" if where else exc.message
+        return _error(f"{tool}: invalid arguments: {what}; fix it and call again (see the schema)")
+    if isinstance(exc, ToolFailure):
+        return _error(str(exc))
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    code = getattr(exc, "code", "")
+    if code == "not_found" or type(exc).__name__ == "NotFoundError":
+        return _error(f"Not found: {text}; find ids with memory_search")
+    return _error(f"{tool} failed: {text}")
+
+
+def _pre_parsed(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` with a list sent as a JSON string (some clients do) read as a list."""
+    out = dict(arguments)
+    for name, prop in (schema.get("properties") or {}).items():
+        value = out.get(name)
+        if prop.get("type") == "array" and isinstance(value, str) and value.startswith("["):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, list):
+                out[name] = parsed
+    return out
+
+
+def _client_name(server: FastMCP) -> str:
+    """The ``clientInfo.name`` the client gave in ``initialize`` ("" if unknown)."""
+    try:
+        params = server.get_context().session.client_params
+        return str(params.clientInfo.name) if params is not None else ""
+    except Exception:  # no request in progress, or a client that sent no info
+        return ""
+
+
 def build_server(call: Call) -> FastMCP:
-    """A `FastMCP` server whose five tools each make one ``call``."""
+    """A `FastMCP` server whose five tools each make one ``call``; their schemas,
+    descriptions and annotations come from tools.json (`tool_wording`), the types from the
+    registry, and every call is checked against its schema before it runs."""
+    import jsonschema
     from mcp.server.fastmcp import FastMCP
+    from mcp.server.fastmcp.exceptions import ToolError
+    from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
+
+    from .. import __version__
+    from ..registry import DEFAULT_MEMORY_TYPES, get_registered_types
 
     call = _checked(call)
-    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    registered = get_registered_types()
+    types = [t for t in DEFAULT_MEMORY_TYPES if t in registered]
+    types += sorted(registered - set(types))
 
-    @server.tool(name="memory_search", description=SEARCH_DESC, structured_output=False)
-    def memory_search(query: str, limit: int = 10, type: str | None = None) -> str:
-        limit = max(1, min(int(limit), MAX_LIMIT))
-        params: dict[str, Any] = {"query": query, "limit": limit}
+    class Server(FastMCP):  # type: ignore[type-arg]
+        async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+            tool = self._tool_manager.get_tool(name)
+            if tool is None:
+                raise ToolFailure(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
+            arguments = _pre_parsed(arguments or {}, tool.parameters)
+            if LONE_SURROGATE_MARK in json.dumps(arguments, ensure_ascii=False):
+                raise ToolFailure(
+                    f"{name}: an argument holds a lone UTF-16 surrogate (a cut character); "
+                    "send it again as valid text"
+                )
+            try:
+                jsonschema.validate(arguments, tool.parameters)
+                return await super().call_tool(name, arguments)
+            except jsonschema.ValidationError as exc:
+                raise ToolFailure(one_line_error(name, exc)) from None
+            except ToolError as exc:
+                raise ToolFailure(one_line_error(name, exc.__cause__ or exc)) from None
+
+    server = Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server._mcp_server.version = __version__  # initialize reports ours, not the SDK's
+
+    def memory_search(query: str, limit: int = 10, type: str | None = None) -> Any:
+        params: dict[str, Any] = {"query": query, "limit": int(limit)}
         if type:
             params["type"] = type
-        return render_search(call("search", params), query)
+        result = call("search", params)
+        text: list[ContentBlock] = [TextContent(type="text", text=render_search(result, query))]
+        if _client_name(server) in TEXT_ONLY_CLIENTS:
+            return CallToolResult(content=text)
+        return CallToolResult(content=text, structuredContent=search_structured(result))
 
-    @server.tool(name="memory_remember", description=REMEMBER_DESC, structured_output=False)
     def memory_remember(
         content: str, type: str | None = None, tags: list[str] | None = None
     ) -> str:
@@ -248,29 +367,26 @@ def build_server(call: Call) -> FastMCP:
             params["tags"] = list(tags)
         return render_remember(call("remember", params))
 
-    @server.tool(name="memory_forget", description=FORGET_DESC, structured_output=False)
-    def memory_forget(
-        id: str,
-        reason: str,
-        any_project: bool = False,
-    ) -> str:
+    def memory_forget(id: str, reason: str, any_project: bool = False) -> str:
         params = _reach({"id": id, "reason": reason}, any_project)
         return render_forget(call("forget", params), id)
 
-    @server.tool(name="memory_get", description=GET_DESC, structured_output=False)
-    def memory_get(
-        ids: list[str],
-        any_project: bool = False,
-    ) -> str:
+    def memory_get(ids: list[str], any_project: bool = False) -> str:
         return render_get(call("get", _reach({"ids": list(ids)}, any_project)))
 
-    @server.tool(name="memory_timeline", description=TIMELINE_DESC, structured_output=False)
-    def memory_timeline(
-        id: str,
-        any_project: bool = False,
-    ) -> str:
+    def memory_timeline(id: str, any_project: bool = False) -> str:
         return render_timeline(call("timeline", _reach({"id": id}, any_project)), id)
 
+    for fn in (memory_search, memory_remember, memory_forget, memory_get, memory_timeline):
+        name = fn.__name__
+        server.add_tool(
+            fn,
+            name=name,
+            description=description(name),
+            annotations=ToolAnnotations.model_validate(tool_annotations(name)),
+            structured_output=False,
+        )
+        server._tool_manager._tools[name].parameters = input_schema(name, types)
     return server
 
 

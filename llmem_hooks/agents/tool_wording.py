@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,17 @@ TOOLS_FILE = Path(__file__).with_name("tools.json")
 PLUGIN_TOOLS_LINE = "const INSTALLED_TOOLS: unknown = null // llmem-hooks: tools.json"
 ARG_KINDS = frozenset({"string", "integer", "string[]", "boolean"})
 METHODS = frozenset({"search", "remember", "forget", "get", "timeline"})  # the service's
+# MCP's tool annotations (hints a client may show or act on: asks before a destructive one).
+HINTS = frozenset({"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
+VALUES = frozenset({"memory_types"})  # an argument's allowed values: the registered types
 
 
 @functools.cache
 def tool_wording() -> dict[str, dict[str, Any]]:
-    """``{tool name: {"method", "description", "args": {name: {"kind", "description",
-    "optional"?}}}}``, in the order the agents list the tools. Checked: a broken file is a
-    packaging bug, said at once rather than served as half a tool."""
+    """``{tool name: {"method", "description", "annotations", "args": {name: {"kind",
+    "description", "optional"?, "minimum"?, "maximum"?, "values"?}}}}``, in the order the
+    agents list the tools. Checked: a broken file is a packaging bug, said at once rather
+    than served as half a tool."""
     data = json.loads(TOOLS_FILE.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not data:
         raise LLMemError(f"{TOOLS_FILE}: not a JSON object of tools")
@@ -40,8 +45,12 @@ def tool_wording() -> dict[str, dict[str, Any]]:
                 isinstance(a, dict)
                 and a.get("kind") in ARG_KINDS
                 and isinstance(a.get("description"), str)
+                and all(isinstance(a.get(k, 0), int) for k in ("minimum", "maximum"))
+                and a.get("values", "memory_types") in VALUES
                 for a in spec["args"].values()
             )
+            and isinstance(spec.get("annotations"), dict)
+            and all(k in HINTS and isinstance(v, bool) for k, v in spec["annotations"].items())
         )
         if not ok:
             raise LLMemError(f"{TOOLS_FILE}: tool {name!r} is malformed")
@@ -54,6 +63,39 @@ def description(tool: str) -> str:
 
 def arg_description(tool: str, arg: str) -> str:
     return str(tool_wording()[tool]["args"][arg]["description"])
+
+
+def tool_annotations(tool: str) -> dict[str, bool]:
+    return dict(tool_wording()[tool]["annotations"])
+
+
+def input_schema(tool: str, memory_types: Sequence[str]) -> dict[str, Any]:
+    """The JSON Schema of ``tool``'s arguments, as MCP lists it and the server checks
+    calls against it: every argument described, ``type`` one of ``memory_types``, bounds
+    where tools.json sets them, no argument it does not know (a misspelt one is an error,
+    not silently dropped)."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, arg in tool_wording()[tool]["args"].items():
+        kind = arg["kind"]
+        prop: dict[str, Any] = (
+            {"type": "array", "items": {"type": "string"}} if kind == "string[]" else {"type": kind}
+        )
+        prop["description"] = arg["description"]
+        for bound in ("minimum", "maximum"):
+            if bound in arg:
+                prop[bound] = arg[bound]
+        if arg.get("values") == "memory_types":
+            prop["enum"] = list(memory_types)
+        properties[name] = prop
+        if not arg.get("optional"):
+            required.append(name)
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 def plugin_text(source: str) -> str:

@@ -56,6 +56,7 @@ from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from ..paths import get_context_dir
 from ..project import project_key
 from ..redact import find_secrets
+from ..registry import get_registered_types
 from ..search.passages import excerpt
 from ..search.retriever import DocCounts, Retriever, SearchHit, coverage_counter
 from ..session.context import session_context
@@ -592,12 +593,16 @@ class QueryService:
         project: str | None = None,
         directory: str | None = None,
     ) -> dict[str, Any]:
-        """``{"results": [{"id", "type", "line", "session_id", "created_at"}]}``, best
-        first; the caller's project plus global memories."""
+        """``{"results": [{"id", "type", "line", "session_id", "created_at", "project",
+        "score"}]}``, best first; the caller's project plus global memories. An unknown
+        ``type`` is an error (it would match nothing, which reads as "no such memory")."""
         query = _text(query, "query", MAX_QUERY_CHARS)
         limit = _bounded(limit, "limit", 1, MAX_LIMIT)
         if type is not None:
             type = _text(type, "type", 100)
+            if type not in get_registered_types():
+                known = ", ".join(sorted(get_registered_types()))
+                raise ServiceError(proto.BAD_PARAMS, f"unknown memory type {type!r} ({known})")
         with self._reading():
             flt = MemoryFilter(type=type, project=self.scope(project, directory))
             try:
@@ -605,7 +610,16 @@ class QueryService:
             except SearchTimeout as exc:
                 raise ServiceError(proto.BAD_PARAMS, str(exc)) from None
             terms = parse_query(query).terms
-            return {"results": [self._line(h.memory, terms) for h in hits]}
+            return {"results": [self._hit(h, terms) for h in hits]}
+
+    def _hit(self, hit: SearchHit, terms: Sequence[str]) -> dict[str, Any]:
+        """A search result line, with what a client renders besides it (score, project)."""
+        score = round(float(hit.score), 4)
+        return {
+            **self._line(hit.memory, terms),
+            "project": hit.memory.get("project"),
+            "score": score,
+        }
 
     def _line(self, mem: Mapping[str, Any], terms: Sequence[str] = ()) -> dict[str, Any]:
         return {

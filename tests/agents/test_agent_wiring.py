@@ -349,7 +349,7 @@ def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> No
     cache = Path(world["LLMEM_HOME"]) / ".mcp-front-cache.json"
     cache.write_text('{"stamp": ["old"], "initialize": {}, "tools": {}}')
     out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
-    assert out[0]["result"]["serverInfo"]["name"] == "llmem" and out[1]["result"]["tools"]
+    assert out[0]["result"]["serverInfo"]["name"] == "llmem-hooks" and out[1]["result"]["tools"]
     out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "nope"}])
     assert out[1]["error"]["code"] == -32601  # the refilled cache: the front says no itself
     cache.write_text("not json")
@@ -438,7 +438,7 @@ def test_mcp_front_answers_a_method_nobody_has_without_the_sdk(
     monkeypatch.setenv("LLMEM_HOME", world["LLMEM_HOME"])
     # A real SDK server's answers fill the cache.
     cold = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
-    assert cold[0]["result"]["serverInfo"]["name"] == "llmem"
+    assert cold[0]["result"]["serverInfo"]["name"] == "llmem-hooks"
     assert "tools/call" in json.loads(mcp_front.cache_path().read_text())["requests"]
     built: list[bool] = []
 

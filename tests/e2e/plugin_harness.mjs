@@ -232,6 +232,9 @@ const svc = net.createServer((conn) => {
     if (mode === "slow") return // never answers
     if (mode === "garbage") return void conn.write("not json\n")
     if (mode === "error") return void reply({ error: { code: "internal", message: "boom" } })
+    if (mode === "notfound") return void reply({ error: { code: "not_found", message: "no memory with id '0bad0bad'" } })
+    if (mode === "rejected") return void reply({ result: { id: null, status: "rejected", reason: "content must be a non-empty string", redacted: [] } })
+    if (mode === "missing") return void reply({ result: { memories: [], missing: [{ id: "0bad0bad", reason: "no such memory" }] } })
     const p = req.params
     if (req.method === "start") return void reply({ result: { context: START_CTX, block: mode === "empty" ? "" : BLOCK, ids: ["1a2b3c4d"], tokens: 20 } })
     if (req.method === "recall") return void reply({ result: { block: mode === "empty" ? "" : BLOCK, ids: ["1a2b3c4d"], tokens: 20 } })
@@ -321,9 +324,14 @@ check("tools: the five are registered", names.every((n) => typeof hooks.tool?.[n
 check("tools: JSON Schema args without zod", hooks.tool.memory_search.args.query.type === "string" && JSON.stringify(hooks.tool.memory_search.args.limit.type) === '["integer","null"]' && hooks.tool.memory_get.args.ids.items.type === "string", JSON.stringify(hooks.tool.memory_search.args))
 check("tools: search says when to use it", /BEFORE answering/.test(hooks.tool.memory_search.description) && /decision/.test(hooks.tool.memory_remember.description), "descriptions")
 const tctx = { sessionID: "ses_r", messageID: "msg_t", agent: "build", directory: "/work/proj", worktree: "/work/proj", abort: new AbortController().signal }
-let res = await hooks.tool.memory_search.execute({ query: "deploy staging", limit: 500, type: null }, tctx)
+const throws = async (p) => { try { await p; return null } catch (err) { return String(err?.message ?? err) } }
+const toolAsked = asked.length
+let thrown = await throws(hooks.tool.memory_search.execute({ query: "deploy staging", limit: 500, type: null }, tctx))
+check("tools: a limit out of bounds is a one-line tool error, not clamped, nothing asked", thrown === "memory_search: limit must be an integer from 1 to 50, not 500; fix it and call again" && asked.length === toolAsked, thrown)
+check("tools: JSON Schema args carry the bounds", hooks.tool.memory_search.args.limit.minimum === 1 && hooks.tool.memory_search.args.limit.maximum === 50, JSON.stringify(hooks.tool.memory_search.args.limit))
+let res = await hooks.tool.memory_search.execute({ query: "deploy staging", limit: 50, type: null }, tctx)
 const sreq = asked.at(-1)
-check("tools: search forwards query, clamped limit, directory; drops nulls", sreq.method === "search" && sreq.params.query === "deploy staging" && sreq.params.limit === 50 && !("type" in sreq.params) && sreq.params.directory === "/work/proj", JSON.stringify(sreq))
+check("tools: search forwards query, limit, directory; drops nulls", sreq.method === "search" && sreq.params.query === "deploy staging" && sreq.params.limit === 50 && !("type" in sreq.params) && sreq.params.directory === "/work/proj", JSON.stringify(sreq))
 check("tools: search result is one line per hit with its id", res === "[1a2b3c4d] (fact, 2026-01-02) MARKER-FOUND deploy staging", res)
 res = await hooks.tool.memory_get.execute({ ids: "1a2b3c4d, 5e6f7a8b 0bad0bad" }, tctx)
 check("tools: get takes ids as one string too, scoped to the directory", JSON.stringify(asked.at(-1).params) === '{"ids":["1a2b3c4d","5e6f7a8b","0bad0bad"],"directory":"/work/proj"}', JSON.stringify(asked.at(-1)))
@@ -339,8 +347,17 @@ res = await hooks.tool.memory_remember.execute({ content: "we deploy with make d
 check("tools: remember passes session, agent, directory", asked.at(-1).params.session_id === "ses_r" && asked.at(-1).params.agent === "opencode" && asked.at(-1).params.directory === "/work/proj" && asked.at(-1).params.tags[0] === "deploy", JSON.stringify(asked.at(-1)))
 check("tools: remember says stored with the id", res === "id: 9f8e7d6c\nstatus: stored", res)
 mode = "error"
-res = await hooks.tool.memory_forget.execute({ id: "1a2b3c4d", reason: "moved to helm" }, tctx)
-check("tools: an error reply is one line for the agent", res === "llmem forget failed: internal: boom", res)
+thrown = await throws(hooks.tool.memory_forget.execute({ id: "1a2b3c4d", reason: "moved to helm" }, tctx))
+check("tools: an error reply is a one-line tool error for the agent", thrown === "llmem forget failed: internal: boom", thrown)
+mode = "notfound"
+thrown = await throws(hooks.tool.memory_timeline.execute({ id: "0bad0bad" }, tctx))
+check("tools: not found is a tool error that says where ids come from", thrown === "Not found: no memory with id '0bad0bad'; find ids with memory_search", thrown)
+mode = "rejected"
+thrown = await throws(hooks.tool.memory_remember.execute({ content: " " }, tctx))
+check("tools: not stored is a tool error", thrown === "Not stored: content must be a non-empty string; rephrase it as one self-contained statement", thrown)
+mode = "missing"
+thrown = await throws(hooks.tool.memory_get.execute({ ids: ["0bad0bad"] }, tctx))
+check("tools: get of no known id is a tool error", thrown === "Not found: 0bad0bad; find ids with memory_search", thrown)
 mode = "ok"
 res = await noSock.tool.memory_timeline.execute({ id: "1a2b3c4d" }, tctx)
 check("tools: no service is said plainly, never thrown", /not running/.test(res), res)

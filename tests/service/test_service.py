@@ -154,7 +154,15 @@ def test_forget(svc: QueryService) -> None:
 def test_search_lines_are_compact(svc: QueryService) -> None:
     _fact(svc, "Postgres vacuum runs weekly; " + "details " * 200)
     res = svc.search("postgres vacuum weekly", limit=3)["results"]
-    assert len(res) == 1 and set(res[0]) == {"id", "type", "line", "session_id", "created_at"}
+    assert len(res) == 1 and set(res[0]) == {
+        "id",
+        "type",
+        "line",
+        "session_id",
+        "created_at",
+        "project",
+        "score",
+    }
     assert len(res[0]["line"]) <= 160 and "\n" not in res[0]["line"]
 
 
