@@ -104,7 +104,7 @@ class SessionHookCoordinator:
         self._last_idle: dict[str, float] = {}
         self.retention_skipped = 0  # exchanges too old to store, since this coordinator began
         self._backfilling = False
-        self._named: set[tuple[str, str]] = set()  # (key, name) recorded by this coordinator
+        self._named: set[tuple[str, str]] = set()  # (key, directory) named by this coordinator
 
     # -- session bookkeeping -------------------------------------------------------------
     @property
@@ -146,14 +146,13 @@ class SessionHookCoordinator:
         """Record the name of the session's project (``owner/repo`` or its folder's name,
         `project.project_name`) so displays show it; once per coordinator, and never at
         the cost of the hook."""
-        if not rec.project or not rec.directory:
+        if not rec.project or not rec.directory or (rec.project, rec.directory) in self._named:
             return
         try:
+            self._named.add((rec.project, rec.directory))
             name = project_name(rec.directory)
-            if name is None or (rec.project, name) in self._named:
-                return
-            project_names.set_name(self.store.db, rec.project, name)
-            self._named.add((rec.project, name))
+            if name is not None and project_names.name_of(self.store.db, rec.project) != name:
+                project_names.set_name(self.store.db, rec.project, name)  # a write only if new
         except Exception as exc:
             log.debug("project %s not named: %s", rec.project, exc)
 
