@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from support.viewer import ViewerProcess, env_for
 
-from llmem_hooks.store import MemoryStore
-from llmem_hooks.store import projects
+from llmem_hooks.store import MemoryStore, projects
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
