@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 GIT_TIMEOUT_S = 2.0
@@ -65,3 +67,114 @@ def session_project(native_project_id: str | None, directory: str | None) -> str
     if directory:
         return project_key(directory)
     return None
+
+
+# -- names people know ------------------------------------------------------------------
+# The key stays the identity; a person or an agent reads a name: the ``owner/repo`` of the
+# repository's remote (origin first), else the repository folder's name (docs/cli.md,
+# "Project names"). Only ``[A-Za-z0-9._-]`` segments make a remote name, so nothing of a
+# URL's credentials, query or odd characters can reach a screen or a prompt.
+MAX_NAME_CHARS = 100
+_SEGMENT = re.compile(r"[A-Za-z0-9._-]{1,100}")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SCP = re.compile(
+    r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$"
+)  # [user@]host:path (no slash before ':')
+
+
+def name_from_remote(url: str) -> str | None:
+    """``owner/repo`` of a remote URL (https, ssh ``git@host:owner/repo.git`` and
+    ``ssh://``), ``.git`` stripped; None for a local path or anything unusual. The last two
+    path segments name it (a GitLab subgroup's ``group/sub/repo`` reads ``sub/repo``); what
+    precedes the host (``user:token@``) is never looked at."""
+    url = url.strip()
+    if not url or len(url) > 2048:
+        return None
+    if _SCHEME.match(url):
+        scheme, _, rest = url.partition("://")
+        if scheme.lower() == "file":
+            return None
+        host_part, slash, path = rest.partition("/")
+        if not slash or not host_part.rpartition("@")[2]:
+            return None
+    else:
+        m = _SCP.match(url)
+        if not m:
+            return None
+        path = m.group(2)
+    path = path.split("?", 1)[0].split("#", 1)[0].strip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")].rstrip("/")
+    parts = [p for p in path.split("/") if p]
+    if len(parts) < 2:
+        return None
+    owner, repo = parts[-2], parts[-1]
+    if not all(_SEGMENT.fullmatch(p) and p not in (".", "..") for p in (owner, repo)):
+        return None
+    return f"{owner}/{repo}"
+
+
+def clean_name(text: str) -> str | None:
+    """A name as it may be shown: one line of printable characters, at most
+    `MAX_NAME_CHARS`; None when nothing printable is left."""
+    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return flat[:MAX_NAME_CHARS] or None
+
+
+def _remote_name(cwd: Path) -> str | None:
+    listed = _git(cwd, "config", "--get-regexp", r"^remote\..*\.url$")
+    if not listed:
+        return None
+    urls: dict[str, str] = {}
+    for line in listed.splitlines():
+        key, _, url = line.partition(" ")
+        remote = key[len("remote.") : -len(".url")]
+        urls.setdefault(remote, url)
+    for remote in sorted(urls, key=lambda r: (r != "origin", r)):
+        name = name_from_remote(urls[remote])
+        if name:
+            return name
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _name_for(resolved: str) -> str | None:
+    cwd = Path(resolved)
+    name = _remote_name(cwd)
+    if name:
+        return name
+    common = _git(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if common:  # the main worktree's folder, so every worktree of a repository agrees
+        path = Path(common)
+        folder = path.parent if path.name == ".git" else path
+        return clean_name(folder.name.removesuffix(".git"))
+    return clean_name(cwd.name)
+
+
+def project_name(directory: str | os.PathLike[str]) -> str | None:
+    """The readable name of a working directory's project (see above); None for a
+    directory that does not exist (or has no printable name, like ``/``)."""
+    path = Path(directory).expanduser()
+    try:
+        resolved = str(path.resolve())
+    except OSError:
+        return None
+    if not Path(resolved).is_dir():
+        return None
+    return _name_for(resolved)
+
+
+SHORT_KEY_CHARS = 12  # an unnamed root-commit key is shown this long (a unique prefix)
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def project_label(key: str | None, names: Mapping[str, str] | None = None) -> str | None:
+    """What to show for a project key: its recorded name (`store.projects`), else a
+    root-commit key cut to `SHORT_KEY_CHARS` (``--project`` takes the prefix back), else
+    the key as it is (a folder path); None for no project (global)."""
+    if key is None:
+        return None
+    name = (names or {}).get(key)
+    if name:
+        return name
+    return key[:SHORT_KEY_CHARS] if _SHA.fullmatch(key) else key

@@ -31,6 +31,7 @@ from ..paths import check_user_path
 from ..redact import find_secrets
 from ..registry import DEFAULT_MEMORY_TYPES
 from ..store import archive
+from ..store import projects as project_names
 from ..timestamps import parse_iso
 from . import agent_tools, embed, viewer
 from .dream import dream, dream_service
@@ -136,7 +137,8 @@ def store(
     ] = None,
     entered_by: Annotated[str, typer.Option("--entered-by", help="Who stores it.")] = "user",
     project: Annotated[
-        str | None, typer.Option("--project", help="Project key (default: global).")
+        str | None,
+        typer.Option("--project", help="Project name, key or key prefix (default: global)."),
     ] = None,
     confidence: Annotated[
         float | None, typer.Option("--confidence", help="0..1 (default 0.8).")
@@ -162,6 +164,8 @@ def store(
     secrets = find_secrets(content)
     vector = _embedding_for(inv, content)
     with inv.open_store() as st:
+        if project is not None:
+            project = project_names.resolve(st.db, project)
         mid = st.add(
             type,
             content,
@@ -204,7 +208,11 @@ def search(
     entered_by: Annotated[str | None, typer.Option("--entered-by")] = None,
     type: Annotated[str | None, typer.Option("--type", "-t")] = None,
     project: Annotated[
-        str | None, typer.Option("--project", help="This project's memories plus global ones.")
+        str | None,
+        typer.Option(
+            "--project",
+            help="This project's memories plus global ones (its name, key or key prefix).",
+        ),
     ] = None,
     limit: Annotated[
         int | None,
@@ -286,7 +294,9 @@ def list_(
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     type: Annotated[str | None, typer.Option("--type", "-t")] = None,
     tags: Annotated[str | None, typer.Option("--tags")] = None,
-    project: Annotated[str | None, typer.Option("--project")] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Project name, key or key prefix.")
+    ] = None,
     entered_by: Annotated[str | None, typer.Option("--entered-by")] = None,
     include_invalid: Annotated[
         bool, typer.Option("--all", help="Include forgotten and expired memories.")
@@ -324,7 +334,8 @@ def show(
     with inv.open_store(read_only=True) as st:
         mem = st.get(st.resolve_id(memory_id))
         assert mem is not None
-        print_memory(mem, st.get_relations(mem["id"]), fmt)
+        names = project_names.display_names(st.db)
+        print_memory(mem, st.get_relations(mem["id"]), fmt, names)
 
 
 @app.command()

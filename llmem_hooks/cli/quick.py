@@ -235,7 +235,12 @@ def run_search(
 
     if mode is not None and mode not in SEARCH_MODES:
         raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
+    from ..store import projects as project_names
+
     with inv.open_store(read_only=True) as st:
+        if project is not None:
+            project = project_names.resolve(st.db, project)
+        names = project_names.display_names(st.db)
         # No vector in the index: nothing for the model to match, so no probe (an index
         # that cannot load, sqlite-vec missing, still asks: Python scans the vectors).
         no_vectors = st.vectors.loaded and st.vectors.count() == 0
@@ -272,7 +277,7 @@ def run_search(
                 close()
     if not full:
         attach_passages(hits, query, inv.config().retrieval.passage_chars)
-    print_hits(hits, fmt, "No memories found.")
+    print_hits(hits, fmt, "No memories found.", names)
 
 
 def run_list(
@@ -290,9 +295,13 @@ def run_list(
     fmt: Format = Format.plain,
 ) -> None:
     """`list`: memories, newest first by default."""
+    from ..store import projects as project_names
     from .render import print_memories
 
     with inv.open_store(read_only=True) as st:
+        if project is not None:
+            project = project_names.resolve(st.db, project)
+        names = project_names.display_names(st.db)
         rows = st.list_all(
             type=type,
             valid_only=not include_invalid,
@@ -305,7 +314,7 @@ def run_list(
             entered_by=entered_by,
             include_expired=include_invalid,
         )
-    print_memories(rows, fmt, "No memories.")
+    print_memories(rows, fmt, "No memories.", names)
 
 
 def store_sizes(store: Any) -> dict[str, Any]:
@@ -331,10 +340,12 @@ def run_stats(inv: Invocation, fmt: Format = Format.plain, embeddings: bool = Fa
         print_embedding_metrics(m, stored, time.monotonic() - started, fmt)
         return
     from ..model.budget import BudgetLimits, ModelBudget
+    from ..store import projects as project_names
     from ..store.episodes import episode_stats
 
     with inv.open_store(read_only=True) as st:
         s = st.stats()
+        s["project_names"] = project_names.display_names(st.db)
         limits = inv.config().episodes
         s["episodes"] = {
             **episode_stats(st.db),

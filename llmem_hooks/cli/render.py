@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..project import project_label
 from ..text.lines import clip
 
 if TYPE_CHECKING:
@@ -100,50 +101,89 @@ def public_hit(hit: SearchHit) -> dict[str, Any]:
     return {**out, "time": out.get("created_at"), "score": round(hit.score, 4), "match": hit.match}
 
 
-def memory_line(mem: Mapping[str, Any], width: int = 100) -> str:
-    """``<id prefix>  <type>  <content, cut>  [tags]``: one memory per line."""
+def memory_line(
+    mem: Mapping[str, Any], width: int = 100, names: Mapping[str, str] | None = None
+) -> str:
+    """``<id prefix>  <type>  <content, cut>  [tags]  (project)``: one memory per line;
+    the project by its name (`project.project_label`), none for a global memory."""
     text = clip(mem["content"], width, "…")
     tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
-    return f"{mem['id'][:8]}  {mem['type']:<14} {text}{tags}"
+    label = project_label(mem.get("project"), names)
+    where = f"  ({label})" if label else ""
+    return f"{mem['id'][:8]}  {mem['type']:<14} {text}{tags}{where}"
 
 
-def print_memories(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:
+def named(out: dict[str, Any], names: Mapping[str, str] | None) -> dict[str, Any]:
+    """``--json``: the memory with ``project_name`` next to its ``project`` key."""
+    if names is not None:
+        out["project_name"] = project_label(out.get("project"), names)
+    return out
+
+
+def print_memories(
+    memories: Sequence[Mapping[str, Any]],
+    fmt: Format,
+    empty: str,
+    names: Mapping[str, str] | None = None,
+) -> None:
     """A list of memories (``list``); ``empty`` goes to stderr when there are none."""
     if fmt is Format.json:
-        echo(_dumps([public(m) for m in memories], indent=1))
+        echo(_dumps([named(public(m), names) for m in memories], indent=1))
         return
-    _print_lines(memories, fmt, empty)
+    _print_lines(memories, fmt, empty, names)
 
 
-def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str) -> None:
+def print_hits(
+    hits: Sequence[SearchHit], fmt: Format, empty: str, names: Mapping[str, str] | None = None
+) -> None:
     """Search results, best first: as `print_memories`, ``--json`` adds score and match."""
     if fmt is Format.json:
-        echo(_dumps([public_hit(h) for h in hits], indent=1))
+        echo(_dumps([named(public_hit(h), names) for h in hits], indent=1))
         return
     _print_lines(
         [h.memory if h.passage is None else {**h.memory, "content": h.passage} for h in hits],
         fmt,
         empty,
+        names,
     )
 
 
-def _print_lines(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str) -> None:
+def _print_lines(
+    memories: Sequence[Mapping[str, Any]],
+    fmt: Format,
+    empty: str,
+    names: Mapping[str, str] | None = None,
+) -> None:
     if not memories:
         echo(empty, err=True)
         return
     for mem in memories:
         if fmt is Format.markdown:
             tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
-            echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}")
+            label = project_label(mem.get("project"), names)
+            where = f" ({label})" if label else ""
+            echo(
+                f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}"
+                f"{tags}{where}"
+            )
         else:
-            echo(memory_line(mem))
+            echo(memory_line(mem, names=names))
 
 
-def print_memory(mem: Mapping[str, Any], relations: list[dict[str, Any]], fmt: Format) -> None:
-    """One memory with every field and its relations (``show``)."""
+def print_memory(
+    mem: Mapping[str, Any],
+    relations: list[dict[str, Any]],
+    fmt: Format,
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """One memory with every field and its relations (``show``); the project as
+    ``name (key)``."""
     if fmt is Format.json:
-        echo(_dumps({**public(mem), "relations": relations}, indent=1))
+        echo(_dumps({**named(public(mem), names), "relations": relations}, indent=1))
         return
+    label = project_label(mem.get("project"), names)
+    if label and label != mem["project"]:
+        mem = {**mem, "project": f"{label} ({mem['project']})"}
     if fmt is Format.markdown:
         echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
         for f in SHOW_FIELDS[2:]:
@@ -254,6 +294,8 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         if s[key]:
             echo(f"{title}:")
             for name, n in s[key].items():
+                if key == "by_project" and name != "(global)":
+                    name = project_label(name, s.get("project_names"))
                 echo(f"{bullet}{name}: {n}")
     sizes = s.get("sizes")
     if sizes:
@@ -263,7 +305,8 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         echo("size by project (rows: text, metadata, vectors):")
         for p in sizes["projects"]:
             echo(
-                f"{bullet}{p['project']}: {p['memories']:,} memories ({p['episodes']:,} episodes),"
+                f"{bullet}{project_label(p['project'], s.get('project_names'))}:"
+                f" {p['memories']:,} memories ({p['episodes']:,} episodes),"
                 f" {(p['row_bytes'] or 0) / 1024:,.0f} KiB"
             )
     use, caps = s["model_usage"]["today"], s["model_usage"]["caps"]

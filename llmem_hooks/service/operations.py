@@ -54,13 +54,14 @@ from ..config import Config, RecallSettings
 from ..errors import LLMemError, NotFoundError, SearchTimeout, ValidationError
 from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from ..paths import get_context_dir
-from ..project import project_key
+from ..project import project_key, project_name
 from ..redact import find_secrets
 from ..registry import get_registered_types
 from ..search.passages import excerpt
 from ..search.retriever import DocCounts, Retriever, SearchHit, coverage_counter
 from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
+from ..store import projects as project_names
 from ..store import recall as given
 from ..store import sessions as session_state
 from ..store.db import is_interrupted
@@ -221,6 +222,7 @@ class QueryService:
         self._local = threading.local()  # the reader this thread's request holds
         self._closed = False
         self._count: tuple[int, float, int] | None = None  # (count, when, max seq then)
+        self._named: set[str] = set()  # project keys whose name this service checked
 
     @classmethod
     def open(
@@ -400,6 +402,23 @@ class QueryService:
                 return rec.project
         return None
 
+    def _learn_name(self, project: str | None, directory: str | None) -> None:
+        """Record the name of a caller's project from its directory (`store.projects`):
+        at a session's start and on the agent tools, not on every prompt's recall; once
+        per key and service, a write only when the name is new or changed."""
+        if project is not None or directory is None:
+            return
+        try:
+            key = self.scope(None, directory)
+            if key is None or key in self._named:
+                return
+            self._named.add(key)
+            name = project_name(directory)
+            if name is not None and project_names.name_of(self._rstore.db, key) != name:
+                project_names.set_name(self.store.db, key, name)
+        except Exception as exc:  # a name is never worth a failed request
+            log.debug("project of %s not named: %s", directory, exc)
+
     def _find(self, query: str, flt: MemoryFilter, limit: int) -> list[SearchHit]:
         """Hybrid if the model answers, else keywords (`Retriever.find_hybrid_or_keywords`)."""
         return self._rretriever.find_hybrid_or_keywords(
@@ -446,6 +465,7 @@ class QueryService:
             prompt = _require(prompt, "prompt", str)
         with self._reading():
             scope = self.scope(project, directory, session_id)
+            self._learn_name(project, directory)
             context, shown = session_context(
                 self._rstore, scope, self.settings.context.budget_tokens
             )
@@ -604,6 +624,7 @@ class QueryService:
                 known = ", ".join(sorted(get_registered_types()))
                 raise ServiceError(proto.BAD_PARAMS, f"unknown memory type {type!r} ({known})")
         with self._reading():
+            self._learn_name(project, directory)
             flt = MemoryFilter(type=type, project=self.scope(project, directory))
             try:
                 hits = self._find(query, flt, limit)
@@ -654,6 +675,7 @@ class QueryService:
             session_id = _text(session_id, "session_id", 500)
         who = "agent" if agent is None else _text(agent, "agent", 100)
         scope = self.scope(project, directory, session_id)
+        self._learn_name(project, directory)
         secrets = find_secrets(content) if isinstance(content, str) else []
         vector = None
         if self.embedder is not None and not secrets:

@@ -27,6 +27,7 @@ from ..paths import (
 )
 from ..redact import find_secrets
 from ..store import MemoryStore
+from ..store import projects as project_names
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +107,16 @@ def render_context(
     return _render(memories, budget_tokens)[0]
 
 
-def _render(memories: Sequence[Mapping[str, Any]], budget_tokens: int) -> tuple[str, list[str]]:
-    """`render_context`'s text and the ids of the memories it shows."""
+def _render(
+    memories: Sequence[Mapping[str, Any]], budget_tokens: int, name: str | None = None
+) -> tuple[str, list[str]]:
+    """`render_context`'s text and the ids of the memories it shows; ``name``: the
+    project as people know it (``acme/api``), said in the header."""
     budget = budget_tokens * CHARS_PER_TOKEN
+    where = f"this project ({_header_name(name)})" if name else "this project"
     head = (
         "# Memory from earlier sessions (llmem-hooks)\n\n"
-        "What earlier sessions in this project learned. Prefer it over guessing; it may be "
+        f"What earlier sessions in {where} learned. Prefer it over guessing; it may be "
         "outdated, so trust the code and the user when they disagree.\n"
     )
     used = len(head)
@@ -151,7 +156,14 @@ def session_context(
     """The session-start context and the ids of the memories it gives: whoever hands it
     to a session records them as given (`store.recall.mark_given`), so per-prompt recall
     never repeats them (by id, not by comparing rendered text)."""
-    return _render(select_memories(store, project), budget_tokens)
+    name = project_names.name_of(store.db, project) if project else None
+    return _render(select_memories(store, project), budget_tokens, name)
+
+
+def _header_name(name: str) -> str:
+    """A project name as the header says it: one plain line, markers defused (it goes
+    into a system prompt)."""
+    return neutralize(" ".join(name.split())[:100])
 
 
 def write_context_file(path: Path, text: str) -> bool:

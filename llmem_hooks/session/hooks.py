@@ -25,9 +25,10 @@ from ..config import Config, load_settings
 from ..errors import ValidationError
 from ..events import Message, SessionInfo
 from ..paths import get_context_dir, read_regular_file, validate_session_id
-from ..project import session_project
+from ..project import project_name, session_project
 from ..registry import VALID_SESSION_EVENT_TYPES, session_hooks
 from ..store import MemoryStore
+from ..store import projects as project_names
 from ..store import recall as recall_given
 from ..store import sessions as session_state
 from .context import (
@@ -103,6 +104,7 @@ class SessionHookCoordinator:
         self._last_idle: dict[str, float] = {}
         self.retention_skipped = 0  # exchanges too old to store, since this coordinator began
         self._backfilling = False
+        self._named: set[tuple[str, str]] = set()  # (key, directory) named by this coordinator
 
     # -- session bookkeeping -------------------------------------------------------------
     @property
@@ -117,6 +119,7 @@ class SessionHookCoordinator:
         adapter reports, the hooks for the session they run on."""
         rec = session_state.find(self.store.db, session_id)
         if rec is not None and (info is None or rec.agent == info.agent):
+            self._name_project(rec)
             return rec
         if info is None:
             for adapter in self.adapters.values():
@@ -136,7 +139,22 @@ class SessionHookCoordinator:
             last_activity_ms=max(info.updated_ms, info.created_ms) or now_ms,
         )
         session_state.save(self.store.db, rec)
+        self._name_project(rec)
         return rec
+
+    def _name_project(self, rec: session_state.SessionRecord) -> None:
+        """Record the name of the session's project (``owner/repo`` or its folder's name,
+        `project.project_name`) so displays show it; once per coordinator, and never at
+        the cost of the hook."""
+        if not rec.project or not rec.directory or (rec.project, rec.directory) in self._named:
+            return
+        try:
+            self._named.add((rec.project, rec.directory))
+            name = project_name(rec.directory)
+            if name is not None and project_names.name_of(self.store.db, rec.project) != name:
+                project_names.set_name(self.store.db, rec.project, name)  # a write only if new
+        except Exception as exc:
+            log.debug("project %s not named: %s", rec.project, exc)
 
     def _messages(
         self, rec: session_state.SessionRecord | None, session_id: str, after: str | None = None

@@ -11,6 +11,7 @@
 - `records`   validators, `Memory`, `MemoryFilter`, row -> `Memory`, embedding packing
 - `tags`      ``tags``, ``memory_tags`` (written inside the memory write that sets them)
 - `recall`    ``recall_given``;  `browse` the viewer's counts and undo;  `episodes` retention
+- `projects`  ``project_names`` (a project key -> the name people know)
 - `dream`     the dream cycle's book: ``dream_runs``, ``dream_changes``, ``dream_state``
 - `db`        connections, transactions, and `Database`;  `migrations` the schema
 

@@ -489,6 +489,23 @@ def m013_dream(conn: Any) -> None:
     )
 
 
+def m014_project_names(conn: Any) -> None:
+    """A name people know for each project key (``owner/repo`` or a folder's name),
+    written when a project's directory is seen (`store.projects`): displays show it and
+    ``--project`` accepts it; the key stays the identity."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE project_names (
+            project TEXT PRIMARY KEY,
+            name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_project_names_name ON project_names(name);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -503,6 +520,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (11, "recall_given", m011_recall_given),
     (12, "fts_after", m012_fts_after),
     (13, "dream", m013_dream),
+    (14, "project_names", m014_project_names),
 ]
 
 

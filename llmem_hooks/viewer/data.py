@@ -22,9 +22,11 @@ from ..config import Config
 from ..errors import NotFoundError, ValidationError
 from ..model.budget import BudgetLimits, ModelBudget
 from ..paths import get_llmem_home, read_regular_file
+from ..project import project_label
 from ..registry import DEFAULT_MEMORY_TYPES
 from ..search.retriever import Retriever, attach_passages
 from ..store import MemoryFilter, browse
+from ..store import projects as project_names
 from ..store import sessions as session_state
 from ..text.lines import cap
 from ..timestamps import now_iso
@@ -60,9 +62,12 @@ MEMORY_FIELDS = (
 )
 
 
-def slim(memory: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields a list shows (no metadata, hints or message ids)."""
-    return {k: memory.get(k) for k in MEMORY_FIELDS}
+def slim(memory: Mapping[str, Any], names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The fields a list shows (no metadata, hints or message ids), and ``project_name``:
+    the project as people know it (`project.project_label`; None for a global memory)."""
+    out = {k: memory.get(k) for k in MEMORY_FIELDS}
+    out["project_name"] = project_label(out["project"], names)
+    return out
 
 
 class ViewerData:
@@ -89,8 +94,9 @@ class ViewerData:
         limit = self.config.viewer.list_limit
         memories = self.store.list_all(limit=limit, sort="created", order="desc")
         stats = self.store.stats()
-        listed = [slim(m) for m in memories]
-        forgotten = [slim(m) for m in browse.forgotten(self.store.db, FORGOTTEN_LIMIT)]
+        names = project_names.display_names(self.store.db)
+        listed = [slim(m, names) for m in memories]
+        forgotten = [slim(m, names) for m in browse.forgotten(self.store.db, FORGOTTEN_LIMIT)]
         out: dict[str, Any] = {
             "generated_at": now_iso(),
             "db_path": str(self.store.db_path),
@@ -102,7 +108,7 @@ class ViewerData:
                 "listed": len(listed),
             },
             "counts": [
-                {"project": p, "type": t, "count": n}
+                {"project": p, "name": project_label(p, names), "type": t, "count": n}
                 for p, t, n in browse.counts_by_project_type(self.store.db)
             ],
             "types": sorted({*DEFAULT_MEMORY_TYPES, *stats["by_type"]}),
@@ -130,7 +136,8 @@ class ViewerData:
         mem = self.store.get(self.store.resolve_id(memory_id))
         if mem is None:  # pragma: no cover - resolve_id found it
             raise NotFoundError(f"no memory with id {memory_id!r}")
-        return {"memory": slim(mem), "provenance": self.provenance(mem)}
+        names = project_names.display_names(self.store.db)
+        return {"memory": slim(mem, names), "provenance": self.provenance(mem)}
 
     def provenance(self, mem: dict[str, Any]) -> dict[str, Any]:
         """Where a memory came from: session (and its agent), author, time, source,
@@ -162,16 +169,20 @@ class ViewerData:
         """The retriever's hits for ``query`` (a person browsing: no access counts)."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("give something to search for")
+        if project:
+            project = project_names.resolve(self.store.db, project)
         flt = MemoryFilter(type=type or None, project=project or None)
         hits, mode = self.retriever.find_hybrid_or_keywords(
             query, flt, limit=SEARCH_LIMIT, track_access=False
         )
         attach_passages(hits, query, self.config.retrieval.passage_chars)
+        names = project_names.display_names(self.store.db)
         return {
             "query": query,
             "mode": mode,
             "hits": [
-                {**slim(h.memory), "score": round(h.score, 4), "passage": h.passage} for h in hits
+                {**slim(h.memory, names), "score": round(h.score, 4), "passage": h.passage}
+                for h in hits
             ],
         }
 

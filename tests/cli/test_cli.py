@@ -349,12 +349,13 @@ def test_search_hands_the_retriever_one_filter_object(
 
 
 def test_search_json_is_the_memory_plus_score_and_match(cli: CLI, corpus: Path) -> None:
-    """``search --json``: exactly the Memory record's fields, then time, score and match."""
+    """``search --json``: exactly the Memory record's fields, then time, score and match,
+    and the project's readable name (issue 20)."""
     from llmem_hooks.store import Memory
 
     hits = cli("search", "deploy", "--json").json()
     assert hits and all(
-        list(h) == [*Memory.__annotations__, "time", "score", "match"] for h in hits
+        list(h) == [*Memory.__annotations__, "time", "score", "match", "project_name"] for h in hits
     )
 
 

@@ -34,14 +34,15 @@ async function api(path, body) {
 function setNote(text, isError) {
   S.note = text; const n = $('note'); n.textContent = text; n.className = isError ? 'error' : 'note';
 }
-function proj(p) { return p === null ? '(global)' : p; }
+// A project as people know it (the server's project_name: owner/repo or a folder's name).
+function proj(p, name) { return p === null ? '(global)' : (name || p); }
 function inScope(m) {
   return (S.project === undefined || m.project === S.project) && (S.type === undefined || m.type === S.type);
 }
 function card(m) {
   const c = el('div', {cls: 'card memory' + (S.selected === m.id ? ' sel' : ''), 'data-id': m.id,
                        on: {click: () => select(m.id)}},
-    el('div', {cls: 'head'}, el('span', {cls: 'badge'}, m.type), el('span', {}, proj(m.project)),
+    el('div', {cls: 'head'}, el('span', {cls: 'badge'}, m.type), el('span', {cls: 'proj', title: m.project || ''}, proj(m.project, m.project_name)),
        el('span', {}, (m.created_at || '').slice(0, 16).replace('T', ' ')),
        el('span', {}, 'by ' + (m.entered_by || '?')),
        m.score !== undefined ? el('span', {}, 'score ' + m.score) : null,
@@ -54,7 +55,7 @@ function sidebar() {
   const a = $('side'); a.replaceChildren();
   const by = new Map();
   for (const c of D.overview.counts) {
-    const k = proj(c.project);
+    const k = proj(c.project, c.name);
     if (!by.has(k)) by.set(k, {project: c.project, total: 0, types: []});
     const g = by.get(k); g.total += c.count; g.types.push(c);
   }
@@ -65,7 +66,8 @@ function sidebar() {
   for (const [name, g] of by) {
     ul.appendChild(el('li', {cls: S.project === g.project && S.type === undefined ? 'on' : '',
       'data-project': name, on: {click: () => { S.project = g.project; S.type = undefined; refreshList(); }}},
-      el('span', {}, name), el('span', {}, g.total)));
+      el('span', {cls: 'name', title: g.project === null ? name : name + ' · ' + g.project}, name),
+      el('span', {cls: 'count'}, g.total)));
     for (const t of g.types) ul.appendChild(el('li', {cls: 'type' + (S.project === g.project && S.type === t.type ? ' on' : ''),
       on: {click: () => { S.project = g.project; S.type = t.type; refreshList(); }}},
       el('span', {}, t.type), el('span', {}, t.count)));
@@ -95,7 +97,7 @@ async function search() {
   } else {
     const words = S.query.toLowerCase().split(/\s+/);
     S.shown = D.overview.memories.filter((m) => {
-      const hay = [m.content, m.summary || '', m.type, proj(m.project), (m.tags || []).join(' ')].join(' ').toLowerCase();
+      const hay = [m.content, m.summary || '', m.type, proj(m.project, m.project_name), (m.tags || []).join(' ')].join(' ').toLowerCase();
       return inScope(m) && words.every((w) => hay.includes(w));
     });
     setNote(`${S.shown.length} found (words in this report)`);
@@ -120,7 +122,7 @@ function detail(info) {
   const m = info.memory, p = info.provenance || {};
   const dl = el('dl', {});
   const add = (k, v) => { if (v !== null && v !== undefined && v !== '') dl.append(el('dt', {}, k), el('dd', {}, String(v))); };
-  add('id', m.id); add('type', m.type); add('project', proj(m.project)); add('created', m.created_at);
+  add('id', m.id); add('type', m.type); add('project', m.project !== null && m.project_name && m.project_name !== m.project ? `${m.project_name} (${m.project})` : proj(m.project)); add('created', m.created_at);
   add('updated', m.updated_at); add('entered by', p.entered_by); add('source', p.source);
   add('session', p.session_id); add('session agent', p.session_agent); add('session title', p.session_title);
   add('messages', (p.source_message_ids || []).join(', ')); add('confidence', m.confidence);
