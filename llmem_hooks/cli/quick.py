@@ -272,7 +272,7 @@ def run_search(
                 close()
     if not full:
         attach_passages(hits, query, inv.config().retrieval.passage_chars)
-    print_hits(hits, fmt, "No memories found.")
+    print_hits(hits, fmt, "No memories found.", full=full)
 
 
 def run_list(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..text.lines import clip
+from ..timestamps import for_people
 
 if TYPE_CHECKING:
     from ..model.metrics import EmbeddingMetrics
@@ -72,6 +73,40 @@ SHOW_FIELDS = (
 )
 
 
+# Shown to people in local time with "3 days ago" (`for_people`); --json keeps ISO UTC.
+TIME_FIELDS = frozenset({"created_at", "updated_at", "accessed_at", "expires_at", "valid_until"})
+
+
+def field_text(name: str, value: Any) -> str:
+    """One field of ``show`` as a person reads it: times local and relative, confidence
+    to two decimals (0.85, not 0.8500000000000001), lists comma-separated."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if name in TIME_FIELDS and isinstance(value, str):
+        return for_people(value)
+    if name == "confidence" and isinstance(value, float):
+        return confidence_text(value)
+    return str(value)
+
+
+def confidence_text(value: float) -> str:
+    """0.8500000000000001 -> ``0.85``; 1.0 -> ``1``."""
+    return f"{round(value, 2):g}"
+
+
+def state_mark(mem: Mapping[str, Any], now: str | None = None) -> str:
+    """``[forgotten]`` or ``[expired]`` for a memory that is no longer returned (what
+    ``list --all`` adds), else ""."""
+    from ..timestamps import now_iso
+
+    now = now or now_iso()
+    if mem.get("valid_until") and mem["valid_until"] <= now:
+        return "[forgotten] "
+    if mem.get("expires_at") and mem["expires_at"] <= now:
+        return "[expired] "
+    return ""
+
+
 def _dumps(value: Any, **kwargs: Any) -> str:
     return json.dumps(value, ensure_ascii=False, **kwargs)
 
@@ -101,8 +136,9 @@ def public_hit(hit: SearchHit) -> dict[str, Any]:
 
 
 def memory_line(mem: Mapping[str, Any], width: int = 100) -> str:
-    """``<id prefix>  <type>  <content, cut>  [tags]``: one memory per line."""
-    text = clip(mem["content"], width, "…")
+    """``<id prefix>  <type>  <content, cut>  [tags]``: one memory per line; a forgotten
+    or expired one (``list --all``) starts its text with ``[forgotten]`` / ``[expired]``."""
+    text = state_mark(mem) + clip(mem["content"], width, "…")
     tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
     return f"{mem['id'][:8]}  {mem['type']:<14} {text}{tags}"
 
@@ -115,10 +151,20 @@ def print_memories(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: st
     _print_lines(memories, fmt, empty)
 
 
-def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str) -> None:
-    """Search results, best first: as `print_memories`, ``--json`` adds score and match."""
+def print_hits(hits: Sequence[SearchHit], fmt: Format, empty: str, full: bool = False) -> None:
+    """Search results, best first: as `print_memories`, ``--json`` adds score and match.
+    ``full`` (``search --full``): each result's whole text, indented under its line, where
+    plain search shows only the line."""
     if fmt is Format.json:
         echo(_dumps([public_hit(h) for h in hits], indent=1))
+        return
+    if full and fmt is Format.plain:
+        if not hits:
+            echo(empty, err=True)
+        for i, hit in enumerate(hits):
+            echo(("\n" if i else "") + memory_line(hit.memory))
+            for line in hit.memory["content"].splitlines() or [""]:
+                echo(f"    {line}".rstrip())
         return
     _print_lines(
         [h.memory if h.passage is None else {**h.memory, "content": h.passage} for h in hits],
@@ -134,7 +180,8 @@ def _print_lines(memories: Sequence[Mapping[str, Any]], fmt: Format, empty: str)
     for mem in memories:
         if fmt is Format.markdown:
             tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
-            echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}{tags}")
+            text = state_mark(mem) + " ".join(mem["content"].split())
+            echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {text}{tags}")
         else:
             echo(memory_line(mem))
 
@@ -148,13 +195,11 @@ def print_memory(mem: Mapping[str, Any], relations: list[dict[str, Any]], fmt: F
         echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
         for f in SHOW_FIELDS[2:]:
             if mem.get(f) not in (None, [], ""):
-                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                echo(f"- **{f}**: {v}")
+                echo(f"- **{f}**: {field_text(f, mem[f])}")
     else:
         for f in SHOW_FIELDS:
             if mem.get(f) not in (None, [], ""):
-                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                echo(f"{f + ':':<21}{v}")
+                echo(f"{f + ':':<21}{field_text(f, mem[f])}")
         if mem.get("summary"):
             echo(f"{'summary:':<21}{mem['summary']}")
         echo(f"\n{mem['content']}")
@@ -236,7 +281,7 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         keep = f"{ep['retention_days']:g} days" if ep["retention_days"] else "forever"
         cap = f"at most {ep['max_count']:,}" if ep["max_count"] else "no cap"
         echo(
-            f"episodes: {ep['count']:,} of {ep['sessions']:,} sessions, "
+            f"episodes: {ep['count']:,} exchanges from {ep['sessions']:,} sessions, "
             f"{ep['text_bytes'] / 1024:.0f} KiB of text ({ep['bytes_per_episode']} B each); "
             f"kept {keep}, {cap}"
         )
@@ -304,6 +349,7 @@ def print_status(
     echo(f"sessions seen: {len(rows)}")
     for r in rows:
         ended = f" ({r['end_reason']})" if r["end_reason"] else ""
-        seen = datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-        last = f", last extraction {r['last_extraction']}" if r["last_extraction"] else ""
-        echo(f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}")
+        seen = for_people(datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).isoformat())
+        last = r["last_extraction"]
+        last = f", last extraction {for_people(last)}" if last else ""
+        echo(f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}{last}")
