@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from selenium.webdriver.common.by import By
+import pytest
 from support.viewer import env_for, seed
 from test_viewer_browser import _cards, _wait, browser, pytestmark  # noqa: F401
+
+By = pytest.importorskip("selenium.webdriver.common.by").By
 
 
 def test_report_shows_local_relative_times_and_short_confidence(
