@@ -46,11 +46,12 @@ def parse_stored(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
-def for_people(value: str | None, now: datetime | None = None) -> str:
+def for_people(value: str | None, now: datetime | None = None, ago: bool = True) -> str:
     """A stored timestamp as a person reads it: local time to the minute (no seconds, no
     microseconds, no offset), with how long ago (or from now) when that is within a month
     (``2026-11-22 14:15 (3 days ago)``). ``--json`` keeps the stored ISO UTC value: this
-    is for the eye only. Text that is not a timestamp is returned as given."""
+    is for the eye only; ``ago=False`` for a file kept for later (the dream diary), where
+    "3 days ago" would go stale. Text that is not a timestamp is returned as given."""
     if not value:
         return ""
     try:
@@ -60,8 +61,8 @@ def for_people(value: str | None, now: datetime | None = None) -> str:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     shown = dt.astimezone().strftime("%Y-%m-%d %H:%M")
-    ago = relative(dt, now)
-    return f"{shown} ({ago})" if ago else shown
+    since = relative(dt, now) if ago else ""
+    return f"{shown} ({since})" if since else shown
 
 
 def relative(dt: datetime, now: datetime | None = None) -> str:

@@ -57,7 +57,7 @@ def test_show_prints_local_relative_times_and_two_decimal_confidence(home: Path)
     sql(
         home,
         "UPDATE memories SET created_at = ?, confidence = ? WHERE id = ?",
-        (said.isoformat(), 0.1 + 0.75, mid),
+        (said.isoformat(), 0.8 + 0.05, mid),
     )
     out = run("show", mid[:8], home=home).stdout
     local = said.astimezone(ZoneInfo(TZ)).strftime("%Y-%m-%d %H:%M")
@@ -69,7 +69,7 @@ def test_show_prints_local_relative_times_and_two_decimal_confidence(home: Path)
     # --json keeps the stored values exactly: machines read it
     data = json.loads(run("show", mid, "--json", home=home).stdout)
     assert data["created_at"] == said.isoformat()
-    assert data["confidence"] == 0.1 + 0.75
+    assert data["confidence"] == 0.8 + 0.05
 
 
 def test_stats_figures_add_up_when_a_memory_is_forgotten_and_expired(home: Path) -> None:

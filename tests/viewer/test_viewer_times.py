@@ -31,7 +31,7 @@ def test_report_shows_local_relative_times_and_short_confidence(
     with conn:
         conn.execute(
             "UPDATE memories SET created_at = ?, updated_at = ?, confidence = ? WHERE id = ?",
-            (said.isoformat(), said.isoformat(), 0.1 + 0.75, ids["deploy"]),
+            (said.isoformat(), said.isoformat(), 0.8 + 0.05, ids["deploy"]),
         )
     conn.close()
     out = tmp_path / "report.html"
