@@ -281,7 +281,8 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         keep = f"{ep['retention_days']:g} days" if ep["retention_days"] else "forever"
         cap = f"at most {ep['max_count']:,}" if ep["max_count"] else "no cap"
         echo(
-            f"episodes: {ep['count']:,} exchanges from {ep['sessions']:,} sessions, "
+            f"episodes: {ep['count']:,} exchange{'' if ep['count'] == 1 else 's'} from"
+            f" {ep['sessions']:,} session{'' if ep['sessions'] == 1 else 's'}, "
             f"{ep['text_bytes'] / 1024:.0f} KiB of text ({ep['bytes_per_episode']} B each); "
             f"kept {keep}, {cap}"
         )
