@@ -44,6 +44,20 @@ def recall(
         typer.echo(json.dumps(out, indent=1))
     elif out["block"]:
         typer.echo(out["block"])
+    else:
+        reason = out.get("reason", "")
+        typer.echo(f"recall: nothing to add: {EMPTY_REASONS.get(reason, reason)}", err=True)
+
+
+# Why `recall` printed nothing (its ``reason``), said on stderr so stdout stays the block.
+EMPTY_REASONS = {
+    "already_given": "what matches was already given in this session",
+    "below_floor": "no memory is relevant enough to this prompt",
+    "no_match": "no memory matches this prompt",
+    "over_budget": "the matches do not fit the token budget",
+    "disabled": "recall is off (recall.enabled false, or a budget of 0)",
+    "too_slow": "the search hit its time limit",
+}
 
 
 def mcp(ctx: typer.Context) -> None:

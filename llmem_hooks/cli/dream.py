@@ -103,6 +103,7 @@ def dream(
 
 def _print_runs(store: Any, as_json: bool) -> None:
     from ..store.dream import list_runs
+    from ..timestamps import for_people
 
     rows = list_runs(store)
     if as_json:
@@ -111,9 +112,9 @@ def _print_runs(store: Any, as_json: bool) -> None:
     if not rows:
         typer.echo("no dream runs yet")
     for r in rows:
-        undone = f", undone at {r['undone_at']}" if r["undone_at"] else ""
+        undone = f", undone at {for_people(r['undone_at'])}" if r["undone_at"] else ""
         typer.echo(
-            f"{r['run_id']}  {r['started_at']}  {r['trigger']}  {r['phases']}"
+            f"{r['run_id']}  {for_people(r['started_at'])}  {r['trigger']}  {r['phases']}"
             f"  {r['changes']} changes{undone}"
         )
 

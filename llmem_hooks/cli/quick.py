@@ -277,7 +277,7 @@ def run_search(
                 close()
     if not full:
         attach_passages(hits, query, inv.config().retrieval.passage_chars)
-    print_hits(hits, fmt, "No memories found.", names)
+    print_hits(hits, fmt, "No memories found.", names, full=full)
 
 
 def run_list(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..project import project_label
 from ..text.lines import clip
+from ..timestamps import for_people
 
 if TYPE_CHECKING:
     from ..model.metrics import EmbeddingMetrics
@@ -73,6 +74,40 @@ SHOW_FIELDS = (
 )
 
 
+# Shown to people in local time with "3 days ago" (`for_people`); --json keeps ISO UTC.
+TIME_FIELDS = frozenset({"created_at", "updated_at", "accessed_at", "expires_at", "valid_until"})
+
+
+def field_text(name: str, value: Any) -> str:
+    """One field of ``show`` as a person reads it: times local and relative, confidence
+    to two decimals (0.85, not 0.8500000000000001), lists comma-separated."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if name in TIME_FIELDS and isinstance(value, str):
+        return for_people(value)
+    if name == "confidence" and isinstance(value, float):
+        return confidence_text(value)
+    return str(value)
+
+
+def confidence_text(value: float) -> str:
+    """0.8500000000000001 -> ``0.85``; 1.0 -> ``1``."""
+    return f"{round(value, 2):g}"
+
+
+def state_mark(mem: Mapping[str, Any], now: str | None = None) -> str:
+    """``[forgotten]`` or ``[expired]`` for a memory that is no longer returned (what
+    ``list --all`` adds), else ""."""
+    from ..timestamps import now_iso
+
+    now = now or now_iso()
+    if mem.get("valid_until") and mem["valid_until"] <= now:
+        return "[forgotten] "
+    if mem.get("expires_at") and mem["expires_at"] <= now:
+        return "[expired] "
+    return ""
+
+
 def _dumps(value: Any, **kwargs: Any) -> str:
     return json.dumps(value, ensure_ascii=False, **kwargs)
 
@@ -105,8 +140,10 @@ def memory_line(
     mem: Mapping[str, Any], width: int = 100, names: Mapping[str, str] | None = None
 ) -> str:
     """``<id prefix>  <type>  <content, cut>  [tags]  (project)``: one memory per line;
-    the project by its name (`project.project_label`), none for a global memory."""
-    text = clip(mem["content"], width, "…")
+    the project by its name (`project.project_label`), none for a global memory; a
+    forgotten or expired one (``list --all``) starts its text with ``[forgotten]`` /
+    ``[expired]``."""
+    text = state_mark(mem) + clip(mem["content"], width, "…")
     tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
     label = project_label(mem.get("project"), names)
     where = f"  ({label})" if label else ""
@@ -134,11 +171,25 @@ def print_memories(
 
 
 def print_hits(
-    hits: Sequence[SearchHit], fmt: Format, empty: str, names: Mapping[str, str] | None = None
+    hits: Sequence[SearchHit],
+    fmt: Format,
+    empty: str,
+    names: Mapping[str, str] | None = None,
+    full: bool = False,
 ) -> None:
-    """Search results, best first: as `print_memories`, ``--json`` adds score and match."""
+    """Search results, best first: as `print_memories`, ``--json`` adds score and match.
+    ``full`` (``search --full``): each result's whole text, indented under its line, where
+    plain search shows only the line."""
     if fmt is Format.json:
         echo(_dumps([named(public_hit(h), names) for h in hits], indent=1))
+        return
+    if full and fmt is Format.plain:
+        if not hits:
+            echo(empty, err=True)
+        for i, hit in enumerate(hits):
+            echo(("\n" if i else "") + memory_line(hit.memory, names=names))
+            for line in hit.memory["content"].splitlines() or [""]:
+                echo(f"    {line}".rstrip())
         return
     _print_lines(
         [h.memory if h.passage is None else {**h.memory, "content": h.passage} for h in hits],
@@ -162,10 +213,8 @@ def _print_lines(
             tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
             label = project_label(mem.get("project"), names)
             where = f" ({label})" if label else ""
-            echo(
-                f"- **{mem['type']}** `{mem['id'][:8]}`: {' '.join(mem['content'].split())}"
-                f"{tags}{where}"
-            )
+            text = state_mark(mem) + " ".join(mem["content"].split())
+            echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {text}{tags}{where}")
         else:
             echo(memory_line(mem, names=names))
 
@@ -188,13 +237,11 @@ def print_memory(
         echo(f"### {mem['type']} `{mem['id']}`\n\n{mem['content']}\n")
         for f in SHOW_FIELDS[2:]:
             if mem.get(f) not in (None, [], ""):
-                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                echo(f"- **{f}**: {v}")
+                echo(f"- **{f}**: {field_text(f, mem[f])}")
     else:
         for f in SHOW_FIELDS:
             if mem.get(f) not in (None, [], ""):
-                v = ", ".join(mem[f]) if isinstance(mem[f], list) else mem[f]
-                echo(f"{f + ':':<21}{v}")
+                echo(f"{f + ':':<21}{field_text(f, mem[f])}")
         if mem.get("summary"):
             echo(f"{'summary:':<21}{mem['summary']}")
         echo(f"\n{mem['content']}")
@@ -276,7 +323,8 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
         keep = f"{ep['retention_days']:g} days" if ep["retention_days"] else "forever"
         cap = f"at most {ep['max_count']:,}" if ep["max_count"] else "no cap"
         echo(
-            f"episodes: {ep['count']:,} of {ep['sessions']:,} sessions, "
+            f"episodes: {ep['count']:,} exchange{'' if ep['count'] == 1 else 's'} from"
+            f" {ep['sessions']:,} session{'' if ep['sessions'] == 1 else 's'}, "
             f"{ep['text_bytes'] / 1024:.0f} KiB of text ({ep['bytes_per_episode']} B each); "
             f"kept {keep}, {cap}"
         )
@@ -347,6 +395,7 @@ def print_status(
     echo(f"sessions seen: {len(rows)}")
     for r in rows:
         ended = f" ({r['end_reason']})" if r["end_reason"] else ""
-        seen = datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-        last = f", last extraction {r['last_extraction']}" if r["last_extraction"] else ""
-        echo(f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}Z{last}")
+        seen = for_people(datetime.fromtimestamp(r["last_activity_ms"] / 1000, UTC).isoformat())
+        last = r["last_extraction"]
+        last = f", last extraction {for_people(last)}" if last else ""
+        echo(f"  {r['session_id']}  {r['agent']:<8} {r['state']}{ended}, active {seen}{last}")

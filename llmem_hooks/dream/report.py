@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..paths import FILE_MODE, ensure_private_dir, write_private_file
 from ..text.lines import clip
+from ..timestamps import for_people
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -33,6 +34,7 @@ def _clip(text: Any, n: int = CLIP) -> str:
 
 def describe(kind: str, item: dict[str, Any]) -> str:
     """One line for one change: the memory, and its old -> new values."""
+    item = _readable(item)
     mid = item.get("id")
     if kind == "merged":
         others = ", ".join(
@@ -91,9 +93,27 @@ def describe(kind: str, item: dict[str, Any]) -> str:
     return f"{kind}: {item}"
 
 
+def _readable(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` as a person reads it: confidence to two decimals (0.85, not
+    0.8500000000000001; also inside a merge's old/new), times in local time to the minute
+    (the diary and report are kept, so no "3 days ago")."""
+    out = dict(item)
+    for key, value in item.items():
+        if key in ("old", "new", "confidence") and isinstance(value, float):
+            out[key] = f"{round(value, 2):g}"
+        elif key in ("old", "new") and isinstance(value, dict):
+            out[key] = _readable(value)
+        elif key in ("expires_at", "last_confirmed") and isinstance(value, str):
+            out[key] = for_people(value, ago=False)
+    return out
+
+
 def diary_section(run: DreamRun) -> str:
     mode = "applied" if run.apply else "dry run"
-    lines = [f"## Dream {run.run_id} ({mode}, {run.trigger}) at {run.started_at}", ""]
+    lines = [
+        f"## Dream {run.run_id} ({mode}, {run.trigger}) at {for_people(run.started_at, ago=False)}",
+        "",
+    ]
     lines.append(f"Undo: `llmem-hooks dream --undo {run.run_id}`. Took {run.seconds:.2f} s.")
     for result in run.results:
         lines += ["", f"### {result.phase}", ""]
@@ -144,7 +164,7 @@ def render_report(run: DreamRun, sizes: dict[str, Any] | None = None) -> str:
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>llmem-hooks dream {e(run.run_id)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>Dream {e(run.run_id)}</h1>",
-        f"<p>{e(mode)}, {e(run.trigger)}, started {e(run.started_at)}, took"
+        f"<p>{e(mode)}, {e(run.trigger)}, started {e(for_people(run.started_at, ago=False))}, took"
         f" {run.seconds:.2f} s. Undo with"
         f" <code>llmem-hooks dream --undo {e(run.run_id)}</code>.</p>",
         "<h2>Summary</h2><table><tr><th>phase</th><th>change</th><th class='n'>count</th></tr>",

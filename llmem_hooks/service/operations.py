@@ -44,7 +44,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -509,7 +509,7 @@ class QueryService:
         query = " ".join(self._search_words(terms, df))
         hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
         if not hits:
-            return _nothing("no_match")
+            return _nothing(self._given_reason(query, scope, exclude, "no_match"))
         parsed = parse_query(" ".join(terms))
         covered = coverage_counter(parsed)
         kept: list[SearchHit] = []
@@ -521,7 +521,9 @@ class QueryService:
             kept.append(hit)
         block, shown = self._render(kept, terms, budget)
         if not shown:
-            return _nothing("below_floor" if not kept else "over_budget")
+            if kept:
+                return _nothing("over_budget")
+            return _nothing(self._given_reason(query, scope, exclude, "below_floor"))
         full = [h.id for h in shown]
         self._mark(session_id, full)
         return {
@@ -531,6 +533,19 @@ class QueryService:
             "tokens": math.ceil(len(block) / CHARS_PER_TOKEN),
             "reason": "recalled",
         }
+
+    def _given_reason(
+        self, query: str, scope: str | None, given_ids: Collection[str], reason: str
+    ) -> str:
+        """``already_given`` when the best match, the session's given memories included,
+        is one recall or the context already gave this session (a second identical
+        prompt), so the caller can say why nothing comes; else ``reason``."""
+        if not given_ids:
+            return reason
+        best = self._find(
+            query, MemoryFilter(project=scope, rank_newest=RECALL_RANK_NEWEST), limit=1
+        )
+        return "already_given" if best and best[0].id in set(given_ids) else reason
 
     def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
         """How many memories hold each word (stems count), counted up to the common-word

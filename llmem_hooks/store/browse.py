@@ -108,8 +108,12 @@ def stats(db: Database, db_path: Path, inbox: int) -> dict[str, Any]:
         "SELECT COUNT(*) FROM memories WHERE valid_until IS NOT NULL AND valid_until <= ?",
         (now,),
     ).fetchone()[0]
+    # Forgotten wins over expired, so active + forgotten + expired = total (a memory both
+    # forgotten and past its expiry was counted twice).
     expired = q(
-        "SELECT COUNT(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+        "SELECT COUNT(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?"
+        " AND NOT (valid_until IS NOT NULL AND valid_until <= ?)",
+        (now, now),
     ).fetchone()[0]
     size = 0
     if str(db_path) != ":memory:":

@@ -428,7 +428,11 @@ class MemoryStore:
         row = self.db.fetchone("SELECT id FROM memories WHERE id = ?", (id_or_prefix,))
         if row:
             return str(row[0])
-        if len(id_or_prefix) >= 4 and ID_PATTERN.match(id_or_prefix):
+        if len(id_or_prefix) < 4:
+            raise ValidationError(
+                f"id {id_or_prefix!r} is too short: give at least 4 characters of the id"
+            )
+        if ID_PATTERN.match(id_or_prefix):
             rows = self.db.fetchall(
                 "SELECT id FROM memories WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
                 (id_or_prefix, id_or_prefix + "\uffff"),

@@ -266,7 +266,7 @@ def test_stats_shows_episodes(store: MemoryStore, tmp_path: Path, capsys) -> Non
     capsys.readouterr()
     assert main(["--db", str(tmp_path / "memory.db"), "stats"]) == 0
     out = capsys.readouterr().out
-    assert "episodes: 1 of 1 sessions" in out and "kept 365 days" in out
+    assert "episodes: 1 exchange from 1 session" in out and "kept 365 days" in out
     assert main(["--db", str(tmp_path / "memory.db"), "stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"]["count"] == 1
 

@@ -34,6 +34,30 @@ async function api(path, body) {
 function setNote(text, isError) {
   S.note = text; const n = $('note'); n.textContent = text; n.className = isError ? 'error' : 'note';
 }
+// Times in the browser's local time to the minute, with "3 days ago" within a month; the
+// exact stored ISO UTC value stays in the title (hover). Numbers to at most 2 decimals.
+const pad = (n) => String(n).padStart(2, '0');
+function ago(d) {
+  const s = (Date.now() - d.getTime()) / 1000, a = Math.abs(s);
+  if (a < 60) return 'just now';
+  for (const [u, n] of [['day', 86400], ['hour', 3600], ['minute', 60]]) {
+    if (a < n) continue;
+    const k = Math.floor(a / n);
+    if (u === 'day' && k > 30) return '';
+    const t = `${k} ${u}${k === 1 ? '' : 's'}`;
+    return s < 0 ? 'in ' + t : t + ' ago';
+  }
+  return '';
+}
+function when(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (isNaN(d.getTime())) return String(iso);
+  const t = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  const r = ago(d);
+  return r ? `${t} (${r})` : t;
+}
+function num(x) { return typeof x === 'number' ? String(Math.round(x * 100) / 100) : x; }
 // A project as people know it (the server's project_name: owner/repo or a folder's name).
 function proj(p, name) { return p === null ? '(global)' : (name || p); }
 function inScope(m) {
@@ -43,7 +67,7 @@ function card(m) {
   const c = el('div', {cls: 'card memory' + (S.selected === m.id ? ' sel' : ''), 'data-id': m.id,
                        on: {click: () => select(m.id)}},
     el('div', {cls: 'head'}, el('span', {cls: 'badge'}, m.type), el('span', {cls: 'proj', title: m.project || ''}, proj(m.project, m.project_name)),
-       el('span', {}, (m.created_at || '').slice(0, 16).replace('T', ' ')),
+       el('span', {cls: 'when', title: m.created_at || ''}, when(m.created_at)),
        el('span', {}, 'by ' + (m.entered_by || '?')),
        m.score !== undefined ? el('span', {}, 'score ' + m.score) : null,
        el('span', {}, m.id.slice(0, 8))),
@@ -122,11 +146,11 @@ function detail(info) {
   const m = info.memory, p = info.provenance || {};
   const dl = el('dl', {});
   const add = (k, v) => { if (v !== null && v !== undefined && v !== '') dl.append(el('dt', {}, k), el('dd', {}, String(v))); };
-  add('id', m.id); add('type', m.type); add('project', m.project !== null && m.project_name && m.project_name !== m.project ? `${m.project_name} (${m.project})` : proj(m.project)); add('created', m.created_at);
-  add('updated', m.updated_at); add('entered by', p.entered_by); add('source', p.source);
+  add('id', m.id); add('type', m.type); add('project', m.project !== null && m.project_name && m.project_name !== m.project ? `${m.project_name} (${m.project})` : proj(m.project)); add('created', when(m.created_at));
+  add('updated', when(m.updated_at)); add('entered by', p.entered_by); add('source', p.source);
   add('session', p.session_id); add('session agent', p.session_agent); add('session title', p.session_title);
-  add('messages', (p.source_message_ids || []).join(', ')); add('confidence', m.confidence);
-  add('expires', m.expires_at); add('forgotten', m.valid_until);
+  add('messages', (p.source_message_ids || []).join(', ')); add('confidence', num(m.confidence));
+  add('expires', when(m.expires_at)); add('forgotten', when(m.valid_until));
   add('why forgotten', m.invalidation_reason);
   for (const r of p.relations || []) add(r.relation_type, `${r.source_id.slice(0, 8)} -> ${r.target_id.slice(0, 8)}`);
   const panel = el('div', {cls: 'panel', id: 'detail-panel', 'data-id': m.id},
@@ -188,7 +212,7 @@ function forgottenTab(c) {
 function inboxTab(c) {
   c.append(el('h2', {}, 'Inbox (candidates and notes waiting to become memories)'));
   const t = el('table', {id: 'inbox'}, el('tr', {}, el('th', {}, 'score'), el('th', {}, 'source'), el('th', {}, 'added'), el('th', {}, 'note')));
-  for (const i of D.overview.inbox) t.append(el('tr', {}, el('td', {}, i.attention_score), el('td', {}, i.source), el('td', {}, i.created_at), el('td', {cls: 'text'}, i.content)));
+  for (const i of D.overview.inbox) t.append(el('tr', {}, el('td', {}, num(i.attention_score)), el('td', {}, i.source), el('td', {title: i.created_at}, when(i.created_at)), el('td', {cls: 'text'}, i.content)));
   c.append(D.overview.inbox.length ? t : el('p', {cls: 'note'}, 'The inbox is empty.'));
 }
 function usageTab(c) {
@@ -220,5 +244,5 @@ function render() {
   TABS[S.tab][1](c);
   if (S.tab !== 'memories' && S.tab !== 'forgotten') $('detail').replaceChildren();
 }
-$('generated').textContent = (LIVE ? 'live, ' : 'report, ') + D.overview.generated_at + ' - ' + D.overview.db_path;
+$('generated').textContent = (LIVE ? 'live, ' : 'report, ') + when(D.overview.generated_at) + ' - ' + D.overview.db_path;
 render();
