@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..markers import neutralize
 from ..text.lines import clip
+from ..timestamps import for_people
 from .mcp_front import LONE_SURROGATE_MARK
 from .tool_wording import description, input_schema, tool_annotations, tool_wording
 
@@ -184,10 +185,10 @@ def render_get(result: Mapping[str, Any]) -> str:
     blocks: list[str] = []
     for m in items:
         prov = [
-            f"{k}: {m[k]}"
+            f"{k}: {for_people(m[k]) if k == 'created_at' else m[k]}"
             for k in ("type", "agent", "session_id", "created_at", "project", "source", "tags")
             if m.get(k) not in (None, "", [])
-        ]
+        ]  # the time as a person reads it: local, to the minute (the stored value: --json)
         body = neutralize(str(m.get("content") or m.get("text") or ""))
         blocks.append(f"[{m.get('id', '?')}] " + "; ".join(prov) + "\n" + body.strip())
     if not blocks:

@@ -204,7 +204,8 @@ class Client:
     def in_process(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``method`` on this process's `QueryService` (the kept one, or one for the call)."""
         from ..config import Config, load_settings
-        from .operations import QueryService, ServiceError
+        from .operations import QueryService
+        from .params import ServiceError
 
         service = self._local
         if service is None:

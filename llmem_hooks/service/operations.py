@@ -51,7 +51,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, RecallSettings
-from ..errors import LLMemError, NotFoundError, SearchTimeout, ValidationError
+from ..errors import NotFoundError, SearchTimeout, ValidationError
 from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from ..paths import get_context_dir
 from ..project import project_key, project_name
@@ -69,6 +69,15 @@ from ..text.lines import clip_at_word, flatten
 from ..text.query import MAX_QUERY_CHARS, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
 from . import protocol as proto
+from .params import (  # noqa: F401 - ServiceError is also this module's (callers import it here)
+    MAX_GET_IDS,
+    ServiceError,
+    _bounded,
+    _id_list,
+    _no_nul,
+    _require,
+    _text,
+)
 
 if TYPE_CHECKING:
     from ..model.embed import EmbeddingEngine
@@ -80,7 +89,6 @@ LINE_CHARS = 160  # one result line of search / timeline
 MAX_PROMPT_CHARS = 20_000  # longer prompts are read up to here
 MAX_PROMPT_WORDS = 12  # the longest content words of a long prompt are searched
 RARE_MIN_COUNT = 3  # a word in at most this many memories is rare in any store
-MAX_GET_IDS = 20
 MAX_LIMIT = 50
 MAX_AROUND = 20
 GIVEN_RETENTION_DAYS = 30
@@ -101,14 +109,6 @@ FILLER_WORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 TYPE_LABELS = {"conversation": "episode"}
-
-
-class ServiceError(LLMemError):
-    """An error the service reports to its caller with a protocol code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
@@ -143,50 +143,6 @@ def prompt_words(prompt: str) -> list[str]:
         keep = set(sorted(found, key=len, reverse=True)[:MAX_PROMPT_WORDS])
         found = [w for w in found if w in keep]
     return found
-
-
-def _require(value: Any, name: str, kind: type | tuple[type, ...]) -> Any:
-    if value is None or isinstance(value, bool) or not isinstance(value, kind):
-        raise ServiceError(proto.BAD_PARAMS, f"{name} must be a {_kind_name(kind)}")
-    return value
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(
-        {str: "string", int: "integer", list: "list"}.get(k, k.__name__) for k in kinds
-    )
-
-
-def _text(value: Any, name: str, limit: int = 10_000) -> str:
-    text = _require(value, name, str)
-    if not text.strip():
-        raise ServiceError(proto.BAD_PARAMS, f"{name} must not be empty")
-    if len(text) > limit:
-        raise ServiceError(proto.BAD_PARAMS, f"{name} is longer than {limit} characters")
-    return str(text)
-
-
-def _no_nul(text: str, name: str) -> str:
-    if "\x00" in text:
-        raise ServiceError(proto.BAD_PARAMS, f"{name} must not hold a NUL character")
-    return text
-
-
-def _bounded(value: Any, name: str, lo: int, hi: int) -> int:
-    n = _require(value, name, int)
-    if not lo <= n <= hi:
-        raise ServiceError(proto.BAD_PARAMS, f"{name} must be between {lo} and {hi}")
-    return int(n)
-
-
-def _id_list(value: Any, name: str = "ids") -> list[str]:
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
-        raise ServiceError(proto.BAD_PARAMS, f"{name} must be an id or a list of ids")
-    if len(items) > MAX_GET_IDS:
-        raise ServiceError(proto.BAD_PARAMS, f"at most {MAX_GET_IDS} ids at once")
-    return list(dict.fromkeys(items))
 
 
 class QueryService:

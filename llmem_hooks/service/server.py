@@ -33,7 +33,8 @@ from typing import Any
 from ..config import Config
 from ..paths import ensure_private_dir
 from . import protocol as proto
-from .operations import QueryService, ServiceError
+from .operations import QueryService
+from .params import ServiceError
 from .protocol import MAX_LINE_BYTES, peer_uid
 
 log = logging.getLogger("llmem_hooks.service.operations")
