@@ -55,7 +55,9 @@ DEFAULT_RRF_K = 10
 # The semantic list's RRF k when it is fused with FTS hits (the same 10 as keyword ranks;
 # the customary 60 flattens the model's order until it hardly matters).
 DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
-FUZZY_MIN_RESULTS = 5
+# Known words are widened to their close spellings only when nothing matched them: after a
+# hit, "paging" for "staging" adds noise, not answers (a typo is corrected regardless).
+FUZZY_MIN_RESULTS = 1
 SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._bounded`)
 MAX_WORD_COMBINATIONS = 4
 COMMON_WORD_SHARE = 0.02
