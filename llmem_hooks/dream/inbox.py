@@ -32,13 +32,14 @@ from ..errors import LLMemError
 from ..extraction.llm import ModelCaller
 from ..extraction.summary import safe_text
 from ..model.backoff import SharedBackoff
-from ..model.budget import BudgetExceeded, BudgetLimits, ModelBudget
-from ..model.ollama import OllamaClient, OllamaError, OllamaTimeout, OllamaUnavailable
+from ..model.budget import BudgetExceeded
+from ..model.ollama import OllamaError, OllamaTimeout, OllamaUnavailable
 from ..registry import check_memory_type
 from ..store import MemoryStore
 from ..store import dream as book
 from ..timestamps import to_iso
 from . import likeness
+from .rewrite import dream_caller
 
 if TYPE_CHECKING:
     from .cycle import Dreamer, DreamResult
@@ -397,17 +398,9 @@ def build_confirmer(
     URL is accepted; None otherwise."""
     if not (config.ollama.enabled and config.dream.inbox_model_checks > 0):
         return None
-    try:
-        client = OllamaClient.from_config(config)
-    except (LLMemError, ValueError) as exc:
-        log.warning("dream inbox confirmation off: %s", exc)
+    caller = dream_caller(config, store, "dream inbox confirmation")
+    if caller is None:
         return None
-    caller = ModelCaller(
-        client,
-        config.ollama.model,
-        context_tokens=config.ollama.context_tokens,
-        budget=ModelBudget(store, BudgetLimits.from_config(config)),
-    )
     return Confirmer(
         caller,
         f"dream:{run_id}",

@@ -196,6 +196,22 @@ class GroupRewriter:
             self.shared_backoff.failed(url, kind, str(exc), self.caller.client.timeout)
 
 
+def dream_caller(config: Config, store: MemoryStore, step: str) -> ModelCaller | None:
+    """The model as a dream step asks it: the configured client within the day's budget;
+    None (logged as "``step`` off") when the URL is refused."""
+    try:
+        client = OllamaClient.from_config(config)
+    except (LLMemError, ValueError) as exc:
+        log.warning("%s off: %s", step, exc)
+        return None
+    return ModelCaller(
+        client,
+        config.ollama.model,
+        context_tokens=config.ollama.context_tokens,
+        budget=ModelBudget(store, BudgetLimits.from_config(config)),
+    )
+
+
 def build_rewriter(
     config: Config, store: MemoryStore, run_id: str, *, shared_backoff: SharedBackoff | None
 ) -> GroupRewriter | None:
@@ -203,17 +219,9 @@ def build_rewriter(
     is accepted; None otherwise (a refused URL is logged)."""
     if not (config.dream.model_rewrite and config.ollama.enabled):
         return None
-    try:
-        client = OllamaClient.from_config(config)
-    except (LLMemError, ValueError) as exc:
-        log.warning("dream rewrite off: %s", exc)
+    caller = dream_caller(config, store, "dream rewrite")
+    if caller is None:
         return None
-    caller = ModelCaller(
-        client,
-        config.ollama.model,
-        context_tokens=config.ollama.context_tokens,
-        budget=ModelBudget(store, BudgetLimits.from_config(config)),
-    )
     return GroupRewriter(
         caller,
         f"dream:{run_id}",
