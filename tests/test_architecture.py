@@ -126,25 +126,8 @@ def test_no_import_cycles_between_top_level_modules() -> None:
         edges.setdefault(src, set()).update(
             _top(d) for d in deps if _top(d) != src and d != "__init__"
         )
-    seen: dict[str, int] = {}
-    stack: list[str] = []
-
-    def walk(node: str) -> list[str] | None:
-        seen[node] = 1
-        stack.append(node)
-        for nxt in sorted(edges.get(node, ())):
-            if seen.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in seen and (cycle := walk(nxt)):
-                return cycle
-        stack.pop()
-        seen[node] = 2
-        return None
-
-    for node in sorted(edges):
-        if node not in seen:
-            cycle = walk(node)
-            assert cycle is None, " -> ".join(cycle)
+    cycle = _cycle(edges)
+    assert cycle is None, " -> ".join(cycle)
 
 
 def test_layers_are_imported_one_way() -> None:
