@@ -56,6 +56,7 @@ type ArgSpec = {
   optional?: boolean
   minimum?: number
   maximum?: number
+  values?: string[] // the allowed values (the installed copy lists the memory types)
 }
 
 type Cached = { mtimeMs: number; size: number; text: string }
@@ -311,6 +312,10 @@ const toolSpecs = (raw: unknown): Record<string, ToolSpec> | null => {
     for (const [arg, a] of Object.entries(spec.args)) {
       if (!isObject(a) || typeof a.kind !== "string" || !ARG_KINDS.has(a.kind) || typeof a.description !== "string") return null
       args[arg] = { kind: a.kind as ArgSpec["kind"], description: a.description, optional: a.optional === true }
+      // "memory_types" (read from the repository's tools.json): any string, the service checks
+      if (Array.isArray(a.values) && a.values.length > 0 && a.values.every((v) => typeof v === "string" && v)) {
+        args[arg].values = a.values as string[]
+      }
       for (const bound of ["minimum", "maximum"] as const) {
         const v = a[bound]
         if (v === undefined) continue
@@ -360,6 +365,7 @@ type SchemaBuilder = {
   number(): { int(): { min(n: number): { max(n: number): { describe(d: string): unknown } } } }
   array(item: unknown): { describe(d: string): unknown }
   boolean(): { describe(d: string): unknown }
+  enum?(values: [string, ...string[]]): { describe(d: string): unknown }
 }
 
 const withOptional = (schema: unknown, optional: boolean | undefined): unknown =>
@@ -373,7 +379,9 @@ const toolArgs = (args: Record<string, ArgSpec>, z: SchemaBuilder | null): Recor
   for (const [name, spec] of Object.entries(args)) {
     if (z) {
       const base =
-        spec.kind === "string"
+        spec.kind === "string" && spec.values && typeof z.enum === "function"
+          ? z.enum(spec.values as [string, ...string[]]).describe(spec.description)
+          : spec.kind === "string"
           ? z.string().describe(spec.description)
           : spec.kind === "integer"
             ? z.number().int().min(spec.minimum ?? 1).max(spec.maximum ?? Number.MAX_SAFE_INTEGER).describe(spec.description)
@@ -385,6 +393,7 @@ const toolArgs = (args: Record<string, ArgSpec>, z: SchemaBuilder | null): Recor
       const type = spec.kind === "string[]" ? "array" : spec.kind
       const schema: Record<string, unknown> = { type: spec.optional ? [type, "null"] : type, description: spec.description }
       if (spec.kind === "string[]") schema.items = { type: "string" }
+      if (spec.values) schema.enum = spec.optional ? [...spec.values, null] : spec.values
       if (spec.minimum !== undefined) schema.minimum = spec.minimum
       if (spec.maximum !== undefined) schema.maximum = spec.maximum
       out[name] = schema

@@ -33,7 +33,13 @@ from ..markers import neutralize
 from ..text.lines import clip
 from ..timestamps import for_people
 from .mcp_front import LONE_SURROGATE_MARK
-from .tool_wording import description, input_schema, tool_annotations, tool_wording
+from .tool_wording import (
+    description,
+    input_schema,
+    tool_annotations,
+    tool_wording,
+    type_choices,
+)
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -319,12 +325,9 @@ def build_server(call: Call) -> FastMCP:
     from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 
     from .. import __version__
-    from ..registry import DEFAULT_MEMORY_TYPES, get_registered_types
 
     call = _checked(call)
-    registered = get_registered_types()
-    types = [t for t in DEFAULT_MEMORY_TYPES if t in registered]
-    types += sorted(registered - set(types))
+    types = type_choices()
 
     class Server(FastMCP):  # type: ignore[type-arg]
         async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:

@@ -98,10 +98,35 @@ def input_schema(tool: str, memory_types: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def type_choices() -> list[str]:
+    """The registered memory types as the tools offer them: the built-in ones in their
+    usual order, then any a plugin registered."""
+    from ..registry import DEFAULT_MEMORY_TYPES, get_registered_types
+
+    registered = get_registered_types()
+    types = [t for t in DEFAULT_MEMORY_TYPES if t in registered]
+    return types + sorted(registered - set(types))
+
+
+def resolved_wording(memory_types: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The wording with each ``"values": "memory_types"`` replaced by the list of types
+    (the registered ones by default), for a reader that cannot ask the registry: the
+    installed OpenCode plugin offers them as an enum, as the MCP server does."""
+    if memory_types is None:
+        memory_types = type_choices()
+    out = json.loads(json.dumps(tool_wording()))
+    for spec in out.values():
+        for arg in spec["args"].values():
+            if arg.get("values") == "memory_types":
+                arg["values"] = list(memory_types)
+    return out  # type: ignore[no-any-return]
+
+
 def plugin_text(source: str) -> str:
-    """The OpenCode plugin ``source`` with the wording written in (what install copies):
-    the installed file needs nothing next to it."""
+    """The OpenCode plugin ``source`` with the wording written in (what install copies),
+    the memory types resolved (`resolved_wording`): the installed file needs nothing next
+    to it."""
     if source.count(PLUGIN_TOOLS_LINE) != 1:
         raise LLMemError("the OpenCode plugin source lacks its tools line; reinstall llmem-hooks")
-    wording = json.dumps(tool_wording(), ensure_ascii=True, separators=(",", ":"))
+    wording = json.dumps(resolved_wording(), ensure_ascii=True, separators=(",", ":"))
     return source.replace(PLUGIN_TOOLS_LINE, PLUGIN_TOOLS_LINE.replace("= null", f"= {wording}"), 1)

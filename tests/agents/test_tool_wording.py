@@ -18,7 +18,12 @@ import pytest
 
 from llmem_hooks.agents import install
 from llmem_hooks.agents.mcp_server import build_server
-from llmem_hooks.agents.tool_wording import PLUGIN_TOOLS_LINE, plugin_text, tool_wording
+from llmem_hooks.agents.tool_wording import (
+    PLUGIN_TOOLS_LINE,
+    plugin_text,
+    resolved_wording,
+    tool_wording,
+)
 from llmem_hooks.errors import LLMemError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +53,18 @@ def test_the_repository_plugin_holds_none_of_the_words() -> None:
 
 
 def test_the_installed_plugin_carries_the_file_exactly() -> None:
-    assert _installed_wording(install.plugin_bytes().decode()) == tool_wording()
+    """Word for word; only "memory_types" becomes the registered types' list."""
+    assert _installed_wording(install.plugin_bytes().decode()) == resolved_wording()
+    assert resolved_wording(["fact"])["memory_search"]["args"]["type"]["values"] == ["fact"]
+    for name, spec in resolved_wording().items():
+        assert {k: v for k, v in spec.items() if k != "args"} == {
+            k: v for k, v in tool_wording()[name].items() if k != "args"
+        }
+        for arg, a in spec["args"].items():
+            raw = tool_wording()[name]["args"][arg]
+            assert {k: v for k, v in a.items() if k != "values"} == {
+                k: v for k, v in raw.items() if k != "values"
+            }
 
 
 def test_a_source_without_the_tools_line_is_refused() -> None:

@@ -118,3 +118,71 @@ def test_without_a_good_tools_json_no_tools_and_a_log_line(
     assert out["tools"] == []
     expected = "not found" if content is None else "malformed"
     assert expected in str(out["log"]), out["log"]
+
+
+TYPE_PROBE = """
+import path from "node:path"
+import { pathToFileURL } from "node:url"
+const [pluginPath, scratch] = process.argv.slice(2)
+process.env.LLMEM_HOME = path.join(scratch, "home")
+const mod = await import(pathToFileURL(pluginPath).href)
+const hooks = await Object.values(mod)[0](
+  { directory: scratch, worktree: scratch },
+  { autostart: false, recall: false, log: path.join(scratch, "plugin.log"),
+    command: ["false"], context_dir: path.join(scratch, "ctx") },
+)
+const arg = hooks.tool?.memory_search?.args?.type
+const zodValues = arg?.unwrap?.()?.options ?? arg?.options ?? null
+console.log(JSON.stringify({ zod: zodValues, json: arg?.enum ?? null }))
+"""
+
+
+@pytest.mark.parametrize("with_zod", [True, False])
+def test_the_installed_plugin_offers_the_types_as_an_enum(
+    plugin_toolchain: Path,  # noqa: F811
+    tmp_path: Path,
+    with_zod: bool,
+) -> None:
+    """Installed, ``type`` is one of the registered memory types (as the MCP server says),
+    with OpenCode's zod and with plain JSON Schema alike."""
+    from llmem_hooks.agents.tool_wording import type_choices
+
+    folder = tmp_path / "installed"
+    folder.mkdir()
+    shutil.copy2(plugin_toolchain / "llmem.ts", folder / "llmem.ts")  # the installed form
+    shutil.copy2(PLUGIN / "tsconfig.json", folder / "tsconfig.json")
+    (folder / "node_modules").symlink_to(plugin_toolchain / "node_modules")
+    tsc = plugin_toolchain / "node_modules" / "typescript" / "bin" / "tsc"
+    proc = subprocess.run(
+        ["node", str(tsc), "-p", str(folder), "--outDir", str(folder / "dist")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    plugin_dir = tmp_path / "run"
+    plugin_dir.mkdir()
+    shutil.copy2(folder / "dist" / "llmem.js", plugin_dir / "llmem.js")
+    (plugin_dir / "package.json").write_text('{"type": "module"}\n')
+    if with_zod:  # @opencode-ai/plugin importable: the tool schema is zod's
+        (plugin_dir / "node_modules").symlink_to(plugin_toolchain / "node_modules")
+    probe = tmp_path / "probe.mjs"
+    probe.write_text(TYPE_PROBE)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    run = subprocess.run(
+        ["node", str(probe), str(plugin_dir / "llmem.js"), str(scratch)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0 and run.stderr == "", run.stdout + run.stderr
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    types = type_choices()
+    assert "fact" in types and "conversation" in types
+    if with_zod:
+        assert out["zod"] == types, out
+    else:
+        assert out["json"] == [*types, None], out
