@@ -585,7 +585,7 @@ class QueryService:
         directory: str | None = None,
     ) -> dict[str, Any]:
         """``{"results": [{"id", "type", "line", "session_id", "created_at", "project",
-        "score"}]}``, best first; the caller's project plus global memories. An unknown
+        "project_name", "score"}]}``, best first; the caller's project plus global memories. An unknown
         ``type`` is an error (it would match nothing, which reads as "no such memory")."""
         query = _text(query, "query", MAX_QUERY_CHARS)
         limit = _bounded(limit, "limit", 1, MAX_LIMIT)
@@ -607,9 +607,11 @@ class QueryService:
     def _hit(self, hit: SearchHit, terms: Sequence[str]) -> dict[str, Any]:
         """A search result line, with what a client renders besides it (score, project)."""
         score = round(float(hit.score), 4)
+        project = hit.memory.get("project")
         return {
             **self._line(hit.memory, terms),
-            "project": hit.memory.get("project"),
+            "project": project,
+            "project_name": project_names.name_of(self._rstore.db, project) if project else None,
             "score": score,
         }
 

@@ -17,7 +17,6 @@ from support.mcp_client import EXE, TOOLS, mcp_env
 
 import llmem_hooks
 from llmem_hooks.agents import mcp_front
-from llmem_hooks.project import project_key
 from llmem_hooks.registry import get_registered_types
 from llmem_hooks.service.operations import MAX_LIMIT
 
@@ -162,7 +161,7 @@ def test_search_returns_structured_content(repo: Path, llmem_home: Path) -> None
     for hit in hits:
         assert set(hit) == {"id", "type", "project", "created_at", "score", "passage"}
         assert f"[{hit['id']}] ({hit['type']}, {hit['created_at'][:10]})" in _text(found)
-        assert hit["project"] in (project_key(repo), repo.name)  # the key, or its readable name
+        assert hit["project"] == repo.name  # its readable name, not the key
         assert isinstance(hit["score"], float) and "5433" in hit["passage"]
     assert {h["type"] for h in hits} == {"fact", "procedure"}
     assert hits[0]["score"] >= hits[1]["score"]
