@@ -161,6 +161,7 @@ def test_search_lines_are_compact(svc: QueryService) -> None:
         "session_id",
         "created_at",
         "project",
+        "project_name",
         "score",
     }
     assert len(res[0]["line"]) <= 160 and "\n" not in res[0]["line"]
