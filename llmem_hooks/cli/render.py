@@ -333,6 +333,11 @@ def print_stats(s: Mapping[str, Any], fmt: Format) -> None:
                 f"{bullet}retention kept out {ep.get('retention_skipped', 0):,} old exchange(s)"
                 f" and deleted {ep.get('retention_pruned', 0):,} episode(s)"
             )
+        if ep.get("noise_skipped") or ep.get("summaries_skipped"):
+            echo(
+                f"{bullet}left out as small talk: {ep.get('noise_skipped', 0):,} exchange(s),"
+                f" {ep.get('summaries_skipped', 0):,} session summary(ies)"
+            )
     for title, key in (
         ("by type", "by_type"),
         ("by agent", "by_agent"),

@@ -585,8 +585,9 @@ class QueryService:
         directory: str | None = None,
     ) -> dict[str, Any]:
         """``{"results": [{"id", "type", "line", "session_id", "created_at", "project",
-        "project_name", "score"}]}``, best first; the caller's project plus global memories. An unknown
-        ``type`` is an error (it would match nothing, which reads as "no such memory")."""
+        "project_name", "score"}]}``, best first; the caller's project plus global
+        memories. An unknown ``type`` is an error (it would match nothing, which reads as
+        "no such memory")."""
         query = _text(query, "query", MAX_QUERY_CHARS)
         limit = _bounded(limit, "limit", 1, MAX_LIMIT)
         if type is not None:

@@ -94,3 +94,12 @@ def test_a_throwaway_session_leaves_nothing_and_is_counted(
     assert ep["count"] == 1
     assert ep["noise_skipped"] == 3  # two exchanges of "hello", the "hi" of the other
     assert ep["summaries_skipped"] == 1
+    plain = subprocess.run(
+        [sys.executable, "-m", "llmem_hooks.cli", "stats"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert "left out as small talk: 3 exchange(s), 1 session summary(ies)" in plain.stdout
