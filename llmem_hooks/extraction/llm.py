@@ -49,6 +49,7 @@ from ..store import MAX_CONTENT_CHARS, MemoryStore
 from ..text.lines import clip_at_word
 from .candidates import MIN_CONFIDENCE, Assessment, Candidate, Extraction, split_candidates
 from .engine import ExtractionEngine
+from .smalltalk import is_small_talk
 from .summary import safe_text, self_assessment, session_goal
 from .taxonomy import ERROR_TAXONOMY, ERROR_TAXONOMY_KEYS, OUTCOMES, category_tag
 from .transcript import transcript_lines
@@ -394,19 +395,26 @@ def _memory_item(item: Any, types: frozenset[str], chunk_ids: Sequence[str]) -> 
 
 def parse_memories(data: Any, types: Sequence[str], chunk_ids: Sequence[str]) -> list[Candidate]:
     """An extraction answer -> candidates. The wrong shape, or memories none of which is
-    valid, raise `_Invalid` (the answer is asked again); single bad items are skipped."""
+    valid, raise `_Invalid` (the answer is asked again); single bad items are skipped, and
+    so is small talk (`smalltalk.is_small_talk`: never a memory, whoever proposes it)."""
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
         raise _Invalid('the answer is not an object with a "memories" list')
     allowed = frozenset(types)
     out: list[Candidate] = []
     errors: list[str] = []
+    social = 0
     for item in data["memories"]:
         try:
             cand = _memory_item(item, allowed, chunk_ids)
         except _Invalid as exc:
             errors.append(str(exc))
             continue
+        if is_small_talk(cand.content):  # a model too can take "Always here to help." for a rule
+            social += 1
+            continue
         out.append(cand)  # below MIN_MODEL_CONFIDENCE too: `split_candidates` stages it
+    if social:
+        log.info("ollama extraction: %d small-talk memories dropped", social)
     if errors and not out and len(errors) == len(data["memories"]):
         raise _Invalid(f"no valid memory in the answer ({errors[0]})")
     if errors:

@@ -571,3 +571,23 @@ def test_extracting_the_same_transcript_ten_times_leaves_the_same_memories(
     assert len(tz) == 1 and len(snapshots[0]) == 2
     assert store.count_embeddings() == 2
     db.close()
+
+
+def test_small_talk_the_model_proposes_is_never_a_memory(
+    fake_ollama: tuple[Any, str], engine_for: Callable[..., ExtractionEngine]
+) -> None:
+    """The heuristics never keep small talk (test_smalltalk.py); neither does the model's
+    path: a social sentence it calls a procedure or a fact is dropped, the rest kept."""
+    srv, url = fake_ollama
+    srv.control.responder = responder(
+        [
+            memory(),
+            memory("Always here to help.", type="procedure", confidence=0.9),
+            memory("You're worth it too!", type="fact", confidence=0.8),
+            memory("Thanks so much, you're a lifesaver", type="preference", confidence=0.7),
+        ]
+    )
+    engine = engine_for(url)
+    found = engine.extract([msg(0, "user", "the date test is flaky, thanks!")], project=None)
+    assert [c.content for c in found] == [LEARNED]
+    assert len(srv.control.bodies("/api/generate")) == 1  # a valid answer, not asked again
