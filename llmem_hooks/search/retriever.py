@@ -712,14 +712,25 @@ def _stems_pattern(alts: tuple[str, ...]) -> re.Pattern[str]:
 def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
     """A function giving how many of the question's words (or their synonyms) a memory
     holds; inflections count (listen ~ listens, deploy ~ deploying)."""
-    patterns = [_stems_pattern((t, *parsed.alternatives.get(t, ()))) for t in parsed.terms]
+    held = terms_held(parsed)
 
     def count(mem: Mapping[str, Any]) -> int:
-        tags = " ".join(mem.get("tags") or ())
-        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
-        return sum(1 for p in patterns if p.search(text))
+        return sum(held(mem))
 
     return count
+
+
+def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]:
+    """A function telling, for each of the question's words in order, whether a memory
+    holds it (or a synonym; inflections count), so a caller can weigh the words."""
+    patterns = [_stems_pattern((t, *parsed.alternatives.get(t, ()))) for t in parsed.terms]
+
+    def held(mem: Mapping[str, Any]) -> list[bool]:
+        tags = " ".join(mem.get("tags") or ())
+        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
+        return [p.search(text) is not None for p in patterns]
+
+    return held
 
 
 def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:

@@ -44,7 +44,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -58,7 +58,7 @@ from ..project import project_key, project_name
 from ..redact import find_secrets
 from ..registry import get_registered_types
 from ..search.passages import excerpt
-from ..search.retriever import DocCounts, Retriever, SearchHit, coverage_counter
+from ..search.retriever import DocCounts, Retriever, SearchHit, terms_held
 from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
 from ..store import projects as project_names
@@ -66,7 +66,14 @@ from ..store import recall as given
 from ..store import sessions as session_state
 from ..store.db import is_interrupted
 from ..text.lines import clip_at_word, flatten
-from ..text.query import MAX_QUERY_CHARS, is_stop_word, parse_query, quote, words
+from ..text.query import (
+    MAX_QUERY_CHARS,
+    ParsedQuery,
+    is_stop_word,
+    parse_query,
+    quote,
+    words,
+)
 from ..timestamps import to_iso
 from . import protocol as proto
 from .params import (  # noqa: F401 - ServiceError is also this module's (callers import it here)
@@ -109,6 +116,8 @@ FILLER_WORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 TYPE_LABELS = {"conversation": "episode"}
+# A word no memory holds weighs as if this many held it (`QueryService._word_weights`).
+UNKNOWN_WORD_DF = 2.0
 
 
 def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
@@ -464,22 +473,28 @@ class QueryService:
         )
         query = " ".join(self._search_words(terms, df))
         hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
-        if not hits:
-            return _nothing(self._given_reason(query, scope, exclude, "no_match"))
         parsed = parse_query(" ".join(terms))
-        covered = coverage_counter(parsed)
+        relevance = self._relevance(parsed)
+        # What the session has: the best of what it was given sets the bar too, so a
+        # question its context already answers gets nothing rather than the runners-up.
+        had = max(
+            (relevance(m, None) for m in self._rstore.get_many(sorted(exclude)).values()),
+            default=0.0,
+        )
+        if not hits:
+            return _nothing("already_given" if had >= cfg.min_coverage else "no_match")
+        scored = [(hit, relevance(hit.memory, hit.corrections)) for hit in hits]
+        best = max(had, *(r for _, r in scored))
         kept: list[SearchHit] = []
-        for hit in hits:
-            share = _coverage(parsed, covered, hit) / len(terms)
+        for hit, rel in scored:
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
-            if share < cfg.min_coverage and not semantic:
-                continue
-            kept.append(hit)
+            if semantic or (rel >= cfg.min_coverage and rel >= cfg.relative_floor * best):
+                kept.append(hit)
         block, shown = self._render(kept, terms, budget)
         if not shown:
             if kept:
                 return _nothing("over_budget")
-            return _nothing(self._given_reason(query, scope, exclude, "below_floor"))
+            return _nothing("already_given" if had >= cfg.min_coverage else "below_floor")
         full = [h.id for h in shown]
         self._mark(session_id, full)
         return {
@@ -490,18 +505,45 @@ class QueryService:
             "reason": "recalled",
         }
 
-    def _given_reason(
-        self, query: str, scope: str | None, given_ids: Collection[str], reason: str
-    ) -> str:
-        """``already_given`` when the best match, the session's given memories included,
-        is one recall or the context already gave this session (a second identical
-        prompt), so the caller can say why nothing comes; else ``reason``."""
-        if not given_ids:
-            return reason
-        best = self._find(
-            query, MemoryFilter(project=scope, rank_newest=RECALL_RANK_NEWEST), limit=1
-        )
-        return "already_given" if best and best[0].id in set(given_ids) else reason
+    def _relevance(
+        self, parsed: ParsedQuery
+    ) -> Callable[[Mapping[str, Any], Mapping[str, Sequence[str]] | None], float]:
+        """A function giving how much of the prompt a memory answers, 0..1: the share of
+        the prompt's words it holds, each word weighed by how rare it is in the store
+        (`_word_weights`: "ledger" says more than "port"). A word matched only through a
+        spelling the search guessed ("dokcer" -> docker, but also "convert" -> connect)
+        counts half: a guess is weaker evidence than the word itself."""
+        weights = self._word_weights(parsed.terms)
+        total = sum(weights) or 1.0
+        held = terms_held(parsed)
+
+        def relevance(
+            mem: Mapping[str, Any], corrections: Mapping[str, Sequence[str]] | None
+        ) -> float:
+            exact = held(mem)
+            score = sum(w for w, h in zip(weights, exact, strict=True) if h)
+            if corrections:
+                alts = {
+                    t: [*parsed.alternatives.get(t, ()), *corrections.get(t, ())]
+                    for t in parsed.terms
+                }
+                guessed = terms_held(replace(parsed, alternatives=alts))(mem)
+                score += sum(
+                    0.5 * w for w, h, g in zip(weights, exact, guessed, strict=True) if g and not h
+                )
+            return score / total
+
+        return relevance
+
+    def _word_weights(self, terms: Sequence[str]) -> list[float]:
+        """Each word's weight, its inverse document frequency: log(1 + N / df), with df
+        counted up to the common-word cap (a common word weighs the least, whatever its
+        count) and a word no memory holds weighed as if `UNKNOWN_WORD_DF` memories did (a
+        topic the store does not know counts against a hit, about as much as a rare word
+        it does)."""
+        df = self._doc_freq(terms)
+        n = max(self._rstore.size_hint(), 1)
+        return [math.log(1.0 + n / (df[t] if df[t] else UNKNOWN_WORD_DF)) for t in terms]
 
     def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
         """How many memories hold each word (stems count), counted up to the common-word
@@ -830,18 +872,6 @@ class QueryService:
         with self._lock:
             self._count = (count, now, top)
         return count
-
-
-def _coverage(parsed: Any, covered: Callable[[Any], int], hit: SearchHit) -> float:
-    """How many of the prompt's words ``hit`` holds. A word matched only through a
-    spelling the search guessed ("dokcer" -> docker, but also "convert" -> connect)
-    counts half: a guess is weaker evidence than the word itself."""
-    exact = covered(hit.memory)
-    if not hit.corrections:
-        return exact
-    alts = {t: [*parsed.alternatives.get(t, ()), *hit.corrections.get(t, ())] for t in parsed.terms}
-    guessed = coverage_counter(replace(parsed, alternatives=alts))(hit.memory) - exact
-    return exact + 0.5 * guessed
 
 
 def _nothing(reason: str) -> dict[str, Any]:
