@@ -56,6 +56,9 @@ class Outcome:
     relevant: bool  # the prompt has relevant memories
     had: bool  # ... and the session was given all of them before this prompt
     hit: bool  # the block holds one of them
+    text: str = ""
+    given: tuple[str, ...] = ()  # the keys the block gave
+    labels: tuple[str, ...] = ()
 
 
 @dataclass
@@ -136,18 +139,23 @@ def fill(store: MemoryStore, memories: Sequence[Mapping[str, Any]]) -> dict[str,
     return ids
 
 
-def run_set(data: Mapping[str, Any], work: Path) -> tuple[list[Outcome], dict[str, int]]:
-    """Every session of ``data`` through a fresh store in ``work``."""
+def run_set(
+    data: Mapping[str, Any], work: Path, start: bool = True
+) -> tuple[list[Outcome], dict[str, int]]:
+    """Every session of ``data`` through a fresh store in ``work``; without ``start``
+    no session-start context (recall alone, as if the store were far larger than the
+    context, so every labelled answer is still to be given)."""
     outcomes: list[Outcome] = []
     stats = {"sessions": 0, "context_gave": 0, "memories": len(data["memories"])}
-    with MemoryStore(work / "recall-blocks.db") as store:
+    with MemoryStore(work / f"recall-blocks-{int(start)}.db") as store:
         key_of = fill(store, data["memories"])
         svc = QueryService(store, {"ollama": {"enabled": False}})
         for s in data["sessions"]:
             stats["sessions"] += 1
             sid = f"bench-{uuid.uuid4()}"
             project = project_key(s["project"]) if s.get("project") else None
-            svc.start(sid, project=project)
+            if start:
+                svc.start(sid, project=project)
             had = {key_of.get(mid, "") for mid in given.given_ids(store.db, sid)}
             labelled = {k for p in s["prompts"] for k in p["relevant"]}
             stats["context_gave"] += len(had & labelled)
@@ -163,6 +171,9 @@ def run_set(data: Mapping[str, Any], work: Path) -> tuple[list[Outcome], dict[st
                         relevant=bool(rel),
                         had=bool(rel) and rel <= had,
                         hit=bool(rel & set(keys)),
+                        text=p["text"],
+                        given=tuple(keys),
+                        labels=tuple(p["relevant"]),
                     )
                 )
                 had.update(keys)
@@ -182,11 +193,26 @@ def _pct(x: float | None, n: int) -> str:
     return "-" if x is None else f"{100 * x:.0f}% ({n})"
 
 
-def table(name: str, figs: Mapping[str, Mapping[str, Any]], stats: Mapping[str, int]) -> str:
+def misses(outcomes: Iterable[Outcome]) -> None:
+    """The prompts to look at when tuning: noisy blocks and missed answers."""
+    for o in outcomes:
+        if o.block and not o.hit:
+            print(f"noise  [{o.kind}] {o.text!r} gave {list(o.given)} want {list(o.labels)}")
+        elif o.labels and not o.had and not o.hit:
+            print(f"missed [{o.kind}] {o.text!r} gave {list(o.given)} want {list(o.labels)}")
+    print()
+
+
+def table(name: str, figs: Mapping[str, Mapping[str, Any]], stats: Mapping[str, int] | None) -> str:
+    head = f"{name}: {figs['all']['prompts']} prompts"
+    if stats is not None:
+        head = (
+            f"{name}: {stats['memories']} memories, {stats['sessions']} sessions,"
+            f" {figs['all']['prompts']} prompts; the start contexts gave"
+            f" {stats['context_gave']} labelled memories"
+        )
     lines = [
-        f"{name}: {stats['memories']} memories, {stats['sessions']} sessions,"
-        f" {figs['all']['prompts']} prompts; the start contexts gave"
-        f" {stats['context_gave']} labelled memories",
+        head,
         "| kind | prompts | right (n) | noise (n blocks) | block | items | had+noise (n) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -204,6 +230,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--set", choices=("dev", "heldout", "both"), default="both")
     ap.add_argument("--json", action="store_true", help="machine-readable figures")
+    ap.add_argument(
+        "--misses", action="store_true", help="list noisy blocks and missed answers (dev only)"
+    )
     args = ap.parse_args()
     names = ["dev", "heldout"] if args.set == "both" else [args.set]
     result: dict[str, Any] = {}
@@ -212,14 +241,24 @@ def main() -> None:
         for name in names:
             work = Path(tmp) / name
             work.mkdir(mode=0o700)
-            outcomes, stats = run_set(load(SETS[name]), work)
-            result[name] = {"stats": stats, "figures": report(outcomes)}
+            data = load(SETS[name])
+            outcomes, stats = run_set(data, work)
+            alone, _ = run_set(data, work, start=False)
+            result[name] = {
+                "stats": stats,
+                "figures": report(outcomes),
+                "recall_alone": report(alone),
+            }
+            if args.misses and name == "dev":
+                misses(outcomes)
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
         return
     for name, r in result.items():
         print(table(name, r["figures"], r["stats"]))
+        print()
+        print(table(f"{name}, recall alone (no start context)", r["recall_alone"], None))
         print()
 
 
