@@ -54,7 +54,7 @@ class Outcome:
     block: bool
     items: int
     relevant: bool  # the prompt has relevant memories
-    had: bool  # ... and the session was given all of them before this prompt
+    had: bool  # ... and the session was given one of them before this prompt (it has the answer)
     hit: bool  # the block holds one of them
     text: str = ""
     given: tuple[str, ...] = ()  # the keys the block gave
@@ -140,16 +140,20 @@ def fill(store: MemoryStore, memories: Sequence[Mapping[str, Any]]) -> dict[str,
 
 
 def run_set(
-    data: Mapping[str, Any], work: Path, start: bool = True
+    data: Mapping[str, Any],
+    work: Path,
+    start: bool = True,
+    recall: Mapping[str, Any] | None = None,
 ) -> tuple[list[Outcome], dict[str, int]]:
     """Every session of ``data`` through a fresh store in ``work``; without ``start``
     no session-start context (recall alone, as if the store were far larger than the
-    context, so every labelled answer is still to be given)."""
+    context, so every labelled answer is still to be given). ``recall``: settings of the
+    ``recall:`` section to try instead of the defaults."""
     outcomes: list[Outcome] = []
     stats = {"sessions": 0, "context_gave": 0, "memories": len(data["memories"])}
     with MemoryStore(work / f"recall-blocks-{int(start)}.db") as store:
         key_of = fill(store, data["memories"])
-        svc = QueryService(store, {"ollama": {"enabled": False}})
+        svc = QueryService(store, {"ollama": {"enabled": False}, "recall": dict(recall or {})})
         for s in data["sessions"]:
             stats["sessions"] += 1
             sid = f"bench-{uuid.uuid4()}"
@@ -169,7 +173,7 @@ def run_set(
                         block=bool(out["block"]),
                         items=len(keys) if out["block"] else 0,
                         relevant=bool(rel),
-                        had=bool(rel) and rel <= had,
+                        had=bool(rel & had),
                         hit=bool(rel & set(keys)),
                         text=p["text"],
                         given=tuple(keys),
@@ -233,7 +237,15 @@ def main() -> None:
     ap.add_argument(
         "--misses", action="store_true", help="list noisy blocks and missed answers (dev only)"
     )
+    ap.add_argument(
+        "--recall",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a recall setting to try (e.g. relative_floor=0.6); repeatable",
+    )
     args = ap.parse_args()
+    recall = {k: json.loads(v) for k, v in (a.split("=", 1) for a in args.recall)}
     names = ["dev", "heldout"] if args.set == "both" else [args.set]
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="llmem-recall-blocks-") as tmp:
@@ -242,8 +254,8 @@ def main() -> None:
             work = Path(tmp) / name
             work.mkdir(mode=0o700)
             data = load(SETS[name])
-            outcomes, stats = run_set(data, work)
-            alone, _ = run_set(data, work, start=False)
+            outcomes, stats = run_set(data, work, recall=recall)
+            alone, _ = run_set(data, work, start=False, recall=recall)
             result[name] = {
                 "stats": stats,
                 "figures": report(outcomes),

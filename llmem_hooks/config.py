@@ -305,10 +305,10 @@ class RecallSettings(Section):
     common_word_share: float = _setting(0.1, _number(0.0, 1.0))
     # a hit must hold at least this share of the prompt's content words, each weighed by
     # its rarity in the store ...
-    min_coverage: float = _setting(0.5, _number(0.0, 1.0))
-    # ... and at least this share of the best match's, what the session was already given
-    # included (a question its context answers gets nothing, not the runners-up)
-    relative_floor: float = _setting(0.7, _number(0.0, 1.0))
+    min_coverage: float = _setting(0.45, _number(0.0, 1.0))
+    # ... and at least this share of the best match's (and more than the best of what the
+    # session was given holds: a question its context answers gets nothing)
+    relative_floor: float = _setting(0.85, _number(0.0, 1.0))
     # a semantic-only hit (no shared word) counts within this cosine distance
     semantic_max_distance: float = _setting(0.35, _number(0.0, 2.0))
     # longest text of one entry, in characters (episodes are clipped)

@@ -46,7 +46,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +57,8 @@ from ..project import project_key, project_name
 from ..redact import find_secrets
 from ..registry import get_registered_types
 from ..search.passages import excerpt
-from ..search.retriever import DocCounts, Retriever, SearchHit, terms_held
+from ..search.relevance import Relevance, idf_weights, weighed_relevance
+from ..search.retriever import DocCounts, Retriever, SearchHit
 from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
 from ..store import projects as project_names
@@ -85,6 +85,7 @@ from .params import (  # noqa: F401 - ServiceError is also this module's (caller
     _require,
     _text,
 )
+from .topic import SessionTopics, refers_back
 
 if TYPE_CHECKING:
     from ..model.embed import EmbeddingEngine
@@ -116,8 +117,15 @@ FILLER_WORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 TYPE_LABELS = {"conversation": "episode"}
-# A word no memory holds weighs as if this many held it (`QueryService._word_weights`).
+# A word no memory holds weighs as if this many held it (`relevance.idf_weights`).
 UNKNOWN_WORD_DF = 2.0
+# An episode (a transcript: its words meet by chance more than a statement's do) needs
+# this much of the prompt at least (bench/recall_blocks.py, dev set).
+EPISODE_MIN_RELEVANCE = 0.6
+# A new memory must answer the prompt this much better than the best the session has
+# (its context, earlier blocks): else the session has the answer, and the runners-up
+# would be noise (bench/recall_blocks.py, dev set).
+HAD_MARGIN = 1.1
 
 
 def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
@@ -179,6 +187,7 @@ class QueryService:
         self.served_by = served_by
         self._owns_store = owns_store
         self._counts = DocCounts()
+        self._topics = SessionTopics()  # each session's last topic (`topic`: follow-ups)
         self.retriever = self._retriever(store)
         self.context_dir = get_context_dir(self.settings.context.dir)
         self.started = time.monotonic()
@@ -462,10 +471,18 @@ class QueryService:
         budget = _bounded(budget, "budget_tokens", 0, 100_000)
         if not cfg.enabled or budget == 0:
             return _nothing("disabled")
-        terms = prompt_words(prompt)
+        own = prompt_words(prompt)
+        terms = own
+        before = self._topics.last(session_id)
+        follow_up = bool(before and own and refers_back(prompt, own))
+        if follow_up:  # "and staging?": read with the last topic, about what it names
+            terms = [*own, *(t for t in before if t not in own)][:MAX_PROMPT_WORDS]
+        self._topics.note(session_id, terms)
         df = self._doc_freq(terms)
         if not self._passes_floor(terms, df):
             return _nothing("below_floor")
+        if all(df[t] > self._cap(cfg.common_word_share) for t in terms):
+            return _nothing("below_floor")  # only this store's everyday words: no topic
         scope = self.scope(project, directory, session_id)
         exclude = given.given_ids(self._rstore.db, session_id)
         flt = MemoryFilter(
@@ -474,7 +491,7 @@ class QueryService:
         query = " ".join(self._search_words(terms, df))
         hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
         parsed = parse_query(" ".join(terms))
-        relevance = self._relevance(parsed)
+        relevance = self._relevance(parsed, own if follow_up else ())
         # What the session has: the best of what it was given sets the bar too, so a
         # question its context already answers gets nothing rather than the runners-up.
         had = max(
@@ -484,11 +501,15 @@ class QueryService:
         if not hits:
             return _nothing("already_given" if had >= cfg.min_coverage else "no_match")
         scored = [(hit, relevance(hit.memory, hit.corrections)) for hit in hits]
-        best = max(had, *(r for _, r in scored))
+        best = max(r for _, r in scored)
         kept: list[SearchHit] = []
         for hit, rel in scored:
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
-            if semantic or (rel >= cfg.min_coverage and rel >= cfg.relative_floor * best):
+            floor = cfg.min_coverage
+            if hit.memory["type"] == "conversation":
+                floor = max(floor, EPISODE_MIN_RELEVANCE)
+            near_best = rel >= cfg.relative_floor * best
+            if semantic or (rel >= floor and near_best and rel >= HAD_MARGIN * had):
                 kept.append(hit)
         block, shown = self._render(kept, terms, budget)
         if not shown:
@@ -505,45 +526,13 @@ class QueryService:
             "reason": "recalled",
         }
 
-    def _relevance(
-        self, parsed: ParsedQuery
-    ) -> Callable[[Mapping[str, Any], Mapping[str, Sequence[str]] | None], float]:
-        """A function giving how much of the prompt a memory answers, 0..1: the share of
-        the prompt's words it holds, each word weighed by how rare it is in the store
-        (`_word_weights`: "ledger" says more than "port"). A word matched only through a
-        spelling the search guessed ("dokcer" -> docker, but also "convert" -> connect)
-        counts half: a guess is weaker evidence than the word itself."""
-        weights = self._word_weights(parsed.terms)
-        total = sum(weights) or 1.0
-        held = terms_held(parsed)
-
-        def relevance(
-            mem: Mapping[str, Any], corrections: Mapping[str, Sequence[str]] | None
-        ) -> float:
-            exact = held(mem)
-            score = sum(w for w, h in zip(weights, exact, strict=True) if h)
-            if corrections:
-                alts = {
-                    t: [*parsed.alternatives.get(t, ()), *corrections.get(t, ())]
-                    for t in parsed.terms
-                }
-                guessed = terms_held(replace(parsed, alternatives=alts))(mem)
-                score += sum(
-                    0.5 * w for w, h, g in zip(weights, exact, guessed, strict=True) if g and not h
-                )
-            return score / total
-
-        return relevance
-
-    def _word_weights(self, terms: Sequence[str]) -> list[float]:
-        """Each word's weight, its inverse document frequency: log(1 + N / df), with df
-        counted up to the common-word cap (a common word weighs the least, whatever its
-        count) and a word no memory holds weighed as if `UNKNOWN_WORD_DF` memories did (a
-        topic the store does not know counts against a hit, about as much as a rare word
-        it does)."""
-        df = self._doc_freq(terms)
-        n = max(self._rstore.size_hint(), 1)
-        return [math.log(1.0 + n / (df[t] if df[t] else UNKNOWN_WORD_DF)) for t in terms]
+    def _relevance(self, parsed: ParsedQuery, required: Sequence[str] = ()) -> Relevance:
+        """How much of the prompt a memory answers (`relevance.weighed_relevance`), each
+        word weighed by its rarity in this store."""
+        weights = idf_weights(
+            parsed.terms, self._doc_freq(parsed.terms), self._rstore.size_hint(), UNKNOWN_WORD_DF
+        )
+        return weighed_relevance(parsed, weights, required)
 
     def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
         """How many memories hold each word (stems count), counted up to the common-word

@@ -52,7 +52,7 @@ STOP_WORDS = frozenset(
     weren't what what's when where which while who whom why will with won't would
     wouldn't you you're your yours yourself yourselves again also anything anyone
     something someone thing things way ways get got going know please tell remind
-    recall remember say said us hey hi ok okay like really
+    recall remember say said us hey hi ok okay like really many much
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 

@@ -96,9 +96,10 @@ def test_recall_ranks_only_the_newest_matches_of_a_common_word(
     # ...but only where its words can match that many rows: "arm64" is in one memory
     assert not any(floor in sql for sql in seen)
     seen = _traced(everyday_store)
-    QueryService(everyday_store, {"ollama": {"enabled": False}}).recall(
-        "ses_3", "what did the note about the small change and the script say"
-    )
+    # (no word counted "common": a prompt of only common words is not searched at all)
+    QueryService(
+        everyday_store, {"ollama": {"enabled": False}, "recall": {"common_word_share": 1.0}}
+    ).recall("ses_3", "what did the note about the small change and the script say")
     everyday_store.conn.set_trace_callback(None)
     assert any(floor in sql for sql in seen)
 
