@@ -119,6 +119,7 @@ FILLER_WORDS = frozenset(
 TYPE_LABELS = {"conversation": "episode"}
 # A word no memory holds weighs as if this many held it (`relevance.idf_weights`).
 UNKNOWN_WORD_DF = 2.0
+GENERIC_SKIP = True
 # An episode (a transcript: its words meet by chance more than a statement's do) needs
 # this much of the prompt at least (bench/recall_blocks.py, dev set).
 EPISODE_MIN_RELEVANCE = 0.6
@@ -481,7 +482,7 @@ class QueryService:
         df = self._doc_freq(terms)
         if not self._passes_floor(terms, df):
             return _nothing("below_floor")
-        if all(df[t] > self._cap(cfg.common_word_share) for t in terms):
+        if GENERIC_SKIP and all(df[t] > self._cap(cfg.common_word_share) for t in terms):
             return _nothing("below_floor")  # only this store's everyday words: no topic
         scope = self.scope(project, directory, session_id)
         exclude = given.given_ids(self._rstore.db, session_id)
