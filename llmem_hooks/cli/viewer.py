@@ -102,7 +102,9 @@ def report(
     inv = Invocation.of(ctx)
     with inv.open_store(read_only=True) as st:
         data = ViewerData(st, inv.config())
-        page = render_page(data.overview(details=True), live=False, dream_html=data.dream_report())
+        overview = data.overview(details=True)
+        index = data.search_index([m["id"] for m in overview["memories"]])
+        page = render_page(overview, live=False, dream_html=data.dream_report(), search_index=index)
     if target is None:
         sys.stdout.write(page)
         return

@@ -30,6 +30,7 @@ from ..store import projects as project_names
 from ..store import sessions as session_state
 from ..text.lines import cap
 from ..timestamps import now_iso
+from .search_index import build
 
 if TYPE_CHECKING:
     from ..model.embed import EmbeddingEngine
@@ -128,6 +129,11 @@ class ViewerData:
             whole = [*memories, *self.store.get_many([f["id"] for f in forgotten]).values()]
             out["provenance"] = {m["id"]: self.provenance(m) for m in whole}
         return out
+
+    def search_index(self, memory_ids: list[str]) -> dict[str, Any]:
+        """The static report's search index over ``memory_ids`` (`search_index.build`)."""
+        found = self.store.get_many(memory_ids)
+        return build(self.store, [found[i] for i in memory_ids if i in found], self.retriever)
 
     def memory(self, memory_id: str) -> dict[str, Any]:
         """One memory, whole, with its provenance and relations."""

@@ -119,6 +119,8 @@ async function search() {
       setNote(`${S.shown.length} found (${out.mode})`);
     } catch (e) { setNote(e.message, true); S.shown = []; }
   } else {
+    const hits = typeof reportHits === 'function' ? reportHits(S.query, D.overview.memories, inScope) : null;
+    if (hits) { S.shown = hits; setNote(`${hits.length} found (in this report)`); render(); return; }
     const words = S.query.toLowerCase().split(/\s+/);
     S.shown = D.overview.memories.filter((m) => {
       const hay = [m.content, m.summary || '', m.type, proj(m.project, m.project_name), (m.tags || []).join(' ')].join(' ').toLowerCase();
