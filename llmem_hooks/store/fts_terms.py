@@ -30,7 +30,7 @@ CHUNK = 500
 class TermIndex:
     """What a BM25 ranking over some memories needs. ``docs``: id -> (the row's length in
     tokens over all columns, term -> weighted count: each occurrence counts its column's
-    rank weight); ``word_terms``: word -> its term (a word of one token only); ``df``:
+    rank weight), in the index's row order; ``word_terms``: word -> its term (a word of one token only); ``df``:
     term -> rows of the whole index holding it; ``rows`` and ``avgdl`` of the whole index."""
 
     docs: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)
@@ -97,7 +97,7 @@ def term_index(db: Database, ids: Sequence[str], words: Iterable[str]) -> TermIn
                 if w > 0:
                     tf = tfs.setdefault(doc, {})
                     tf[term] = tf.get(term, 0.0) + w
-            for seq, mid in seq_id.items():
+            for seq, mid in sorted(seq_id.items()):  # FTS5's order: ties rank as there
                 out.docs[mid] = (lengths.get(seq, 0), tfs.get(seq, {}))
             word_list = list(dict.fromkeys(words))
             conn.executemany(

@@ -17,20 +17,24 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..search.retriever import (
     ALTERNATIVE_SHARE,
+    AUTHOR_BOOST,
     COMMON_WORD_FLOOR,
     COMMON_WORD_SHARE,
     CORRECTION_SHARE,
     DEFAULT_RRF_K,
     MAX_WORD_COMBINATIONS,
+    ROLE_ALIASES,
     SIGNAL_WEIGHTS,
+    WHEN_BOOST,
     Retriever,
     has_time,
+    memory_authors,
     rerank_signals,
 )
 from ..store import fts_terms
@@ -96,11 +100,15 @@ def build(
         found = [number[t] for a in alts if (t := index.word_terms.get(fold(a))) in number]
         if found:
             alternatives[key] = sorted(set(found))
+    by_id = {m["id"]: m for m in memories}
+    people: dict[str, int] = {}  # authors' names and words, each once
+
+    def person(name: str) -> int:
+        return people.setdefault(name, len(people))
+
     docs = []
-    for mem in memories:
-        if mem["id"] not in index.docs:
-            continue
-        length, tf = index.docs[mem["id"]]
+    for mid, (length, tf) in index.docs.items():  # in the index's order: ties rank as there
+        mem = by_id[mid]
         postings: list[Any] = []
         for term, weight in sorted(tf.items(), key=lambda tw: number[tw[0]]):
             w = round(weight, 3)
@@ -113,6 +121,7 @@ def build(
                 "t": postings,
                 "s": round(sum(SIGNAL_WEIGHTS[k] * v for k, v in signals.items()), 4),
                 **({"h": 1} if has_time(mem) else {}),
+                **_authors(mem, person),
             }
         )
     return {
@@ -125,6 +134,8 @@ def build(
         "stop_words": sorted(STOP_WORDS),
         "stop_inflections": [list(pair) for pair in _STOP_INFLECTIONS],
         "docs": docs,
+        "people": list(people),
+        "role_aliases": ROLE_ALIASES,
         "settings": {
             "blend": retriever.blend,
             "rrf_k": DEFAULT_RRF_K,
@@ -135,5 +146,26 @@ def build(
             "common_floor": COMMON_WORD_FLOOR,
             "alternative_share": ALTERNATIVE_SHARE,
             "correction_share": CORRECTION_SHARE,
+            "author_boost": AUTHOR_BOOST,
+            "when_boost": WHEN_BOOST,
         },
     }
+
+
+def _authors(mem: Mapping[str, Any], person: Callable[[str], int]) -> dict[str, Any]:
+    """Who said a memory, for the live search's author boost and extras (`question_booster`,
+    `Retriever._question_extras`): ``e`` its ``entered_by``, ``a`` the words of
+    `memory_authors`, ``m`` the words of its metadata's speaker, role, author (as numbers
+    into the index's ``people``)."""
+    out: dict[str, Any] = {}
+    if isinstance(mem.get("entered_by"), str) and mem["entered_by"]:
+        out["e"] = person(mem["entered_by"])
+    said = sorted(memory_authors(mem))
+    if said:
+        out["a"] = [person(w) for w in said]
+    meta = mem.get("metadata") or {}
+    if isinstance(meta, Mapping):
+        named = sorted(memory_authors({"metadata": meta}))
+        if named:
+            out["m"] = [person(w) for w in named]
+    return out

@@ -9,7 +9,7 @@
 'use strict';
 function makeReportSearch(X) {
   const terms = X.terms, N = X.rows, avgdl = X.avgdl || 1, cfg = X.settings, docs = X.docs;
-  const K1 = 1.2, B = 0.75, POOL = 100, WHEN_BOOST = 0.2;
+  const K1 = 1.2, B = 0.75, POOL = 100;  // FTS5's bm25 constants; the live search's pool
   const termIdx = new Map(terms.map((t, i) => [t, i]));
   const vocab = new Map(Object.entries(X.vocab));
   const alternatives = new Map(Object.entries(X.alternatives));
@@ -135,13 +135,42 @@ function makeReportSearch(X) {
     return out;
   }
   const phrasesOf = (groups) => groups.flatMap((g) => g.alts.flat());
+  // Best BM25 first; equal scores in the index's row order, as FTS5 returns them.
+  const ranked = (ds, phrases) => [...ds].sort((a, b) => a - b).map((d) => [d, bm25(d, phrases)])
+    .sort((a, b) => b[1] - a[1]).map((x) => x[0]);
+  const people = X.people || [];
+  const enteredBy = new Set(docs.filter((d) => d.e !== undefined).map((d) => people[d.e]));
+  const upper = (w) => w.charAt(0).toUpperCase() + w.slice(1);
+  // The question's words that name a stored author (retriever.py _authors_named).
+  function authorsNamed(words) {
+    const names = words.filter((t) => t.length > 2 && !/^\d+$/.test(t));
+    for (const t of [...names]) if (X.role_aliases[t]) names.push(X.role_aliases[t]);
+    return {names: new Set(names),
+      authors: new Set(names.filter((t) => [t, upper(t), t.toUpperCase()].some((v) => enteredBy.has(v))))};
+  }
+  // The named author's own statements about the question's other words (_question_extras).
+  function authorExtras(groups, authors, hits) {
+    const seen = new Set(hits), rest = groups.filter((g) => !authors.has(g.word)), out = [];
+    for (const name of [...authors].sort()) {
+      if (!rest.length) break;
+      for (const v of [name, upper(name), name.toUpperCase()]) {
+        const ds = [...candidates(rest)].filter((d) => !seen.has(d) && docs[d].e !== undefined && people[docs[d].e] === v);
+        for (const d of ranked(ds, phrasesOf(rest)).slice(0, POOL / 2)) { out.push(d); seen.add(d); }
+      }
+    }
+    return hits.concat(out);
+  }
+  function authorBoost(d, who) {
+    const a = docs[d].a || [], m = docs[d].m || [];
+    return a.some((i) => who.authors.has(people[i])) || m.some((i) => who.names.has(people[i])) ? cfg.author_boost : 0;
+  }
   function comb(n, k) { let r = 1; for (let i = 1; i <= k; i++) r = r * (n - k + i) / i; return Math.round(r); }
 
   function keywordHits(groups) {
     const k = groups.length;
     const covered = (d) => groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
     const all = phrasesOf(groups);
-    const ranked = (ds, phrases) => [...ds].map((d) => [d, bm25(d, phrases)]).sort((a, b) => b[1] - a[1]).map((x) => x[0]);
+
     const pool = [...candidates(groups)];
     const cover = new Map(pool.map((d) => [d, covered(d)]));
     const hits = ranked(pool.filter((d) => cover.get(d) === k), all).slice(0, POOL);
@@ -175,12 +204,15 @@ function makeReportSearch(X) {
       const all = phrasesOf(groups);
       hits = pool.map((d) => [d, bm25(d, all)]).sort((a, b) => b[1] - a[1]).map((x) => x[0]).slice(0, POOL);
     }
+    const who = authorsNamed(words);
+    if (who.authors.size) hits = authorExtras(groups, who.authors, hits);
     const first = (query.toLowerCase().match(WORD) || [])[0];
     const when = first === 'when' || WHEN.test(query);
     const k = cfg.rrf_k, blend = cfg.blend;
     return hits.map((d, i) => {
       const norm = (1 / (k + i + 1)) / (1 / (k + 1));
-      const score = norm * (1 - blend) + docs[d].s * blend + (when && docs[d].h ? WHEN_BOOST : 0);
+      const score = norm * (1 - blend) + docs[d].s * blend + (when && docs[d].h ? cfg.when_boost : 0) +
+        authorBoost(d, who);
       return {id: docs[d].id, score: Math.round(score * 10000) / 10000, rank: i};
     }).sort((a, b) => b.score - a.score || a.rank - b.rank).slice(0, limit).map(({id, score}) => ({id, score}));
   };
