@@ -42,10 +42,13 @@ from llmem_hooks.viewer.page import render_page
 JS = Path(__file__).resolve().parents[1] / "llmem_hooks" / "viewer" / "web" / "report_search.js"
 RUNNER = """
 const fs = require('fs'), vm = require('vm');
-const [,, jsPath, indexPath, queriesPath] = process.argv;
+const [,, jsPath, indexPath, queriesPath, memoriesPath] = process.argv;
 const ctx = {}; vm.createContext(ctx);
-vm.runInContext(fs.readFileSync(jsPath, 'utf8') + ';globalThis.make = makeReportSearch;', ctx);
-const search = ctx.make(JSON.parse(fs.readFileSync(indexPath, 'utf8')));
+vm.runInContext(fs.readFileSync(jsPath, 'utf8') +
+  ';globalThis.make = makeReportSearch; globalThis.memoryText = memoryText;', ctx);
+const memories = JSON.parse(fs.readFileSync(memoriesPath, 'utf8'));
+const texts = new Map(memories.map((m) => [m.id, ctx.memoryText(m)]));
+const search = ctx.make(JSON.parse(fs.readFileSync(indexPath, 'utf8')), texts);
 const qs = JSON.parse(fs.readFileSync(queriesPath, 'utf8'));
 const t0 = process.hrtime.bigint();
 const out = qs.map((q) => search(q, 50).map((h) => h.id));
@@ -54,15 +57,19 @@ process.stdout.write(JSON.stringify({hits: out, ms}));
 """
 
 
-def report_hits(index: dict[str, Any], questions: list[str], tmp: Path) -> tuple[list[list[str]], float]:
+def report_hits(
+    index: dict[str, Any], memories: list[dict[str, Any]], questions: list[str], tmp: Path
+) -> tuple[list[list[str]], float]:
     """Each question's report hits (ids, best first) from the real script, and the ms all took."""
     node = shutil.which("node")
     assert node is not None
     (tmp / "runner.js").write_text(RUNNER)
     (tmp / "index.json").write_text(json.dumps(index))
     (tmp / "questions.json").write_text(json.dumps(questions))
+    (tmp / "memories.json").write_text(json.dumps(memories))
+    files = ("runner.js", "index.json", "questions.json", "memories.json")
     proc = subprocess.run(
-        [node, str(tmp / "runner.js"), str(JS), str(tmp / "index.json"), str(tmp / "questions.json")],
+        [node, str(tmp / files[0]), str(JS), *(str(tmp / f) for f in files[1:])],
         capture_output=True,
         text=True,
         check=True,
@@ -85,7 +92,7 @@ def compare(
     index = data.search_index([m["id"] for m in overview["memories"]])
     build_s = time.perf_counter() - t0
     live = [[h["id"] for h in data.search(q)["hits"]] for q in questions]
-    report, ms = report_hits(index, questions, tmp)
+    report, ms = report_hits(index, overview["memories"], questions, tmp)
 
     def summary(runs: list[list[str]]) -> dict[str, float]:
         ranks = [next((i + 1 for i, x in enumerate(r[:10]) if ok(x)), None) for r, ok in zip(runs, right, strict=True)]

@@ -95,11 +95,11 @@ def build(
         for w, t in sorted(index.word_terms.items())
         if t in number and t != w and w in seen
     }
-    alternatives: dict[str, list[int]] = {}
+    alternatives: dict[str, list[Any]] = {}  # word -> [[other word, its term], ...]
     for key, alts in ALTERNATIVES.items():
-        found = [number[t] for a in alts if (t := index.word_terms.get(fold(a))) in number]
+        found = [[a, number[t]] for a in alts if (t := index.word_terms.get(fold(a))) in number]
         if found:
-            alternatives[key] = sorted(set(found))
+            alternatives[key] = found
     by_id = {m["id"]: m for m in memories}
     people: dict[str, int] = {}  # authors' names and words, each once
 

@@ -7,7 +7,7 @@
 // rarer word, each stage ranked by FTS5's BM25 with the store's column weights; then the
 // live rerank (rank fused with confidence, recency, access and type priority).
 'use strict';
-function makeReportSearch(X) {
+function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags (optional)
   const terms = X.terms, N = X.rows, avgdl = X.avgdl || 1, cfg = X.settings, docs = X.docs;
   const K1 = 1.2, B = 0.75, POOL = 100;  // FTS5's bm25 constants; the live search's pool
   const termIdx = new Map(terms.map((t, i) => [t, i]));
@@ -96,7 +96,7 @@ function makeReportSearch(X) {
     const top = cap(cfg.correction_share), out = [];
     for (const [s] of scored.slice(0, 3)) {
       const t = known(s);
-      if (t >= 0 && X.df[t] <= top && !out.includes(t)) out.push(t);
+      if (t >= 0 && X.df[t] <= top && !out.some((c) => c[1] === t)) out.push([s, t]);
     }
     return out;
   }
@@ -109,8 +109,13 @@ function makeReportSearch(X) {
     const common = cap(cfg.alternative_share);
     let syn = alternatives.get(word);
     if (!syn && word.length > 3 && word.endsWith('s')) syn = alternatives.get(word.slice(0, -1));
-    for (const t of syn || []) if (X.df[t] <= common && !alts.some((a) => a.length === 1 && a[0] === t)) alts.push([t]);
-    return {word, alts, own: alts.length > 0 && own.every((t) => t >= 0)};
+    const said = [word];  // the spellings the live search counts a memory's words with
+    for (const [w, t] of syn || []) {
+      if (X.df[t] > common) continue;
+      said.push(w);
+      if (!alts.some((a) => a.length === 1 && a[0] === t)) alts.push([t]);
+    }
+    return {word, alts, said, own: alts.length > 0 && own.every((t) => t >= 0)};
   }
   function holds(d, alt) { return alt.every((t) => tf(d, t) > 0); }
   const tfCache = new Map();
@@ -166,19 +171,32 @@ function makeReportSearch(X) {
   }
   function comb(n, k) { let r = 1; for (let i = 1; i <= k; i++) r = r * (n - k + i) / i; return Math.round(r); }
 
+  // How many of the question's words a memory's text holds, as retriever.py's
+  // coverage_counter counts them (a word's first 4-6 letters at the start of a word).
+  const stem = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
+  const escape = (w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  function coverage(groups) {
+    const patterns = groups.map((g) => new RegExp('(?<![\\p{L}\\p{N}\\p{M}_])(?:' + g.said.map((w) => escape(stem(w))).join('|') + ')', 'iu'));
+    return (d) => {
+      const text = texts ? texts.get(docs[d].id) : undefined;
+      if (text === undefined) return groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
+      return patterns.reduce((n, p) => n + (p.test(text) ? 1 : 0), 0);
+    };
+  }
   function keywordHits(groups) {
     const k = groups.length;
-    const covered = (d) => groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
+    const matched = (d) => groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
+    const covered = coverage(groups);
     const all = phrasesOf(groups);
 
     const pool = [...candidates(groups)];
-    const cover = new Map(pool.map((d) => [d, covered(d)]));
-    const hits = ranked(pool.filter((d) => cover.get(d) === k), all).slice(0, POOL);
+    const holding = new Map(pool.map((d) => [d, matched(d)]));
+    const hits = ranked(pool.filter((d) => holding.get(d) === k), all).slice(0, POOL);
     const seen = new Set(hits);
     const relaxed = [];
     if (k >= 2 && hits.length < POOL) {
       for (let m = k - 1; m >= 2 && comb(k, m) <= cfg.max_combinations; m--) {
-        for (const d of ranked(pool.filter((d) => !seen.has(d) && cover.get(d) >= m), all)) { relaxed.push(d); seen.add(d); }
+        for (const d of ranked(pool.filter((d) => !seen.has(d) && holding.get(d) >= m), all)) { relaxed.push(d); seen.add(d); }
       }
       const common = cap(cfg.common_share);
       let rare = groups.filter((g) => { const n = groupDf(g); return n > 0 && n <= common; });
@@ -187,6 +205,7 @@ function makeReportSearch(X) {
       for (const d of ranked(rareDocs, phrasesOf(rare))) { relaxed.push(d); seen.add(d); }
     }
     // Below the strict matches, a memory holding more of the question's words comes first.
+    const cover = new Map(relaxed.map((d) => [d, covered(d)]));
     const order = relaxed.map((d, i) => [d, i]).sort((a, b) => cover.get(b[0]) - cover.get(a[0]) || a[1] - b[1]);
     return hits.concat(order.map((x) => x[0]).slice(0, POOL - hits.length));
   }
@@ -196,10 +215,10 @@ function makeReportSearch(X) {
     const words = contentWords(query || '');
     if (!words.length) return [];
     const groups = words.map(group);
-    for (const g of groups) if (!g.own) for (const t of corrections(fold(g.word))) g.alts.push([t]);
+    for (const g of groups) if (!g.own) for (const [w, t] of corrections(fold(g.word))) { g.alts.push([t]); g.said.push(w); }
     let hits = keywordHits(groups);
     if (hits.length < 1) {  // nothing: the close spellings of the known words too, any of them
-      for (const g of groups) for (const t of corrections(fold(g.word))) if (!g.alts.some((a) => a[0] === t)) g.alts.push([t]);
+      for (const g of groups) for (const [, t] of corrections(fold(g.word))) if (!g.alts.some((a) => a[0] === t)) g.alts.push([t]);
       const pool = [...candidates(groups)];
       const all = phrasesOf(groups);
       hits = pool.map((d) => [d, bm25(d, all)]).sort((a, b) => b[1] - a[1]).map((x) => x[0]).slice(0, POOL);
@@ -217,13 +236,17 @@ function makeReportSearch(X) {
     }).sort((a, b) => b.score - a.score || a.rank - b.rank).slice(0, limit).map(({id, score}) => ({id, score}));
   };
 }
-const reportSearch = (() => {
-  const node = typeof document === 'undefined' ? null : document.getElementById('llmem-search');
-  return node ? makeReportSearch(JSON.parse(node.textContent)) : null;
-})();
+// What retriever.py's coverage counter reads of a memory.
+const memoryText = (m) => `${m.content || ''} ${m.summary || ''} ${(m.tags || []).join(' ')}`;
+let reportSearch;  // made on the first search (the page's data is read by viewer.js)
 // The memories of the report that answer ``query``, best first, each with its score;
 // ``keep``: the page's project and type filter. null when the page has no index.
 function reportHits(query, memories, keep) {
+  if (reportSearch === undefined) {
+    const node = document.getElementById('llmem-search');
+    reportSearch = node ? makeReportSearch(JSON.parse(node.textContent),
+      new Map(memories.map((m) => [m.id, memoryText(m)]))) : null;
+  }
   if (!reportSearch) return null;
   const byId = new Map(memories.map((m) => [m.id, m]));
   return reportSearch(query, 100).filter((h) => byId.has(h.id) && keep(byId.get(h.id)))
