@@ -95,14 +95,21 @@ def compare(
     report, ms = report_hits(index, overview["memories"], questions, tmp)
 
     def summary(runs: list[list[str]]) -> dict[str, float]:
-        ranks = [next((i + 1 for i, x in enumerate(r[:10]) if ok(x)), None) for r, ok in zip(runs, right, strict=True)]
+        ranks = [
+            next((i + 1 for i, x in enumerate(r[:10]) if ok(x)), None)
+            for r, ok in zip(runs, right, strict=True)
+        ]
         n = len(ranks) or 1
         return {
             "found@10": round(sum(1 for x in ranks if x) / n, 3),
             "mrr@10": round(sum(1 / x for x in ranks if x) / n, 3),
         }
 
-    overlaps = [len(set(r[:10]) & set(lv[:10])) / min(10, len(lv)) for r, lv in zip(report, live, strict=True) if lv]
+    overlaps = [
+        len(set(r[:10]) & set(lv[:10])) / min(10, len(lv))
+        for r, lv in zip(report, live, strict=True)
+        if lv
+    ]
     top1 = [r[:1] == lv[:1] for r, lv in zip(report, live, strict=True) if lv]
     with_index = render_page(overview, live=False, search_index=index)
     without = render_page(overview, live=False)
@@ -139,7 +146,11 @@ def devmem_set(folder: Path, tmp: Path) -> dict[str, Any] | None:
     if not (folder / "sessions.json").is_file():
         return None
     sessions = json.loads((folder / "sessions.json").read_text())
-    qs = [q for q in json.loads((folder / "questions-dev.json").read_text()) if q["haystackSessionIds"]]
+    qs = [
+        q
+        for q in json.loads((folder / "questions-dev.json").read_text())
+        if q["haystackSessionIds"]
+    ]
     with MemoryStore(tmp / "devmem.db") as st:
         stored = load(st, sessions)
         data = ViewerData(st, config(stored), home=tmp)

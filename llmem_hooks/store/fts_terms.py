@@ -30,8 +30,9 @@ CHUNK = 500
 class TermIndex:
     """What a BM25 ranking over some memories needs. ``docs``: id -> (the row's length in
     tokens over all columns, term -> weighted count: each occurrence counts its column's
-    rank weight), in the index's row order; ``word_terms``: word -> its term (a word of one token only); ``df``:
-    term -> rows of the whole index holding it; ``rows`` and ``avgdl`` of the whole index."""
+    rank weight), in the index's row order; ``word_terms``: word -> its term (a word of
+    one token only); ``df``: term -> rows of the whole index holding it; ``rows`` and
+    ``avgdl`` of the whole index."""
 
     docs: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)
     word_terms: dict[str, str] = field(default_factory=dict)

@@ -89,7 +89,9 @@ def _report(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _cards(driver: Any) -> list[str]:
-    return [c.get_attribute("data-id") for c in driver.find_elements(By.CSS_SELECTOR, "#list .memory")]
+    return [
+        c.get_attribute("data-id") for c in driver.find_elements(By.CSS_SELECTOR, "#list .memory")
+    ]
 
 
 def _ask(driver: Any, text: str) -> tuple[list[str], str]:
@@ -139,7 +141,9 @@ def test_script_text_in_a_memory_breaks_neither_page_nor_index(
     out, ids = _report(tmp_path)
     page = out.read_text(encoding="utf-8")
     assert page.count('<script id="llmem-search"') == 1  # the memory's copy is escaped
-    assert "</script><script" not in page.split('<script id="llmem-data"', 1)[1].split("</script>")[0]
+    assert (
+        "</script><script" not in page.split('<script id="llmem-data"', 1)[1].split("</script>")[0]
+    )
     browser.get(out.as_uri())
     WebDriverWait(browser, 10).until(lambda d: len(_cards(d)) >= 10)
     with pytest.raises(NoAlertPresentException):
