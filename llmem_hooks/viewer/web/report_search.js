@@ -25,6 +25,8 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   const SURFACE = /[\p{L}\p{N}]+/gu;
   const WHEN = /\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b/i;
   const fold = (w) => w.toLowerCase().normalize('NFKD').replace(/\p{M}/gu, '');
+  const stem = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
+  const escape = (w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
   function isStop(w) {  // text/query.py is_stop_word
     if (stop.has(w)) return true;
@@ -106,6 +108,10 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     const tokens = (word.match(SURFACE) || []).map(fold);
     const own = tokens.map(stemmed);
     const alts = own.every((t) => t >= 0) && own.length ? [own] : [];
+    if (alts.length && own.length > 1) {  // FTS5 reads it as a phrase: its tokens side by side
+      const gap = '[\\p{L}\\p{N}]*[^\\p{L}\\p{N}]+';
+      own.re = new RegExp('(?<![\\p{L}\\p{N}])' + tokens.map((w) => escape(stem(w))).join(gap), 'iu');
+    }
     const common = cap(cfg.alternative_share);
     let syn = alternatives.get(word);
     if (!syn && word.length > 3 && word.endsWith('s')) syn = alternatives.get(word.slice(0, -1));
@@ -117,7 +123,11 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     return {word, alts, said, own: alts.length > 0 && own.every((t) => t >= 0)};
   }
-  function holds(d, alt) { return alt.every((t) => tf(d, t) > 0); }
+  function holds(d, alt) {
+    if (!alt.every((t) => tf(d, t) > 0)) return false;
+    const text = alt.re && texts ? texts.get(docs[d].id) : undefined;
+    return text === undefined || alt.re.test(text);
+  }
   const tfCache = new Map();
   function tf(d, t) {
     let m = tfCache.get(t);
@@ -136,7 +146,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   }
   function candidates(groups) {
     const out = new Set();
-    for (const g of groups) for (const a of g.alts) for (const [d] of post[a[0]]) out.add(d);
+    for (const g of groups) for (const a of g.alts) for (const [d] of post[a[0]]) if (!out.has(d) && holds(d, a)) out.add(d);
     return out;
   }
   const phrasesOf = (groups) => groups.flatMap((g) => g.alts.flat());
@@ -173,8 +183,6 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
 
   // How many of the question's words a memory's text holds, as retriever.py's
   // coverage_counter counts them (a word's first 4-6 letters at the start of a word).
-  const stem = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
-  const escape = (w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
   function coverage(groups) {
     const patterns = groups.map((g) => new RegExp('(?<![\\p{L}\\p{N}\\p{M}_])(?:' + g.said.map((w) => escape(stem(w))).join('|') + ')', 'iu'));
     return (d) => {
