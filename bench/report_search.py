@@ -13,7 +13,8 @@ Two sets:
   memory per exchange as ``bench/devmem_questions.py`` stores them; skipped when absent),
   whose answer is any memory of the question's evidence sessions.
 
-For each: how often the answer is in the top 10 (report / live), the MRR, overlap@10 (the
+For each: how often the answer is in the top 10 (report / live; and the report's search
+before the index: every word a substring of the memory), the MRR, overlap@10 (the
 share of the live top 10 the report's top 10 holds) and top-1 agreement; and for the corpus
 the report's size with and without the index. Needs ``node`` (skips without it).
 """
@@ -79,6 +80,26 @@ def report_hits(
     return out["hits"], out["ms"]
 
 
+def substring_filter(memories: list[dict[str, Any]], query: str) -> list[str]:
+    """The report's search before the index: memories (newest first) whose text holds
+    every whitespace-separated piece of the query."""
+    pieces = query.lower().split()
+    out = []
+    for m in memories:
+        hay = " ".join(
+            [
+                m["content"],
+                m.get("summary") or "",
+                m["type"],
+                m.get("project_name") or "(global)",
+                " ".join(m.get("tags") or []),
+            ]
+        ).lower()
+        if all(p in hay for p in pieces):
+            out.append(m["id"])
+    return out
+
+
 def compare(
     data: ViewerData,
     questions: list[str],
@@ -92,6 +113,7 @@ def compare(
     index = data.search_index([m["id"] for m in overview["memories"]])
     build_s = time.perf_counter() - t0
     live = [[h["id"] for h in data.search(q)["hits"]] for q in questions]
+    before = [substring_filter(overview["memories"], q) for q in questions]
     report, ms = report_hits(index, overview["memories"], questions, tmp)
 
     def summary(runs: list[list[str]]) -> dict[str, float]:
@@ -116,6 +138,8 @@ def compare(
     return {
         "memories": len(overview["memories"]),
         "questions": len(questions),
+        "report before (every word a substring)": summary(before),
+        "before: nothing found": sum(1 for x in before if not x),
         "live": summary(live),
         "report": summary(report),
         "overlap@10": round(sum(overlaps) / (len(overlaps) or 1), 3),
