@@ -39,7 +39,7 @@ from ..search.retriever import (
 )
 from ..store import fts_terms
 from ..text.lexicon import ALTERNATIVES
-from ..text.query import _STOP_INFLECTIONS, MAX_QUERY_TERMS, STOP_WORDS
+from ..text.query import _STOP_INFLECTIONS, MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_WORDS
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -141,6 +141,7 @@ def build(
             "rrf_k": DEFAULT_RRF_K,
             "fuzzy_threshold": retriever.fuzzy_threshold,
             "max_terms": MAX_QUERY_TERMS,
+            "max_chars": MAX_QUERY_CHARS,
             "max_combinations": MAX_WORD_COMBINATIONS,
             "common_share": COMMON_WORD_SHARE,
             "common_floor": COMMON_WORD_FLOOR,

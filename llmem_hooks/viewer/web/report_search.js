@@ -14,6 +14,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   const vocab = new Map(Object.entries(X.vocab));
   const alternatives = new Map(Object.entries(X.alternatives));
   const stop = new Set(X.stop_words);
+  const roles = new Map(Object.entries(X.role_aliases || {}));  // a Map: "constructor" is no role
   const post = terms.map(() => []);  // term -> [[doc, weighted count]]
   docs.forEach((d, i) => {
     for (const p of d.t) { const [t, w] = Array.isArray(p) ? p : [p, 1]; post[t].push([i, w]); }
@@ -82,16 +83,30 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     return prev[b.length];
   }
-  let spellings = null;
-  function corrections(w) {  // text/fuzzy.py similarity over the report's words, as suggest()
+  const corrected = new Map();  // word -> its corrections (the report does not change)
+  function corrections(w) {
+    if (!corrected.has(w)) corrected.set(w, closeSpellings(w));
+    return corrected.get(w);
+  }
+  const trigrams = (w) => { const p = `  ${w} `, out = new Set(); for (let i = 0; i + 3 <= p.length; i++) out.add(p.slice(i, i + 3)); return out; };
+  let grams = null;  // trigram -> the report's words holding it (text/fuzzy.py, store/vocabulary.py)
+  function closeSpellings(w) {  // store/vocabulary.py suggest() over the report's words
     if (w.length < 4 || !/^[a-z][a-z0-9_]{2,31}$/.test(w)) return [];
-    if (spellings === null) spellings = [...new Set([...vocab.keys(), ...terms])].filter((s) => /^[a-z][a-z0-9_]{2,31}$/.test(s));
-    const th = cfg.fuzzy_threshold, scored = [];
-    for (const s of spellings) {
-      if (s === w) continue;
+    if (grams === null) {
+      grams = new Map();
+      for (const s of new Set([...vocab.keys(), ...terms])) {
+        if (!/^[a-z][a-z0-9_]{2,31}$/.test(s)) continue;
+        for (const g of trigrams(s)) { if (!grams.has(g)) grams.set(g, []); grams.get(g).push(s); }
+      }
+    }
+    const mine = trigrams(w), shared = new Map();
+    for (const g of mine) for (const s of grams.get(g) || []) shared.set(s, (shared.get(s) || 0) + 1);
+    const need = Math.max(1, Math.floor(mine.size / 4)), th = cfg.fuzzy_threshold, scored = [];
+    const likely = [...shared].filter(([, n]) => n >= need).sort((a, b) => b[1] - a[1]).slice(0, 40);
+    for (const [s] of likely) {
+      if (s === w || Math.abs(s.length - w.length) > w.length * (1 - th) + 1) continue;
       const longest = Math.max(s.length, w.length);
-      const max = Math.floor((1 - th) * longest + 1e-9);
-      const sim = 1 - osa(w, s, max) / longest;
+      const sim = 1 - osa(w, s, Math.floor((1 - th) * longest + 1e-9)) / longest;
       if (sim >= th) scored.push([s, sim]);
     }
     scored.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
@@ -159,7 +174,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   // The question's words that name a stored author (retriever.py _authors_named).
   function authorsNamed(words) {
     const names = words.filter((t) => t.length > 2 && !/^\d+$/.test(t));
-    for (const t of [...names]) if (X.role_aliases[t]) names.push(X.role_aliases[t]);
+    for (const t of [...names]) if (roles.has(t)) names.push(roles.get(t));
     return {names: new Set(names),
       authors: new Set(names.filter((t) => [t, upper(t), t.toUpperCase()].some((v) => enteredBy.has(v))))};
   }
@@ -220,7 +235,8 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
 
   return function search(query, limit) {
     limit = limit || 50;
-    const words = contentWords(query || '');
+    query = String(query || '').slice(0, cfg.max_chars || 4000);  // the live search's bound
+    const words = contentWords(query);
     if (!words.length) return [];
     const groups = words.map(group);
     for (const g of groups) if (!g.own) for (const [w, t] of corrections(fold(g.word))) { g.alts.push([t]); g.said.push(w); }
