@@ -67,10 +67,11 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         driver.quit()
 
 
-def _report(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def _report(tmp_path: Path, *args: str, config: str = "") -> tuple[Path, dict[str, str]]:
     """A seeded store with look-alike memories, and its report from the real CLI."""
     home = tmp_path / "llmem"
     ids = seed(home)
+    (home / "config.yaml").write_text(config, encoding="utf-8")
     with MemoryStore(home / "memory.db") as st:
         ids["prod"] = st.add("procedure", "Deploy production with make deploy-prod", project="acme")
         ids["staging_db"] = st.add("fact", "The staging database listens on port 5433")
@@ -78,7 +79,7 @@ def _report(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         ids["breakout"] = st.add("fact", BREAKOUT)
     out = tmp_path / "report.html"
     proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
+        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out), *args],
         env=env_for(home, tmp_path),
         capture_output=True,
         text=True,
@@ -158,3 +159,24 @@ def test_script_text_in_a_memory_breaks_neither_page_nor_index(
     assert set(found) == {ids["breakout"], ids["xss"]}
     assert XSS in [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#list .memory .text")]
     assert browser.title == "llmem-hooks memories (report)"
+
+
+def test_search_reaches_memories_beyond_the_listed_ones(browser: Any, tmp_path: Path) -> None:
+    """The report lists the newest `viewer.list_limit` memories; its search reaches older
+    ones too (``--search-limit``), and a found one opens like a listed one."""
+    out, ids = _report(tmp_path, config="viewer:\n  list_limit: 3\n")
+    browser.get(out.as_uri())
+    WebDriverWait(browser, 10).until(lambda d: len(_cards(d)) == 3)
+    assert ids["deploy"] not in _cards(browser)  # the oldest memory: not listed
+    found, _ = _ask(browser, "how do we deploy staging?")
+    assert found[0] == ids["deploy"]
+    browser.find_element(By.CSS_SELECTOR, f'.memory[data-id="{ids["deploy"]}"]').click()
+    panel = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "detail-panel"))
+    assert "make deploy-staging" in panel.text
+
+    out, ids = _report(
+        tmp_path / "listed", "--search-limit", "0", config="viewer:\n  list_limit: 3\n"
+    )
+    browser.get(out.as_uri())
+    WebDriverWait(browser, 10).until(lambda d: len(_cards(d)) == 3)
+    assert ids["deploy"] not in _ask(browser, "how do we deploy staging?")[0]
