@@ -3,10 +3,12 @@ a real store) opened from a file in headless Chromium, no server, answers questi
 live search does: the staging deploy memory first for "how do we deploy staging?", an
 inflected or misspelt word still finds it, an off-topic question finds nothing, and
 memories holding ``</script>`` or our own markers break neither the page nor its index.
-Skipped, with the reason, where Chromium or its driver is not installed."""
+Skipped, with the reason, where Chromium or its driver is not installed.
+``UPDATE_REPORT_SCREENSHOT=1`` also writes the answered question to docs/report-search.png."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from llmem_hooks.store import MemoryStore
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
+ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from selenium import webdriver
@@ -117,6 +120,8 @@ def test_report_answers_questions_without_a_server(browser: Any, tmp_path: Path)
     assert "(in this report)" in note
     assert ids["how"] not in found  # "how" and "we" are stop words, not matches
     assert set(found) <= {ids["deploy"], ids["prod"], ids["staging_db"], ids["breakout"]}
+    if os.environ.get("UPDATE_REPORT_SCREENSHOT") == "1":
+        browser.save_screenshot(str(ROOT / "docs" / "report-search.png"))
 
     # a form of the word no memory says, and a typo, still find it
     assert _ask(browser, "who deployed to staging")[0][:1] == [ids["deploy"]]
