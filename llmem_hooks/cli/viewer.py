@@ -18,6 +18,8 @@ from ..errors import ValidationError
 from ..paths import check_user_path, write_private_file
 from .quick import Invocation
 
+SEARCH_LIMIT = 5_000  # report --html: the memories its search reaches by default
+
 
 def ui(
     ctx: typer.Context,
@@ -87,6 +89,16 @@ def report(
             dir_okay=False,
         ),
     ],
+    search_limit: Annotated[
+        int,
+        typer.Option(
+            "--search-limit",
+            min=0,
+            max=100_000,
+            help="Memories the report's search reaches, newest first (the listed ones at "
+            "least; 0: only those). Each adds about 1 KB to the file.",
+        ),
+    ] = SEARCH_LIMIT,
 ) -> None:
     """Write what the viewer shows (memories by project and type, each one's provenance,
     the forgotten ones, the inbox, model usage, the dream report) as one HTML file that
@@ -102,7 +114,9 @@ def report(
     inv = Invocation.of(ctx)
     with inv.open_store(read_only=True) as st:
         data = ViewerData(st, inv.config())
-        page = render_page(data.overview(details=True), live=False, dream_html=data.dream_report())
+        overview = data.overview(details=True)
+        index = data.report_search(overview, search_limit)
+        page = render_page(overview, live=False, dream_html=data.dream_report(), search_index=index)
     if target is None:
         sys.stdout.write(page)
         return

@@ -30,6 +30,7 @@ from ..store import projects as project_names
 from ..store import sessions as session_state
 from ..text.lines import cap
 from ..timestamps import now_iso
+from .search_index import build
 
 if TYPE_CHECKING:
     from ..model.embed import EmbeddingEngine
@@ -128,6 +129,23 @@ class ViewerData:
             whole = [*memories, *self.store.get_many([f["id"] for f in forgotten]).values()]
             out["provenance"] = {m["id"]: self.provenance(m) for m in whole}
         return out
+
+    def report_search(self, overview: dict[str, Any], limit: int) -> dict[str, Any]:
+        """The report's search index over the newest ``limit`` live memories (the listed
+        ones at least); those not listed go to ``overview["searchable"]`` (shown as search
+        results, without provenance)."""
+        listed = [m["id"] for m in overview["memories"]]
+        seen = set(listed)
+        more = self.store.list_all(limit=limit, sort="created", order="desc") if limit else []
+        extra = [m for m in more if m["id"] not in seen]
+        names = project_names.display_names(self.store.db)
+        overview["searchable"] = [slim(m, names) for m in extra]
+        return self.search_index([*listed, *(m["id"] for m in extra)])
+
+    def search_index(self, memory_ids: list[str]) -> dict[str, Any]:
+        """The static report's search index over ``memory_ids`` (`search_index.build`)."""
+        found = self.store.get_many(memory_ids)
+        return build(self.store, [found[i] for i in memory_ids if i in found], self.retriever)
 
     def memory(self, memory_id: str) -> dict[str, Any]:
         """One memory, whole, with its provenance and relations."""

@@ -1,8 +1,9 @@
 """The viewer's one page: inline CSS and script, nothing from another host. The same
 renderer makes the live page of `llmem-hooks ui` (search, edit, forget and restore call
 the server's JSON API with the token) and the file of `llmem-hooks report --html` (the
-data and every memory's provenance embedded; search filters by words in the page; no
-buttons that change anything).
+data and every memory's provenance embedded; search answers questions from a search index
+embedded beside the data (`search_index`, run by web/report_search.js); no buttons that
+change anything).
 
 Memories hold untrusted text (whatever a session said), so nothing from the data is ever
 put into markup: the data travels as JSON inside a ``<script type="application/json">``
@@ -20,7 +21,7 @@ import secrets
 from importlib import resources
 from typing import Any
 
-ASSETS = "llmem_hooks.viewer.web"  # viewer.css, viewer.js: package data, inlined into the page
+ASSETS = "llmem_hooks.viewer.web"  # viewer.css, viewer.js, report_search.js: inlined package data
 
 
 @functools.cache
@@ -67,9 +68,11 @@ def render_page(
     live: bool,
     nonce: str | None = None,
     dream_html: str | None = None,
+    search_index: dict[str, Any] | None = None,
 ) -> str:
     """The whole page. ``live``: the server's page (its API does the rest); otherwise
-    the self-contained report (``dream_html``: the dream report to embed)."""
+    the self-contained report (``dream_html``: the dream report to embed;
+    ``search_index``: `search_index.build`'s index, which its search then answers from)."""
     nonce = nonce or secrets.token_urlsafe(16)
     data = {"mode": "live" if live else "report", "overview": overview}
     if not live and dream_html is not None:
@@ -91,6 +94,17 @@ def render_page(
         '<nav id="tabs"></nav>'
         '<main><aside id="side"></aside><div id="content"></div><div id="detail"></div></main>'
         f'<script id="llmem-data" type="application/json">{_json_for_script(data)}</script>'
+        f"{_search_scripts(search_index, nonce) if not live else ''}"
         f'<script nonce="{nonce}">{_asset("viewer.js")}</script>'
         "</body></html>\n"
+    )
+
+
+def _search_scripts(index: dict[str, Any] | None, nonce: str) -> str:
+    """The report's search index (escaped JSON, like the data) and the script that reads it."""
+    if index is None:
+        return ""
+    return (
+        f'<script id="llmem-search" type="application/json">{_json_for_script(index)}</script>'
+        f'<script nonce="{nonce}">{_asset("report_search.js")}</script>'
     )

@@ -119,6 +119,8 @@ async function search() {
       setNote(`${S.shown.length} found (${out.mode})`);
     } catch (e) { setNote(e.message, true); S.shown = []; }
   } else {
+    const hits = typeof reportHits === 'function' ? reportHits(S.query, D.overview.memories.concat(D.overview.searchable || []), inScope) : null;
+    if (hits) { S.shown = hits; setNote(`${hits.length} found (in this report)`); render(); return; }
     const words = S.query.toLowerCase().split(/\s+/);
     S.shown = D.overview.memories.filter((m) => {
       const hay = [m.content, m.summary || '', m.type, proj(m.project, m.project_name), (m.tags || []).join(' ')].join(' ').toLowerCase();
@@ -135,7 +137,7 @@ async function select(id) {
     try { info = await api('/api/memory?id=' + encodeURIComponent(id)); }
     catch (e) { setNote(e.message, true); return; }
   } else {
-    const m = D.overview.memories.concat(D.overview.forgotten).find((x) => x.id === id);
+    const m = D.overview.memories.concat(D.overview.forgotten, D.overview.searchable || []).find((x) => x.id === id);
     info = {memory: m, provenance: D.overview.provenance[id]};
   }
   render(); detail(info);

@@ -1,0 +1,278 @@
+// The static report's search (llmem_hooks/viewer/page.py inlines it into the report only;
+// llmem_hooks/viewer/search_index.py builds the index it reads from #llmem-search).
+// It answers a question as the live search's keyword stages do (search/retriever.py):
+// stop words dropped, each word mapped to the store's FTS5 term (the index maps every
+// word of the report; an unknown word loses a suffix, then takes its close spellings),
+// synonyms widened; the memories holding every word first, then most words, then any
+// rarer word, each stage ranked by FTS5's BM25 with the store's column weights; then the
+// live rerank (rank fused with confidence, recency, access and type priority).
+'use strict';
+function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags (optional)
+  const terms = X.terms, N = X.rows, avgdl = X.avgdl || 1, cfg = X.settings, docs = X.docs;
+  const K1 = 1.2, B = 0.75, POOL = 100;  // FTS5's bm25 constants; the live search's pool
+  const termIdx = new Map(terms.map((t, i) => [t, i]));
+  const vocab = new Map(Object.entries(X.vocab));
+  const alternatives = new Map(Object.entries(X.alternatives));
+  const stop = new Set(X.stop_words);
+  const roles = new Map(Object.entries(X.role_aliases || {}));  // a Map: "constructor" is no role
+  const post = terms.map(() => []);  // term -> [[doc, weighted count]]
+  docs.forEach((d, i) => {
+    for (const p of d.t) { const [t, w] = Array.isArray(p) ? p : [p, 1]; post[t].push([i, w]); }
+  });
+  const idf = X.df.map((n) => { const v = Math.log((N - n + 0.5) / (n + 0.5)); return v > 0 ? v : 1e-6; });
+  const cap = (share) => Math.floor(Math.max(cfg.common_floor, share * N));
+  // The live search's words (text/words.py) for stop words; FTS5's (letters, digits) for terms.
+  const WORD = /[\p{L}\p{N}_][\p{L}\p{N}_.\-:/+#@]*[\p{L}\p{N}_+#]|[\p{L}\p{N}_]/gu;
+  const SURFACE = /[\p{L}\p{N}]+/gu;
+  const WHEN = /\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b/i;
+  const fold = (w) => w.toLowerCase().normalize('NFKD').replace(/\p{M}/gu, '');
+  const stem = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
+  const escape = (w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+  function isStop(w) {  // text/query.py is_stop_word
+    if (stop.has(w)) return true;
+    for (const [cut, add] of X.stop_inflections) {
+      if (w.length > cut.length + 2 && w.endsWith(cut)) {
+        const base = w.slice(0, -cut.length) + add;
+        if (base.length >= 3 && stop.has(base)) return true;
+        const doubled = (cut === 'ing' || cut === 'ed') && base.length >= 4 && base[base.length - 1] === base[base.length - 2];
+        if (doubled && stop.has(base.slice(0, -1))) return true;
+      }
+    }
+    return false;
+  }
+  function contentWords(q) {  // text/query.py content_words
+    const ws = [...new Set(q.toLowerCase().match(WORD) || [])];
+    const kept = ws.filter((w) => !isStop(w) && (w.length > 1 || /^\d+$/.test(w)));
+    return (kept.length ? kept : ws).slice(0, cfg.max_terms);
+  }
+  function known(w) {
+    if (vocab.has(w)) return vocab.get(w);
+    return termIdx.has(w) ? termIdx.get(w) : -1;
+  }
+  // A word no memory of the report says as such: its stem, as the store's Porter stemmer
+  // would find it, is mostly the word without an inflection or a derivation suffix.
+  const SUFFIXES = ['ations', 'ation', 'ments', 'ment', 'ings', 'ing', 'ions', 'ion', 'ness', 'ies', 'ied',
+    'izes', 'ized', 'ize', 'ises', 'ised', 'ise', 'ers', 'er', 'ed', 'es', 'ly', 's', 'e', 'al', 'ity', 'ive'];
+  function stemmed(w) {
+    const t = known(w);
+    if (t >= 0) return t;
+    for (const suffix of SUFFIXES) {
+      if (w.length < suffix.length + 3 || !w.endsWith(suffix)) continue;
+      const base = w.slice(0, -suffix.length);
+      for (const c of [base, base + 'e', base.replace(/y$/, 'i'), base + 'i']) {
+        const found = known(c);
+        if (found >= 0) return found;
+      }
+    }
+    return -1;
+  }
+  function osa(a, b, max) {  // text/fuzzy.py osa_distance
+    if (a === b) return 0;
+    if (Math.abs(a.length - b.length) > max) return max + 1;
+    let prev2 = [], prev = Array.from({length: b.length + 1}, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const cur = [i];
+      for (let j = 1; j <= b.length; j++) {
+        let v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+        if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, prev2[j - 2] + 1);
+        cur.push(v);
+      }
+      if (Math.min(...cur) > max) return max + 1;
+      prev2 = prev; prev = cur;
+    }
+    return prev[b.length];
+  }
+  const corrected = new Map();  // word -> its corrections (the report does not change)
+  function corrections(w) {
+    if (!corrected.has(w)) corrected.set(w, closeSpellings(w));
+    return corrected.get(w);
+  }
+  const trigrams = (w) => { const p = `  ${w} `, out = new Set(); for (let i = 0; i + 3 <= p.length; i++) out.add(p.slice(i, i + 3)); return out; };
+  let grams = null;  // trigram -> the report's words holding it (text/fuzzy.py, store/vocabulary.py)
+  function closeSpellings(w) {  // store/vocabulary.py suggest() over the report's words
+    if (w.length < 4 || !/^[a-z][a-z0-9_]{2,31}$/.test(w)) return [];
+    if (grams === null) {
+      grams = new Map();
+      for (const s of new Set([...vocab.keys(), ...terms])) {
+        if (!/^[a-z][a-z0-9_]{2,31}$/.test(s)) continue;
+        for (const g of trigrams(s)) { if (!grams.has(g)) grams.set(g, []); grams.get(g).push(s); }
+      }
+    }
+    const mine = trigrams(w), shared = new Map();
+    for (const g of mine) for (const s of grams.get(g) || []) shared.set(s, (shared.get(s) || 0) + 1);
+    const need = Math.max(1, Math.floor(mine.size / 4)), th = cfg.fuzzy_threshold, scored = [];
+    const likely = [...shared].filter(([, n]) => n >= need).sort((a, b) => b[1] - a[1]).slice(0, 40);
+    for (const [s] of likely) {
+      if (s === w || Math.abs(s.length - w.length) > w.length * (1 - th) + 1) continue;
+      const longest = Math.max(s.length, w.length);
+      const sim = 1 - osa(w, s, Math.floor((1 - th) * longest + 1e-9)) / longest;
+      if (sim >= th) scored.push([s, sim]);
+    }
+    scored.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    const top = cap(cfg.correction_share), out = [];
+    for (const [s] of scored.slice(0, 3)) {
+      const t = known(s);
+      if (t >= 0 && X.df[t] <= top && !out.some((c) => c[1] === t)) out.push([s, t]);
+    }
+    return out;
+  }
+  // A question word: the alternatives that match it, each a list of terms a memory must all
+  // hold (a word such as "v1.2" is two terms, as FTS5 reads the phrase).
+  function group(word) {
+    const tokens = (word.match(SURFACE) || []).map(fold);
+    const own = tokens.map(stemmed);
+    const alts = own.every((t) => t >= 0) && own.length ? [own] : [];
+    if (alts.length && own.length > 1) {  // FTS5 reads it as a phrase: its tokens side by side
+      const gap = '[\\p{L}\\p{N}]*[^\\p{L}\\p{N}]+';
+      own.re = new RegExp('(?<![\\p{L}\\p{N}])' + tokens.map((w) => escape(stem(w))).join(gap), 'iu');
+    }
+    const common = cap(cfg.alternative_share);
+    let syn = alternatives.get(word);
+    if (!syn && word.length > 3 && word.endsWith('s')) syn = alternatives.get(word.slice(0, -1));
+    const said = [word];  // the spellings the live search counts a memory's words with
+    for (const [w, t] of syn || []) {
+      if (X.df[t] > common) continue;
+      said.push(w);
+      if (!alts.some((a) => a.length === 1 && a[0] === t)) alts.push([t]);
+    }
+    return {word, alts, said, own: alts.length > 0 && own.every((t) => t >= 0)};
+  }
+  function holds(d, alt) {
+    if (!alt.every((t) => tf(d, t) > 0)) return false;
+    const text = alt.re && texts ? texts.get(docs[d].id) : undefined;
+    return text === undefined || alt.re.test(text);
+  }
+  const tfCache = new Map();
+  function tf(d, t) {
+    let m = tfCache.get(t);
+    if (!m) { m = new Map(post[t]); tfCache.set(t, m); }
+    return m.get(d) || 0;
+  }
+  function groupDf(g) { let n = 0; for (const a of g.alts) for (const t of a) n = Math.max(n, X.df[t]); return n; }
+  function bm25(d, phrases) {
+    const D = docs[d].l;
+    let score = 0;
+    for (const t of phrases) {
+      const f = tf(d, t);
+      if (f > 0) score += idf[t] * (f * (K1 + 1)) / (f + K1 * (1 - B + B * D / avgdl));
+    }
+    return score;
+  }
+  function candidates(groups) {
+    const out = new Set();
+    for (const g of groups) for (const a of g.alts) for (const [d] of post[a[0]]) if (!out.has(d) && holds(d, a)) out.add(d);
+    return out;
+  }
+  const phrasesOf = (groups) => groups.flatMap((g) => g.alts.flat());
+  // Best BM25 first; equal scores in the index's row order, as FTS5 returns them.
+  const ranked = (ds, phrases) => [...ds].sort((a, b) => a - b).map((d) => [d, bm25(d, phrases)])
+    .sort((a, b) => b[1] - a[1]).map((x) => x[0]);
+  const people = X.people || [];
+  const enteredBy = new Set(docs.filter((d) => d.e !== undefined).map((d) => people[d.e]));
+  const upper = (w) => w.charAt(0).toUpperCase() + w.slice(1);
+  // The question's words that name a stored author (retriever.py _authors_named).
+  function authorsNamed(words) {
+    const names = words.filter((t) => t.length > 2 && !/^\d+$/.test(t));
+    for (const t of [...names]) if (roles.has(t)) names.push(roles.get(t));
+    return {names: new Set(names),
+      authors: new Set(names.filter((t) => [t, upper(t), t.toUpperCase()].some((v) => enteredBy.has(v))))};
+  }
+  // The named author's own statements about the question's other words (_question_extras).
+  function authorExtras(groups, authors, hits) {
+    const seen = new Set(hits), rest = groups.filter((g) => !authors.has(g.word)), out = [];
+    for (const name of [...authors].sort()) {
+      if (!rest.length) break;
+      for (const v of [name, upper(name), name.toUpperCase()]) {
+        const ds = [...candidates(rest)].filter((d) => !seen.has(d) && docs[d].e !== undefined && people[docs[d].e] === v);
+        for (const d of ranked(ds, phrasesOf(rest)).slice(0, POOL / 2)) { out.push(d); seen.add(d); }
+      }
+    }
+    return hits.concat(out);
+  }
+  function authorBoost(d, who) {
+    const a = docs[d].a || [], m = docs[d].m || [];
+    return a.some((i) => who.authors.has(people[i])) || m.some((i) => who.names.has(people[i])) ? cfg.author_boost : 0;
+  }
+  function comb(n, k) { let r = 1; for (let i = 1; i <= k; i++) r = r * (n - k + i) / i; return Math.round(r); }
+
+  // How many of the question's words a memory's text holds, as retriever.py's
+  // coverage_counter counts them (a word's first 4-6 letters at the start of a word).
+  function coverage(groups) {
+    const patterns = groups.map((g) => new RegExp('(?<![\\p{L}\\p{N}\\p{M}_])(?:' + g.said.map((w) => escape(stem(w))).join('|') + ')', 'iu'));
+    return (d) => {
+      const text = texts ? texts.get(docs[d].id) : undefined;
+      if (text === undefined) return groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
+      return patterns.reduce((n, p) => n + (p.test(text) ? 1 : 0), 0);
+    };
+  }
+  function keywordHits(groups) {
+    const k = groups.length;
+    const matched = (d) => groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
+    const covered = coverage(groups);
+    const all = phrasesOf(groups);
+
+    const pool = [...candidates(groups)];
+    const holding = new Map(pool.map((d) => [d, matched(d)]));
+    const hits = ranked(pool.filter((d) => holding.get(d) === k), all).slice(0, POOL);
+    const seen = new Set(hits);
+    const relaxed = [];
+    if (k >= 2 && hits.length < POOL) {
+      for (let m = k - 1; m >= 2 && comb(k, m) <= cfg.max_combinations; m--) {
+        for (const d of ranked(pool.filter((d) => !seen.has(d) && holding.get(d) >= m), all)) { relaxed.push(d); seen.add(d); }
+      }
+      const common = cap(cfg.common_share);
+      let rare = groups.filter((g) => { const n = groupDf(g); return n > 0 && n <= common; });
+      if (!rare.length) rare = groups.filter((g) => groupDf(g) > 0).sort((a, b) => groupDf(a) - groupDf(b)).slice(0, 1);
+      const rareDocs = [...candidates(rare)].filter((d) => !seen.has(d));
+      for (const d of ranked(rareDocs, phrasesOf(rare))) { relaxed.push(d); seen.add(d); }
+    }
+    // Below the strict matches, a memory holding more of the question's words comes first.
+    const cover = new Map(relaxed.map((d) => [d, covered(d)]));
+    const order = relaxed.map((d, i) => [d, i]).sort((a, b) => cover.get(b[0]) - cover.get(a[0]) || a[1] - b[1]);
+    return hits.concat(order.map((x) => x[0]).slice(0, POOL - hits.length));
+  }
+
+  return function search(query, limit) {
+    limit = limit || 50;
+    query = String(query || '').slice(0, cfg.max_chars || 4000);  // the live search's bound
+    const words = contentWords(query);
+    if (!words.length) return [];
+    const groups = words.map(group);
+    for (const g of groups) if (!g.own) for (const [w, t] of corrections(fold(g.word))) { g.alts.push([t]); g.said.push(w); }
+    let hits = keywordHits(groups);
+    if (hits.length < 1) {  // nothing: the close spellings of the known words too, any of them
+      for (const g of groups) for (const [, t] of corrections(fold(g.word))) if (!g.alts.some((a) => a[0] === t)) g.alts.push([t]);
+      const pool = [...candidates(groups)];
+      const all = phrasesOf(groups);
+      hits = pool.map((d) => [d, bm25(d, all)]).sort((a, b) => b[1] - a[1]).map((x) => x[0]).slice(0, POOL);
+    }
+    const who = authorsNamed(words);
+    if (who.authors.size) hits = authorExtras(groups, who.authors, hits);
+    const first = (query.toLowerCase().match(WORD) || [])[0];
+    const when = first === 'when' || WHEN.test(query);
+    const k = cfg.rrf_k, blend = cfg.blend;
+    return hits.map((d, i) => {
+      const norm = (1 / (k + i + 1)) / (1 / (k + 1));
+      const score = norm * (1 - blend) + docs[d].s * blend + (when && docs[d].h ? cfg.when_boost : 0) +
+        authorBoost(d, who);
+      return {id: docs[d].id, score: Math.round(score * 10000) / 10000, rank: i};
+    }).sort((a, b) => b.score - a.score || a.rank - b.rank).slice(0, limit).map(({id, score}) => ({id, score}));
+  };
+}
+// What retriever.py's coverage counter reads of a memory.
+const memoryText = (m) => `${m.content || ''} ${m.summary || ''} ${(m.tags || []).join(' ')}`;
+let reportSearch;  // made on the first search (the page's data is read by viewer.js)
+// The memories of the report that answer ``query``, best first, each with its score;
+// ``keep``: the page's project and type filter. null when the page has no index.
+function reportHits(query, memories, keep) {
+  if (reportSearch === undefined) {
+    const node = document.getElementById('llmem-search');
+    reportSearch = node ? makeReportSearch(JSON.parse(node.textContent),
+      new Map(memories.map((m) => [m.id, memoryText(m)]))) : null;
+  }
+  if (!reportSearch) return null;
+  const byId = new Map(memories.map((m) => [m.id, m]));
+  return reportSearch(query, 100).filter((h) => byId.has(h.id) && keep(byId.get(h.id)))
+    .slice(0, 50).map((h) => Object.assign({}, byId.get(h.id), {score: h.score}));
+}

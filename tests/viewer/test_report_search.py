@@ -1,0 +1,147 @@
+"""The static report's search index and script without a browser: the terms come from the
+store's own FTS5 tokenizer (a read-only store too, which is left as it was), the index
+cannot end its ``<script>`` element, and the page's script (web/report_search.js, run in
+node) ranks as the live viewer's search does on a store of look-alike memories. The node
+test is skipped where node is not installed; the browser tests are in
+test_report_search_browser.py."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from llmem_hooks.config import Config
+from llmem_hooks.store import MemoryStore, fts_terms
+from llmem_hooks.viewer.data import ViewerData
+from llmem_hooks.viewer.page import render_page
+
+JS = Path(__file__).resolve().parents[2] / "llmem_hooks" / "viewer" / "web" / "report_search.js"
+RUNNER = """
+const fs = require('fs'), vm = require('vm');
+const [,, js, index, questions, memories] = process.argv;
+const ctx = {}; vm.createContext(ctx);
+vm.runInContext(fs.readFileSync(js, 'utf8') + ';globalThis.make = makeReportSearch;' +
+  'globalThis.text = memoryText;', ctx);
+const mems = JSON.parse(fs.readFileSync(memories, 'utf8'));
+const search = ctx.make(JSON.parse(fs.readFileSync(index, 'utf8')),
+  new Map(mems.map((m) => [m.id, ctx.text(m)])));
+const asked = JSON.parse(fs.readFileSync(questions, 'utf8'));
+const out = asked.map((q) => search(q, 50).map((h) => h.id));
+process.stdout.write(JSON.stringify(out));
+"""
+
+SERVICES = ["api server", "billing worker", "search cluster", "docs site", "auth proxy"]
+ENVS = ["staging", "production", "preview", "sandbox"]
+TOOLS = ["make deploy", "helm upgrade", "ansible-playbook site.yml", "./scripts/ship.sh"]
+
+
+def _fill(st: MemoryStore, rng: random.Random) -> dict[tuple[str, str], str]:
+    """Look-alike memories: how each service is deployed to each environment, its port,
+    and unrelated chatter. Returns the deploy memories by (service, env)."""
+    ids = {}
+    for service in SERVICES:
+        for env in ENVS:
+            tool = rng.choice(TOOLS)
+            ids[(service, env)] = st.add(
+                "procedure",
+                f"To deploy the {env} {service}, run `{tool} {env}` and watch the rollout",
+                project="acme",
+                tags="deploy",
+            )
+            st.add("fact", f"The {env} {service} listens on port {rng.randrange(2000, 9000)}")
+    for n in range(30):
+        st.add("fact", f"Reviewed pull request {n} about logging and retries in the worker")
+    return ids
+
+
+def test_terms_come_from_the_stores_tokenizer_and_leave_a_read_only_store_alone(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "m.db"
+    with MemoryStore(db) as st:
+        a = st.add("decision", "We deploy staging with make deploy-staging", tags="deploy")
+        st.add("fact", "Café opening hours were deployed", summary="naïve deployment")
+    with MemoryStore(db, read_only=True) as st:
+        idx = fts_terms.term_index(
+            st.db, [a, "no-such-id"], ["Deploying", "staging", "café", "v1.2"]
+        )
+        assert st.db.fetchone("PRAGMA query_only")[0] == 1
+        assert st.db.fetchall("SELECT name FROM sqlite_temp_master") == []
+        assert st.count_matching('"deploy"') == 2
+    length, tf = idx.docs[a]
+    assert set(idx.docs) == {a}
+    # deploy x2 in content, once in tags (weight 0.75); staging x2; plus the project scope
+    assert tf["deploi"] == 2.75 and tf["stage"] == 2.0 and length >= 9
+    # a word of two tokens ("v1.2") has no one term: the page looks up its tokens
+    assert idx.word_terms == {"Deploying": "deploi", "staging": "stage", "café": "cafe"}
+    assert idx.df["deploi"] == 2 and idx.df["stage"] == 1
+    assert idx.rows == 2
+
+
+def test_the_index_cannot_end_its_script_element(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "m.db") as st:
+        st.add("fact", "</script><script>alert(1)</script> <!-- \u2028 & </SCRIPT >")
+        data = ViewerData(st, home=tmp_path)
+        overview = data.overview(details=True)
+        index = data.search_index([m["id"] for m in overview["memories"]])
+        page = render_page(overview, live=False, search_index=index)
+    blocks = re.findall(
+        r'<script id="llmem-search" type="application/json">(.*?)</script>', page, re.S
+    )
+    assert len(blocks) == 1
+    assert "<" not in blocks[0] and ">" not in blocks[0] and "&" not in blocks[0]
+    assert json.loads(blocks[0])["docs"][0]["t"]  # still JSON, with the memory's terms
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    with MemoryStore(tmp_path / "m.db") as st:
+        ids = _fill(st, rng)
+        data = ViewerData(st, Config.coerce({"viewer": {"list_limit": 1000}}), home=tmp_path)
+        overview = data.overview(details=True)
+        index = data.search_index([m["id"] for m in overview["memories"]])
+        questions, answers = [], []
+        for (service, env), mid in sorted(ids.items()):
+            for form in (
+                f"how do we deploy the {env} {service}?",
+                f"deploying {service} to {env}",
+                f"{service} {env} rollout",
+            ):
+                questions.append(form)
+                answers.append(mid)
+        questions.append("constructor __proto__ toString")  # no object's own names
+        questions.append("what did we decide about the coffee machine?")
+        live = [[h["id"] for h in data.search(q)["hits"]] for q in questions]
+    files = {
+        "runner.js": RUNNER,
+        "index.json": json.dumps(index),
+        "questions.json": json.dumps(questions),
+        "memories.json": json.dumps(overview["memories"]),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    proc = subprocess.run(
+        [
+            "node",
+            str(tmp_path / "runner.js"),
+            str(JS),
+            *(str(tmp_path / n) for n in list(files)[1:]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report[-1] == [] and live[-1] == []  # nothing about coffee machines
+    assert report[-2] == live[-2] == []
+    for q, answer, got, want in zip(questions, answers, report, live, strict=False):
+        assert got[:1] == [answer], q
+        assert got[:10] == want[:10], q  # the same ten, in the same order
