@@ -308,7 +308,7 @@ class RecallSettings(Section):
     min_coverage: float = _setting(0.45, _number(0.0, 1.0))
     # ... and at least this share of the best match's (and more than the best of what the
     # session was given holds: a question its context answers gets nothing)
-    relative_floor: float = _setting(0.85, _number(0.0, 1.0))
+    relative_floor: float = _setting(0.75, _number(0.0, 1.0))
     # a semantic-only hit (no shared word) counts within this cosine distance
     semantic_max_distance: float = _setting(0.35, _number(0.0, 2.0))
     # longest text of one entry, in characters (episodes are clipped)

@@ -119,10 +119,6 @@ FILLER_WORDS = frozenset(
 TYPE_LABELS = {"conversation": "episode"}
 # A word no memory holds weighs as if this many held it (`relevance.idf_weights`).
 UNKNOWN_WORD_DF = 2.0
-GENERIC_SKIP = True
-# An episode (a transcript: its words meet by chance more than a statement's do) needs
-# this much of the prompt at least (bench/recall_blocks.py, dev set).
-EPISODE_MIN_RELEVANCE = 0.6
 # A new memory must answer the prompt this much better than the best the session has
 # (its context, earlier blocks): else the session has the answer, and the runners-up
 # would be noise (bench/recall_blocks.py, dev set).
@@ -482,8 +478,6 @@ class QueryService:
         df = self._doc_freq(terms)
         if not self._passes_floor(terms, df):
             return _nothing("below_floor")
-        if GENERIC_SKIP and all(df[t] > self._cap(cfg.common_word_share) for t in terms):
-            return _nothing("below_floor")  # only this store's everyday words: no topic
         scope = self.scope(project, directory, session_id)
         exclude = given.given_ids(self._rstore.db, session_id)
         flt = MemoryFilter(
@@ -506,11 +500,8 @@ class QueryService:
         kept: list[SearchHit] = []
         for hit, rel in scored:
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
-            floor = cfg.min_coverage
-            if hit.memory["type"] == "conversation":
-                floor = max(floor, EPISODE_MIN_RELEVANCE)
             near_best = rel >= cfg.relative_floor * best
-            if semantic or (rel >= floor and near_best and rel >= HAD_MARGIN * had):
+            if semantic or (rel >= cfg.min_coverage and near_best and rel >= HAD_MARGIN * had):
                 kept.append(hit)
         block, shown = self._render(kept, terms, budget)
         if not shown:

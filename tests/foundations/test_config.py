@@ -105,7 +105,7 @@ EXPECTED_DEFAULTS = {
         "rare_word_share": 0.01,
         "common_word_share": 0.1,
         "min_coverage": 0.45,
-        "relative_floor": 0.85,
+        "relative_floor": 0.75,
         "semantic_max_distance": 0.35,
         "entry_chars": 320,
     },
