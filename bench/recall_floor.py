@@ -69,6 +69,7 @@ OFF_TOPIC = [
     "what rhymes with orange?",
 ]
 SETTINGS = [
+    {"min_coverage": 0.45, "common_word_share": 0.1},  # the defaults
     {"min_coverage": 0.0, "common_word_share": 1.0},
     {"min_coverage": 0.34, "common_word_share": 1.0},
     {"min_coverage": 0.5, "common_word_share": 1.0},
