@@ -123,6 +123,9 @@ UNKNOWN_WORD_DF = 2.0
 # (its context, earlier blocks): else the session has the answer, and the runners-up
 # would be noise (bench/recall_blocks.py, dev set).
 HAD_MARGIN = 1.1
+# ... among the memories it was given last, this many (its context and recent blocks: what
+# it has at hand; reading every memory of a long session costs milliseconds a prompt)
+HAD_AT_HAND = 60
 
 
 def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
@@ -490,7 +493,10 @@ class QueryService:
         # What the session has: the best of what it was given sets the bar too, so a
         # question its context already answers gets nothing rather than the runners-up.
         had = max(
-            (relevance(m, None) for m in self._rstore.get_many(sorted(exclude)).values()),
+            (
+                relevance(m, None)
+                for m in given.latest_given(self._rstore.db, session_id, HAD_AT_HAND)
+            ),
             default=0.0,
         )
         if not hits:

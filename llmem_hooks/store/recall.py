@@ -24,6 +24,18 @@ def given_ids(db: Database, session_id: str) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
+def latest_given(db: Database, session_id: str, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` memories ``session_id`` was given last (newest first), whole: what the
+    session has at hand, against which recall measures a new hit."""
+    rows = db.fetchall(
+        f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} "
+        "FROM recall_given g JOIN memories m ON m.id = g.memory_id "
+        "WHERE g.session_id = ? ORDER BY g.given_at DESC LIMIT ?",
+        (session_id, limit),
+    )
+    return [row_to_memory(r) for r in rows]
+
+
 def mark_given(db: Database, session_id: str, memory_ids: Iterable[str]) -> None:
     """Record that ``session_id`` was given these memories (idempotent)."""
     ids = list(dict.fromkeys(memory_ids))
