@@ -30,7 +30,7 @@ def test_load_search_forget_in_chromium(browser: Any, tmp_path: Path) -> None:
     viewer = ViewerProcess(env_for(home, tmp_path), "--idle-exit", "120")
     try:
         browser.get(viewer.url)
-        wait(browser, lambda d: len(cards(d)) >= 8)
+        wait(browser, lambda d: len(cards(d)) >= 7)
         assert browser.title == "llmem-hooks memories"  # the XSS memory did not rename it
         _no_alert(browser)
         texts = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#list .memory .text")]
@@ -90,7 +90,7 @@ def test_static_report_works_without_a_server(browser: Any, tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stderr
     browser.get(out.as_uri())
-    wait(browser, lambda d: len(cards(d)) >= 8)  # the CSP let the page's own script run
+    wait(browser, lambda d: len(cards(d)) >= 7)  # the CSP let the page's own script run
     _no_alert(browser)
     assert browser.title == "llmem-hooks memories (report)"
     search(browser, "deploy staging")
@@ -133,14 +133,14 @@ def test_open_login_code_in_chromium(browser: Any, tmp_path: Path) -> None:
         url = json.loads(record.read_text().splitlines()[0])[1]
         assert viewer.token not in url
         browser.get(url)
-        wait(browser, lambda d: len(cards(d)) >= 8)
+        wait(browser, lambda d: len(cards(d)) >= 7)
         assert browser.current_url == f"{viewer.base}/"
         search(browser, "how do we deploy staging?")
         wait(browser, lambda d: cards(d)[:1] == [ids["deploy"]])
         browser.get(url)  # the code again: refused
         assert "used or has expired" in browser.find_element(By.TAG_NAME, "body").text
         browser.get(viewer.url)  # the printed URL: the page, and the token leaves the bar
-        wait(browser, lambda d: len(cards(d)) >= 8)
+        wait(browser, lambda d: len(cards(d)) >= 7)
         assert "token" not in browser.current_url
     finally:
         assert viewer.close() == 0

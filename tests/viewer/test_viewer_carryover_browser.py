@@ -1,0 +1,98 @@
+"""Nothing a person was in the middle of follows them to another view (issue 20 §4): in
+headless Chromium, switching tab, project or type closes an open memory with its edit or
+forget panel (and the text typed into it, never sent) and clears the status note, so
+neither shows next to a list it does not belong to. Skipped where Chromium or its driver
+is missing (tests/viewer/conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from support.browser import By, cards, wait
+from support.viewer import ViewerProcess, api, env_for, seed
+
+
+def _open(driver: Any, memory_id: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, f'#list .memory[data-id="{memory_id}"]').click()
+    wait(
+        driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#detail-panel[data-id="{memory_id}"]')
+    )
+
+
+def _left_behind(driver: Any) -> list[str]:
+    """What is still open: the detail panel, its edit or forget fields, a selected card."""
+    found = [
+        sel
+        for sel in ("#detail-panel", "#edit-content", "#forget-reason", ".card.sel")
+        if driver.find_elements(By.CSS_SELECTOR, sel)
+    ]
+    note = driver.find_elements(By.ID, "note")
+    if note and note[0].text:
+        found.append("note: " + note[0].text)
+    return found
+
+
+def _side(driver: Any, text: str) -> Any:
+    """The sidebar row whose first label is ``text``."""
+    for li in driver.find_elements(By.CSS_SELECTOR, "#projects li"):
+        if li.find_element(By.CSS_SELECTOR, "span").text == text:
+            return li
+    raise AssertionError(f"no sidebar row {text!r}")
+
+
+def test_switching_view_closes_the_open_panel_and_clears_the_note(
+    browser: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "llmem"
+    ids = seed(home)
+    viewer = ViewerProcess(env_for(home, tmp_path), "--idle-exit", "120")
+    try:
+        browser.get(viewer.url)
+        wait(browser, lambda d: ids["deploy"] in cards(d))
+
+        # an edit in progress, then another tab: the panel and the draft do not follow
+        _open(browser, ids["deploy"])
+        browser.find_element(By.ID, "edit").click()
+        browser.find_element(By.ID, "edit-content").send_keys(" UNSENT DRAFT")
+        browser.find_element(By.ID, "tab-forgotten").click()
+        wait(browser, lambda d: d.find_elements(By.ID, "forgotten-list"))
+        assert _left_behind(browser) == []
+        browser.find_element(By.ID, "tab-memories").click()
+        wait(browser, lambda d: ids["deploy"] in cards(d))
+        assert _left_behind(browser) == []
+        assert "UNSENT DRAFT" not in browser.find_element(By.TAG_NAME, "body").text
+
+        # an edit in progress, then another project in the sidebar
+        _open(browser, ids["deploy"])
+        browser.find_element(By.ID, "edit").click()
+        browser.find_element(By.ID, "edit-content").send_keys(" UNSENT DRAFT")
+        _side(browser, "(global)").click()
+        wait(browser, lambda d: ids["deploy"] not in cards(d))
+        assert _left_behind(browser) == []
+
+        # a forget reason typed but not sent, then a type in the sidebar
+        _open(browser, ids["spare"])
+        browser.find_element(By.ID, "forget").click()
+        browser.find_element(By.ID, "forget-reason").send_keys("not sent")
+        _side(browser, "fact").click()
+        wait(browser, lambda d: ids["spare"] not in cards(d))
+        assert _left_behind(browser) == []
+
+        # the status note of a change stays with the view it was made in
+        _side(browser, "all projects").click()
+        _open(browser, ids["filler0"])
+        browser.find_element(By.ID, "forget").click()
+        browser.find_element(By.ID, "forget-confirm").click()
+        wait(browser, lambda d: d.find_element(By.ID, "note").text.startswith("forgotten"))
+        browser.find_element(By.ID, "tab-forgotten").click()
+        wait(browser, lambda d: ids["filler0"] in cards(d, "#forgotten-list"))
+        assert _left_behind(browser) == []
+
+        # nothing was saved by leaving
+        status, out = api(viewer, f"/api/memory?id={ids['deploy']}")
+        assert status == 200 and "UNSENT" not in out["memory"]["content"]
+        status, out = api(viewer, f"/api/memory?id={ids['spare']}")
+        assert status == 200 and out["memory"]["valid_until"] is None
+    finally:
+        assert viewer.close() == 0
