@@ -38,7 +38,7 @@ def _box(driver: Any, memory_id: str) -> dict[str, Any]:
         "const c = arguments[0], t = c.querySelector('.text'), b = c.querySelector('button.more');"
         " return {clipped: t.scrollHeight > t.clientHeight + 1, height: t.clientHeight,"
         " lines: t.clientHeight / parseFloat(getComputedStyle(t).lineHeight),"
-        " button: b ? b.textContent : null};",
+        " button: b ? b.textContent : null, faded: getComputedStyle(t).maskImage !== 'none'};",
         card,
     )
 
@@ -46,15 +46,15 @@ def _box(driver: Any, memory_id: str) -> dict[str, Any]:
 def _check(driver: Any, ids: dict[str, str]) -> None:
     wait(driver, lambda d: len(cards(d)) == 3)
     short = _box(driver, ids["short"])
-    assert short["button"] is None and not short["clipped"]
+    assert short["button"] is None and not short["clipped"] and not short["faded"]
     for key in ("long", "wide"):
         box = _box(driver, ids[key])
-        assert box["clipped"] and box["button"] == "more", key
+        assert box["clipped"] and box["faded"] and box["button"] == "more", key
         assert 2 <= box["lines"] <= 6, box  # a few lines, not the whole memory
         more = driver.find_element(By.CSS_SELECTOR, f'.memory[data-id="{ids[key]}"] .more')
         more.click()
         opened = _box(driver, ids[key])
-        assert not opened["clipped"] and opened["button"] == "less"
+        assert not opened["clipped"] and not opened["faded"] and opened["button"] == "less"
         assert opened["height"] > box["height"] * 2
         assert driver.find_elements(By.ID, "detail-panel") == []  # "more" opens no panel
         driver.find_element(By.CSS_SELECTOR, f'.memory[data-id="{ids[key]}"] .more').click()

@@ -82,7 +82,7 @@ function card(m) {
 // the page to measure). A short card gets no control.
 function clampCards(list) {
   for (const t of list.querySelectorAll('.memory > .text.clamp')) {
-    if (t.scrollHeight <= t.clientHeight + 1) continue;
+    if (t.scrollHeight <= t.clientHeight + 1) { t.classList.remove('clamp'); continue; }
     const id = t.parentNode.getAttribute('data-id');
     const b = el('button', {cls: 'more'});
     const show = (open) => { t.classList.toggle('clamp', !open); b.textContent = open ? 'less' : 'more'; };
