@@ -6,6 +6,7 @@ is missing (tests/viewer/conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,15 @@ def _open(driver: Any, memory_id: str) -> None:
 
 
 def _left_behind(driver: Any) -> list[str]:
-    """What is still open: the detail panel, its edit or forget fields, a selected card."""
-    found = [
-        sel
-        for sel in ("#detail-panel", "#edit-content", "#forget-reason", ".card.sel")
-        if driver.find_elements(By.CSS_SELECTOR, sel)
-    ]
-    note = driver.find_elements(By.ID, "note")
-    if note and note[0].text:
-        found.append("note: " + note[0].text)
-    return found
+    """What is still open: the detail panel, its edit or forget fields, a selected card,
+    a status note (read in one go: the page may re-render between two reads)."""
+    return driver.execute_script(
+        "const found = ['#detail-panel', '#edit-content', '#forget-reason', '.card.sel']"
+        ".filter((s) => document.querySelector(s));"
+        " const n = document.getElementById('note');"
+        " if (n && n.textContent) found.push('note: ' + n.textContent);"
+        " return found;"
+    )
 
 
 def _side(driver: Any, text: str) -> Any:
@@ -94,5 +94,38 @@ def test_switching_view_closes_the_open_panel_and_clears_the_note(
         assert status == 200 and "UNSENT" not in out["memory"]["content"]
         status, out = api(viewer, f"/api/memory?id={ids['spare']}")
         assert status == 200 and out["memory"]["valid_until"] is None
+    finally:
+        assert viewer.close() == 0
+
+
+def test_an_answer_arriving_after_a_switch_opens_nothing(browser: Any, tmp_path: Path) -> None:
+    """A memory clicked just before switching tab: its answer (slowed down by the
+    network emulation) comes back in the new view and must not open the memory there."""
+    from selenium.common.exceptions import TimeoutException
+
+    home = tmp_path / "llmem"
+    ids = seed(home)
+    viewer = ViewerProcess(env_for(home, tmp_path), "--idle-exit", "120")
+    try:
+        browser.get(viewer.url)
+        wait(browser, lambda d: ids["deploy"] in cards(d))
+        browser.execute_cdp_cmd("Network.enable", {})
+        browser.execute_cdp_cmd(
+            "Network.emulateNetworkConditions",
+            {"offline": False, "latency": 800, "downloadThroughput": -1, "uploadThroughput": -1},
+        )
+        browser.find_element(By.CSS_SELECTOR, f'#list .memory[data-id="{ids["deploy"]}"]').click()
+        browser.find_element(By.ID, "tab-forgotten").click()
+        wait(
+            browser,
+            lambda d: d.execute_script(
+                "return performance.getEntriesByType('resource')"
+                ".some((e) => e.name.includes('/api/memory') && e.responseEnd > 0)"
+            ),
+        )
+        # the answer is in: give its handler the time it needs to (wrongly) show it
+        with contextlib.suppress(TimeoutException):
+            wait(browser, lambda d: d.find_elements(By.ID, "detail-panel"), timeout=3)
+        assert _left_behind(browser) == []
     finally:
         assert viewer.close() == 0

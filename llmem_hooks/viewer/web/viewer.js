@@ -6,7 +6,7 @@ const LIVE = D.mode === 'live';
 // The server's session cookie (HttpOnly) carries the login: the token leaves the address bar.
 if (LIVE && location.search) history.replaceState(null, '', location.pathname);
 const S = {tab: 'memories', project: undefined, type: undefined, shown: D.overview.memories,
-           query: '', selected: null, note: '', open: new Set()};
+           query: '', selected: null, note: '', open: new Set(), view: 0};
 // Episodes (what was said) have their own tab; the default list holds durable memories.
 const EPISODE = D.overview.episode_type || 'conversation';
 const pool = () => (S.tab === 'conversations' ? D.overview.conversations || [] : D.overview.memories);
@@ -96,9 +96,9 @@ function clampCards(list) {
 }
 // Another tab, project or type: the open memory (with its edit or forget panel and what
 // was typed there, unsent) and the last status note stay behind, never shown next to a
-// list they do not belong to.
+// list they do not belong to; an answer that arrives after the switch opens nothing.
 function switchTo(change) {
-  Object.assign(S, change, {selected: null, note: ''});
+  Object.assign(S, change, {selected: null, note: '', view: S.view + 1});
   $('detail').replaceChildren();
   refreshList();
 }
@@ -162,8 +162,10 @@ async function select(id) {
   S.selected = id;
   let info;
   if (LIVE) {
+    const view = S.view;
     try { info = await api('/api/memory?id=' + encodeURIComponent(id)); }
-    catch (e) { setNote(e.message, true); return; }
+    catch (e) { if (view === S.view) setNote(e.message, true); return; }
+    if (view !== S.view || S.selected !== id) return;
   } else {
     const m = D.overview.memories.concat(D.overview.conversations || [], D.overview.forgotten).find((x) => x.id === id);
     info = {memory: m, provenance: D.overview.provenance[id]};
@@ -213,13 +215,15 @@ function actions(m) {
   return row;
 }
 async function mutate(path, body, done) {
+  const view = S.view;
   try {
     const info = await api(path, body);
     D.overview = await api('/api/overview');
+    if (view !== S.view) { refreshList(); return; }  // done, but shown in another view
     if (S.query) await search(); else S.shown = pool().filter(inScope);
     S.note = `${done}: ${info.memory.id.slice(0, 8)}`;
     render(); detail(info);
-  } catch (e) { setNote(e.message, true); }
+  } catch (e) { if (view === S.view) setNote(e.message, true); }
 }
 function memoriesTab(c) {
   const conv = S.tab === 'conversations';
