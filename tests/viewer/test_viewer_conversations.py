@@ -6,6 +6,8 @@ headless Chromium (skipped where it is missing: tests/viewer/conftest.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -163,3 +165,28 @@ def test_default_list_holds_memories_and_conversations_have_a_tab_in_chromium(
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#list p.note"))
     browser.find_element(By.CSS_SELECTOR, "#projects li").click()  # all projects
     wait(browser, lambda d: sorted(cards(d)) == sorted(ids["durable"]))
+
+
+def test_static_report_keeps_conversations_apart_in_chromium(browser: Any, tmp_path: Path) -> None:
+    home = tmp_path / "llmem"
+    ids = seed_chatty(home)
+    out = tmp_path / "report.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
+        env=env_for(home, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    browser.get(out.as_uri())
+    wait(browser, lambda d: len(cards(d)) == 3)
+    assert sorted(cards(browser)) == sorted(ids["durable"])
+    _add_up(_counts(browser))
+    browser.find_element(By.ID, "tab-conversations").click()
+    wait(browser, lambda d: cards(d) == ids["episodes"][::-1][:LIST_LIMIT])
+    _add_up(_counts(browser))
+    newest = ids["episodes"][-1]
+    browser.find_element(By.CSS_SELECTOR, f'.memory[data-id="{newest}"]').click()
+    panel = wait(browser, lambda d: d.find_element(By.ID, "detail-panel"))
+    assert f"ses_chat{EPISODES - 1}" in panel.text  # its provenance is in the file too
