@@ -10,7 +10,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from support.browser import By, cards, wait
+from support.browser import By, cards, search, wait
 from support.viewer import ViewerProcess, api, env_for, seed
 
 
@@ -98,11 +98,26 @@ def test_switching_view_closes_the_open_panel_and_clears_the_note(
         assert viewer.close() == 0
 
 
-def test_an_answer_arriving_after_a_switch_opens_nothing(browser: Any, tmp_path: Path) -> None:
-    """A memory clicked just before switching tab: its answer (slowed down by the
-    network emulation) comes back in the new view and must not open the memory there."""
+def _answered(driver: Any, path: str) -> bool:
+    return driver.execute_script(
+        "return performance.getEntriesByType('resource')"
+        ".some((e) => e.name.includes(arguments[0]) && e.responseEnd > 0)",
+        path,
+    )
+
+
+def _settle(driver: Any, sign: Any) -> None:
+    """The answer is in: give its handler the time it needs to (wrongly) show ``sign``."""
     from selenium.common.exceptions import TimeoutException
 
+    with contextlib.suppress(TimeoutException):
+        wait(driver, sign, timeout=3)
+
+
+def test_an_answer_arriving_after_a_switch_opens_nothing(browser: Any, tmp_path: Path) -> None:
+    """A memory clicked, or a search made, just before switching tab: the answer (slowed
+    down by Chromium's network emulation) comes back in the new view and must show
+    nothing there."""
     home = tmp_path / "llmem"
     ids = seed(home)
     viewer = ViewerProcess(env_for(home, tmp_path), "--idle-exit", "120")
@@ -116,16 +131,17 @@ def test_an_answer_arriving_after_a_switch_opens_nothing(browser: Any, tmp_path:
         )
         browser.find_element(By.CSS_SELECTOR, f'#list .memory[data-id="{ids["deploy"]}"]').click()
         browser.find_element(By.ID, "tab-forgotten").click()
-        wait(
-            browser,
-            lambda d: d.execute_script(
-                "return performance.getEntriesByType('resource')"
-                ".some((e) => e.name.includes('/api/memory') && e.responseEnd > 0)"
-            ),
-        )
-        # the answer is in: give its handler the time it needs to (wrongly) show it
-        with contextlib.suppress(TimeoutException):
-            wait(browser, lambda d: d.find_elements(By.ID, "detail-panel"), timeout=3)
+        wait(browser, lambda d: _answered(d, "/api/memory"))
+        _settle(browser, lambda d: d.find_elements(By.ID, "detail-panel"))
         assert _left_behind(browser) == []
+
+        # a search of the memories, then the Conversations tab before its hits come back
+        browser.find_element(By.ID, "tab-memories").click()
+        search(browser, "deploy staging")
+        browser.find_element(By.ID, "tab-conversations").click()
+        wait(browser, lambda d: _answered(d, "/api/search"))
+        _settle(browser, lambda d: "found" in d.find_element(By.ID, "note").text)
+        assert _left_behind(browser) == []
+        assert cards(browser) == [ids["episode"]]  # the tab's own list, not the hits
     finally:
         assert viewer.close() == 0

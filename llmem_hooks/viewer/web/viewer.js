@@ -143,11 +143,13 @@ async function search() {
     if (S.project !== undefined && S.project !== null) p.set('project', S.project);
     if (S.type !== undefined) p.set('type', S.type);
     p.set('kind', S.tab === 'conversations' ? 'conversations' : 'memories');
+    const view = S.view;
     try {
       const out = await api('/api/search?' + p.toString());
+      if (view !== S.view) return;  // the hits of a view left meanwhile
       S.shown = out.hits.filter(inScope);
       setNote(`${S.shown.length} found (${out.mode})`);
-    } catch (e) { setNote(e.message, true); S.shown = []; }
+    } catch (e) { if (view !== S.view) return; setNote(e.message, true); S.shown = []; }
   } else {
     const words = S.query.toLowerCase().split(/\s+/);
     S.shown = pool().filter((m) => {
