@@ -194,7 +194,7 @@ class ViewerData:
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("give something to search for")
         if kind not in (None, "", *KINDS):
-            raise ValidationError(f"unknown kind {kind!r} (use {' or '.join(KINDS)})")
+            raise ValidationError(f"unknown kind: use {' or '.join(KINDS)}")
         if project:
             project = project_names.resolve(self.store.db, project)
         types: str | list[str] | None = type or None

@@ -98,6 +98,8 @@ def test_search_covers_the_kind_of_its_tab(chatty) -> None:
     assert status == 200 and {h["type"] for h in out["hits"]} >= {"decision", "conversation"}
     status, out = api(viewer, q + "&kind=episodes")
     assert status == 400 and "unknown kind" in out["error"]
+    status, out = api(viewer, q + "&kind=" + "x" * 4000)  # one short line, not an echo
+    assert status == 400 and len(out["error"]) < 80
 
 
 def _counts(driver: Any) -> list[tuple[str, int, bool]]:
