@@ -32,6 +32,16 @@ def counts_by_project_type(db: Database) -> list[tuple[str | None, str, int]]:
     return [(r[0], str(r[1]), int(r[2])) for r in rows]
 
 
+def live_types(db: Database) -> set[str]:
+    """The types live memories have: what "every type but the episodes" spells out to."""
+    now = now_iso()
+    with db.lock:
+        rows = db.conn.execute(
+            f"SELECT DISTINCT type FROM memories WHERE {LIVE}", (now, now)
+        ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
 def forgotten(db: Database, limit: int = 200) -> list[dict[str, Any]]:
     """Forgotten (invalidated) memories, most recently forgotten first: what `restore` undoes."""
     with db.lock:

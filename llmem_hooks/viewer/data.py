@@ -1,11 +1,13 @@
 """What the viewer shows and does, as JSON-able dicts: one place for `llmem-hooks ui`
 (`llmem_hooks.viewer.server`) and `llmem-hooks report --html` (`llmem_hooks.viewer.page`).
 
-The overview: live memories by project and type, the newest memories, the forgotten
-ones, the inbox, today's model usage against the budget, and whether a dream report
-exists. A memory's provenance: its session (and that session's agent), who entered it,
-when, its source and messages, and the episode it was learned from. Search is the same
-`Retriever.find` as ``llmem-hooks search`` (hybrid when the embedding model answers).
+The overview: live memories by project and type, the newest durable memories and, apart
+from them, the newest conversation episodes (issue 20: episodes had filled the first cards
+of the list), the forgotten ones, the inbox, today's model usage against the budget, and
+whether a dream report exists. A memory's provenance: its session (and that session's
+agent), who entered it, when, its source and messages, and the episode it was learned
+from. Search is the same `Retriever.find` as ``llmem-hooks search`` (hybrid when the
+embedding model answers).
 Edits go through `MemoryStore.update` / `invalidate` and `store.browse.restore`, so the
 store's validation and its redaction choke point apply as everywhere else.
 """
@@ -44,6 +46,10 @@ EPISODE_CHARS = 1200  # how much of the source episode a memory's provenance sho
 SEARCH_LIMIT = 50
 INBOX_LIMIT = 100
 FORGOTTEN_LIMIT = 200
+# Episodes (what was said, stored by the session hooks) are listed, counted and searched
+# apart from the durable memories: the "Conversations" tab, never the default list.
+EPISODE_TYPE = "conversation"
+KINDS = ("memories", "conversations")  # what a search covers: durable memories or episodes
 MEMORY_FIELDS = (
     "id",
     "type",
@@ -93,8 +99,11 @@ class ViewerData:
         """Everything the main page shows. ``details``: each listed memory carries its
         provenance too (the static report, which cannot ask later)."""
         limit = self.config.viewer.list_limit
-        memories = self.store.list_all(limit=limit, sort="created", order="desc")
         stats = self.store.stats()
+        types = sorted({*DEFAULT_MEMORY_TYPES, *stats["by_type"]})
+        durable = [t for t in types if t != EPISODE_TYPE]
+        memories = self.store.list_all(type=durable, limit=limit, sort="created", order="desc")
+        episodes = self.store.list_all(type=EPISODE_TYPE, limit=limit, sort="created")
         names = project_names.display_names(self.store.db)
         listed = [slim(m, names) for m in memories]
         forgotten = [slim(m, names) for m in browse.forgotten(self.store.db, FORGOTTEN_LIMIT)]
@@ -107,13 +116,17 @@ class ViewerData:
                 "expired": stats["expired"],
                 "inbox": stats["inbox"],
                 "listed": len(listed),
+                "conversations": stats["by_type"].get(EPISODE_TYPE, 0),
+                "conversations_listed": len(episodes),
             },
             "counts": [
                 {"project": p, "name": project_label(p, names), "type": t, "count": n}
                 for p, t, n in browse.counts_by_project_type(self.store.db)
             ],
-            "types": sorted({*DEFAULT_MEMORY_TYPES, *stats["by_type"]}),
+            "types": types,
+            "episode_type": EPISODE_TYPE,
             "memories": listed,
+            "conversations": [slim(m, names) for m in episodes],
             "forgotten": forgotten,
             "inbox": [
                 {
@@ -126,7 +139,11 @@ class ViewerData:
             "dream": self.dream_status(),
         }
         if details:
-            whole = [*memories, *self.store.get_many([f["id"] for f in forgotten]).values()]
+            whole = [
+                *memories,
+                *episodes,
+                *self.store.get_many([f["id"] for f in forgotten]).values(),
+            ]
             out["provenance"] = {m["id"]: self.provenance(m) for m in whole}
         return out
 
@@ -182,14 +199,32 @@ class ViewerData:
         }
 
     def search(
-        self, query: str, *, project: str | None = None, type: str | None = None
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        type: str | None = None,
+        kind: str | None = None,
     ) -> dict[str, Any]:
-        """The retriever's hits for ``query`` (a person browsing: no access counts)."""
+        """The retriever's hits for ``query`` (a person browsing: no access counts).
+        ``kind``: only durable memories ("memories") or only episodes ("conversations"),
+        as the tab searched lists them; None: both."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("give something to search for")
+        if kind not in (None, "", *KINDS):
+            raise ValidationError(f"unknown kind: use {' or '.join(KINDS)}")
         if project:
             project = project_names.resolve(self.store.db, project)
-        flt = MemoryFilter(type=type or None, project=project or None)
+        types: str | list[str] | None = type or None
+        if kind == "conversations":
+            types = EPISODE_TYPE if types in (None, EPISODE_TYPE) else []
+        elif kind == "memories" and types == EPISODE_TYPE:
+            types = []
+        elif kind == "memories" and types is None:
+            types = sorted(browse.live_types(self.store.db) - {EPISODE_TYPE})
+        if types == []:  # nothing of that kind (a type the tab does not list): no hits
+            return {"query": query, "mode": "none", "hits": []}
+        flt = MemoryFilter(type=types, project=project or None)
         hits, mode = self.retriever.find_hybrid_or_keywords(
             query, flt, limit=SEARCH_LIMIT, track_access=False
         )

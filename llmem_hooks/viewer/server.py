@@ -376,7 +376,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/api/memory":
             self._call(data.memory, one("id") or "")
         elif path == "/api/search":
-            self._call(data.search, one("q") or "", project=one("project"), type=one("type"))
+            self._call(
+                data.search,
+                one("q") or "",
+                project=one("project"),
+                type=one("type"),
+                kind=one("kind"),
+            )
         elif path == "/dream-report":
             with self.viewer.lock:
                 report = data.dream_report()

@@ -1,88 +1,25 @@
 """The viewer in a real browser: headless Chromium (Debian's chromium and
 chromium-driver, through Selenium) loads the live page, searches, forgets a memory,
 and loads the static report; a memory holding markup never runs. Skipped, with the
-reason, where Chromium or its driver is not installed (.ci/run installs them).
-
-``UPDATE_VIEWER_SCREENSHOT=1`` also writes the main page to docs/viewer.png.
+reason, where Chromium or its driver is not installed (.ci/run installs them): the
+`browser` fixture of tests/viewer/conftest.py. bench/screenshots.py makes docs/' pictures.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.browser import By, cards, search, wait
 from support.viewer import XSS, ViewerProcess, api, env_for, seed
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-ROOT = Path(__file__).resolve().parents[2]
-
-try:
-    from selenium import webdriver
-    from selenium.common.exceptions import NoAlertPresentException
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-except ImportError:  # pragma: no cover - selenium is a test extra
-    webdriver = None  # type: ignore[assignment]
-
-pytestmark = pytest.mark.skipif(
-    webdriver is None or CHROMIUM is None or DRIVER is None,
-    reason="headless Chromium not available (apt-get install chromium chromium-driver; "
-    "pip install selenium)",
-)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",  # we run as root in CI
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1100,700",
-        f"--user-data-dir={tmp_path / 'chromium'}",
-    ):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def _wait(driver: Any, cond: Any, timeout: float = 10) -> Any:
-    return WebDriverWait(driver, timeout).until(cond)
-
-
-def _cards(driver: Any) -> list[str]:
-    from selenium.common.exceptions import StaleElementReferenceException
-
-    try:
-        return [
-            c.get_attribute("data-id")
-            for c in driver.find_elements(By.CSS_SELECTOR, "#list .memory")
-        ]
-    except StaleElementReferenceException:  # re-rendered while we read: ask again
-        return []
-
-
-def _search(driver: Any, text: str) -> None:
-    """Type into the search box and press Search (the page re-renders: find both anew)."""
-    box = driver.find_element(By.ID, "q")
-    box.clear()
-    box.send_keys(text)
-    driver.find_element(By.ID, "search-btn").click()
 
 
 def _no_alert(driver: Any) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.text  # noqa: B018
 
@@ -93,7 +30,7 @@ def test_load_search_forget_in_chromium(browser: Any, tmp_path: Path) -> None:
     viewer = ViewerProcess(env_for(home, tmp_path), "--idle-exit", "120")
     try:
         browser.get(viewer.url)
-        _wait(browser, lambda d: len(_cards(d)) >= 8)
+        wait(browser, lambda d: len(cards(d)) >= 7)
         assert browser.title == "llmem-hooks memories"  # the XSS memory did not rename it
         _no_alert(browser)
         texts = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#list .memory .text")]
@@ -103,26 +40,24 @@ def test_load_search_forget_in_chromium(browser: Any, tmp_path: Path) -> None:
         assert "acme" in side and "decision" in side
 
         # search: the server's retriever answers
-        _search(browser, "how do we deploy staging?")
-        _wait(browser, lambda d: _cards(d)[:1] == [ids["deploy"]])
+        search(browser, "how do we deploy staging?")
+        wait(browser, lambda d: cards(d)[:1] == [ids["deploy"]])
         assert "(fts)" in browser.find_element(By.ID, "note").text
 
         # provenance of a learned memory, then forget it
-        _search(browser, "make test-all")
-        _wait(browser, lambda d: ids["learned"] in _cards(d))
+        search(browser, "make test-all")
+        wait(browser, lambda d: ids["learned"] in cards(d))
         browser.find_element(By.CSS_SELECTOR, f'.memory[data-id="{ids["learned"]}"]').click()
-        panel = _wait(browser, lambda d: d.find_element(By.ID, "detail-panel"))
+        panel = wait(browser, lambda d: d.find_element(By.ID, "detail-panel"))
         assert "ses_view1" in panel.text and "opencode" in panel.text
         assert "PYTHONPATH" in browser.find_element(By.ID, "episode").text
-        if os.environ.get("UPDATE_VIEWER_SCREENSHOT") == "1":
-            browser.save_screenshot(str(ROOT / "docs" / "viewer.png"))
         shot = tmp_path / "viewer.png"
         assert browser.save_screenshot(str(shot)) and shot.read_bytes()[:4] == b"\x89PNG"
         browser.find_element(By.ID, "forget").click()
         browser.find_element(By.ID, "forget-reason").send_keys("we use tox now")
         browser.find_element(By.ID, "forget-confirm").click()
-        _wait(browser, lambda d: d.find_element(By.ID, "note").text.startswith("forgotten"))
-        assert ids["learned"] not in _cards(browser)
+        wait(browser, lambda d: d.find_element(By.ID, "note").text.startswith("forgotten"))
+        assert ids["learned"] not in cards(browser)
         status, out = api(viewer, f"/api/memory?id={ids['learned']}")
         assert status == 200 and out["memory"]["invalidation_reason"] == "we use tox now"
         browser.find_element(By.ID, "tab-forgotten").click()
@@ -136,16 +71,13 @@ def test_load_search_forget_in_chromium(browser: Any, tmp_path: Path) -> None:
         browser.find_element(By.ID, "tab-dream").click()
         frame = browser.find_element(By.ID, "dream")
         browser.switch_to.frame(frame)
-        _wait(browser, lambda d: "Dream run 7" in d.find_element(By.TAG_NAME, "body").text)
+        wait(browser, lambda d: "Dream run 7" in d.find_element(By.TAG_NAME, "body").text)
         browser.switch_to.default_content()
     finally:
         assert viewer.close() == 0
 
 
 def test_static_report_works_without_a_server(browser: Any, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     home = tmp_path / "llmem"
     ids = seed(home)
     out = tmp_path / "report.html"
@@ -158,19 +90,19 @@ def test_static_report_works_without_a_server(browser: Any, tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stderr
     browser.get(out.as_uri())
-    _wait(browser, lambda d: len(_cards(d)) >= 8)  # the CSP let the page's own script run
+    wait(browser, lambda d: len(cards(d)) >= 7)  # the CSP let the page's own script run
     _no_alert(browser)
     assert browser.title == "llmem-hooks memories (report)"
-    _search(browser, "deploy staging")
-    _wait(browser, lambda d: _cards(d) == [ids["deploy"]])
-    _search(browser, "test-all")
-    _wait(browser, lambda d: ids["learned"] in _cards(d))
+    search(browser, "deploy staging")
+    wait(browser, lambda d: cards(d) == [ids["deploy"]])
+    search(browser, "test-all")
+    wait(browser, lambda d: ids["learned"] in cards(d))
     browser.find_element(By.CSS_SELECTOR, f'.memory[data-id="{ids["learned"]}"]').click()
-    assert "PYTHONPATH" in _wait(browser, lambda d: d.find_element(By.ID, "episode")).text
+    assert "PYTHONPATH" in wait(browser, lambda d: d.find_element(By.ID, "episode")).text
     assert browser.find_elements(By.ID, "forget") == []  # the report changes nothing
     browser.find_element(By.ID, "tab-dream").click()
     browser.switch_to.frame(browser.find_element(By.ID, "dream"))
-    _wait(browser, lambda d: "Dream run 7" in d.find_element(By.TAG_NAME, "body").text)
+    wait(browser, lambda d: "Dream run 7" in d.find_element(By.TAG_NAME, "body").text)
     browser.switch_to.default_content()
 
 
@@ -180,7 +112,6 @@ def test_open_login_code_in_chromium(browser: Any, tmp_path: Path) -> None:
     the printed URL's token does not stay in the address bar either."""
     import json
     import stat
-    import sys
     import time
 
     home = tmp_path / "llmem"
@@ -202,14 +133,14 @@ def test_open_login_code_in_chromium(browser: Any, tmp_path: Path) -> None:
         url = json.loads(record.read_text().splitlines()[0])[1]
         assert viewer.token not in url
         browser.get(url)
-        _wait(browser, lambda d: len(_cards(d)) >= 8)
+        wait(browser, lambda d: len(cards(d)) >= 7)
         assert browser.current_url == f"{viewer.base}/"
-        _search(browser, "how do we deploy staging?")
-        _wait(browser, lambda d: _cards(d)[:1] == [ids["deploy"]])
+        search(browser, "how do we deploy staging?")
+        wait(browser, lambda d: cards(d)[:1] == [ids["deploy"]])
         browser.get(url)  # the code again: refused
         assert "used or has expired" in browser.find_element(By.TAG_NAME, "body").text
         browser.get(viewer.url)  # the printed URL: the page, and the token leaves the bar
-        _wait(browser, lambda d: len(_cards(d)) >= 8)
+        wait(browser, lambda d: len(cards(d)) >= 7)
         assert "token" not in browser.current_url
     finally:
         assert viewer.close() == 0

@@ -1,63 +1,23 @@
 """Project names in the viewer, in headless Chromium (issue 20 §2): the sidebar and the
 cards show the name a project is known by, never its root-commit hash, and a long name
 ends in an ellipsis instead of running into its count. Skipped where Chromium or its
-driver is not installed, as tests/viewer/test_viewer_browser.py is."""
+driver is not installed (the `browser` fixture of tests/viewer/conftest.py)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from support.browser import By, wait
 from support.viewer import ViewerProcess, env_for
 
 from llmem_hooks.store import MemoryStore, projects
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-except ImportError:  # pragma: no cover - selenium is a test extra
-    webdriver = None  # type: ignore[assignment]
-
-pytestmark = pytest.mark.skipif(
-    webdriver is None or CHROMIUM is None or DRIVER is None,
-    reason="headless Chromium not available (apt-get install chromium chromium-driver; "
-    "pip install selenium)",
-)
-
 API = "4f0c2b6e9d1a3c5e7f9b0d2a4c6e8f0a1b3d5f7a"
 LONG = "f" * 40
 LONG_NAME = "an-organisation-with-a-long-name/a-repository-whose-name-goes-on-and-on"
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1100,700",
-        f"--user-data-dir={tmp_path / 'chromium'}",
-    ):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def seed_named(home: Path) -> None:
@@ -72,9 +32,7 @@ def seed_named(home: Path) -> None:
 
 
 def _check_page(driver: Any) -> None:
-    WebDriverWait(driver, 10).until(
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list .memory")) >= 5
-    )
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list .memory")) >= 5)
     side = driver.find_element(By.ID, "side")
     assert "acme/api" in side.text and API not in side.text and LONG not in side.text
     heads = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#list .memory .head")]

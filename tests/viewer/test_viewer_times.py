@@ -1,7 +1,7 @@
 """The viewer shows times in the browser's local time, to the minute, with "N days ago",
 and confidence to two decimals (issue 20): the static report in headless Chromium with
 the time zone set to Asia/Kolkata (UTC+05:30, so a UTC clock shows as wrong).
-Skipped like test_viewer_browser.py where Chromium or its driver is missing."""
+Skipped where Chromium or its driver is missing (tests/viewer/conftest.py)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,12 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import pytest
+from support.browser import By, cards, wait
 from support.viewer import env_for, seed
-from test_viewer_browser import _cards, _wait, browser, pytestmark  # noqa: F401
-
-By = pytest.importorskip("selenium.webdriver.common.by").By
 
 
 def test_report_shows_local_relative_times_and_short_confidence(
-    browser: Any,  # noqa: F811
+    browser: Any,
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "llmem"
@@ -45,14 +42,14 @@ def test_report_shows_local_relative_times_and_short_confidence(
     assert proc.returncode == 0, proc.stderr
     browser.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "Asia/Kolkata"})
     browser.get(out.as_uri())
-    _wait(browser, lambda d: ids["deploy"] in _cards(d))
+    wait(browser, lambda d: ids["deploy"] in cards(d))
     local = said.astimezone(ZoneInfo("Asia/Kolkata")).strftime("%Y-%m-%d %H:%M")
     card = browser.find_element(By.CSS_SELECTOR, f'.memory[data-id="{ids["deploy"]}"]')
     assert f"{local} (3 days ago)" in card.find_element(By.CSS_SELECTOR, ".head").text
     when = card.find_element(By.CSS_SELECTOR, ".when")
     assert when.get_attribute("title") == said.isoformat()  # the exact value on hover
     card.click()
-    panel = _wait(browser, lambda d: d.find_element(By.ID, "detail-panel"))
+    panel = wait(browser, lambda d: d.find_element(By.ID, "detail-panel"))
     text = panel.text
     assert f"{local} (3 days ago)" in text
     assert "0.85" in text and "0.8500000000000001" not in text

@@ -6,7 +6,10 @@ const LIVE = D.mode === 'live';
 // The server's session cookie (HttpOnly) carries the login: the token leaves the address bar.
 if (LIVE && location.search) history.replaceState(null, '', location.pathname);
 const S = {tab: 'memories', project: undefined, type: undefined, shown: D.overview.memories,
-           query: '', selected: null, note: ''};
+           query: '', selected: null, note: '', open: new Set(), view: 0};
+// Episodes (what was said) have their own tab; the default list holds durable memories.
+const EPISODE = D.overview.episode_type || 'conversation';
+const pool = () => (S.tab === 'conversations' ? D.overview.conversations || [] : D.overview.memories);
 const $ = (id) => document.getElementById(id);
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -71,58 +74,89 @@ function card(m) {
        el('span', {}, 'by ' + (m.entered_by || '?')),
        m.score !== undefined ? el('span', {}, 'score ' + m.score) : null,
        el('span', {}, m.id.slice(0, 8))),
-    el('div', {cls: 'text'}, m.passage || m.content));
+    el('div', {cls: 'text clamp'}, m.passage || m.content));
   if (m.tags && m.tags.length) c.appendChild(el('div', {cls: 'tags'}, m.tags.map((t) => '#' + t).join(' ')));
   return c;
 }
+// A long card shows its first lines; "more" opens it, "less" closes it (the list must be on
+// the page to measure). A short card gets no control.
+function clampCards(list) {
+  for (const t of list.querySelectorAll('.memory > .text.clamp')) {
+    if (t.scrollHeight <= t.clientHeight + 1) { t.classList.remove('clamp'); continue; }
+    const id = t.parentNode.getAttribute('data-id');
+    const b = el('button', {cls: 'more'});
+    const show = (open) => { t.classList.toggle('clamp', !open); b.textContent = open ? 'less' : 'more'; };
+    b.addEventListener('click', (e) => {
+      e.stopPropagation();
+      if (S.open.has(id)) S.open.delete(id); else S.open.add(id);
+      show(S.open.has(id));
+    });
+    t.after(b); show(S.open.has(id));
+  }
+}
+// Another tab, project or type: the open memory (with its edit or forget panel and what
+// was typed there, unsent) and the last status note stay behind, never shown next to a
+// list they do not belong to; an answer that arrives after the switch opens nothing.
+function switchTo(change) {
+  Object.assign(S, change, {selected: null, note: '', view: S.view + 1});
+  $('detail').replaceChildren();
+  refreshList();
+}
 function sidebar() {
   const a = $('side'); a.replaceChildren();
-  const by = new Map();
-  for (const c of D.overview.counts) {
+  const by = new Map(), conv = S.tab === 'conversations';
+  const counts = D.overview.counts.filter((c) => (c.type === EPISODE) === conv);
+  for (const c of counts) {
     const k = proj(c.project, c.name);
     if (!by.has(k)) by.set(k, {project: c.project, total: 0, types: []});
     const g = by.get(k); g.total += c.count; g.types.push(c);
   }
   const ul = el('ul', {id: 'projects'});
   ul.appendChild(el('li', {cls: S.project === undefined ? 'on' : '',
-    on: {click: () => { S.project = undefined; S.type = undefined; refreshList(); }}},
-    el('span', {}, 'all projects'), el('span', {}, D.overview.totals.active)));
+    on: {click: () => switchTo({project: undefined, type: undefined})}},
+    el('span', {}, 'all projects'), el('span', {cls: 'count'}, counts.reduce((n, c) => n + c.count, 0))));
   for (const [name, g] of by) {
     ul.appendChild(el('li', {cls: S.project === g.project && S.type === undefined ? 'on' : '',
-      'data-project': name, on: {click: () => { S.project = g.project; S.type = undefined; refreshList(); }}},
+      'data-project': name, on: {click: () => switchTo({project: g.project, type: undefined})}},
       el('span', {cls: 'name', title: g.project === null ? name : name + ' · ' + g.project}, name),
       el('span', {cls: 'count'}, g.total)));
-    for (const t of g.types) ul.appendChild(el('li', {cls: 'type' + (S.project === g.project && S.type === t.type ? ' on' : ''),
-      on: {click: () => { S.project = g.project; S.type = t.type; refreshList(); }}},
+    if (!conv) for (const t of g.types) ul.appendChild(el('li', {cls: 'type' + (S.project === g.project && S.type === t.type ? ' on' : ''),
+      on: {click: () => switchTo({project: g.project, type: t.type})}},
       el('span', {}, t.type), el('span', {}, t.count)));
   }
-  a.append(el('h2', {}, 'Projects and types'), ul);
-  const t = D.overview.totals;
-  a.append(el('p', {cls: 'note'}, `${t.active} live, ${t.forgotten} forgotten, ${t.expired} expired, ` +
-    `${t.inbox} in the inbox; the newest ${t.listed} listed (search reaches all).`));
+  a.append(el('h2', {}, conv ? 'Conversations by project' : 'Projects and types'), ul);
+  const t = D.overview.totals, episodes = t.conversations || 0;
+  a.append(el('p', {cls: 'note', id: 'totals'}, `${t.active} live (${t.active - episodes} memories, ${episodes} conversation episodes), ` +
+    `${t.forgotten} forgotten, ${t.expired} expired, ${t.inbox} in the inbox; the newest ` +
+    `${conv ? t.conversations_listed || 0 : t.listed} listed here (search reaches all).`));
 }
 async function refreshList() {
   if (S.query) return search();
-  S.shown = D.overview.memories.filter(inScope);
+  S.shown = pool().filter(inScope);
   render();
 }
 async function search() {
   S.query = $('q').value.trim();
-  if (!S.query) { S.shown = D.overview.memories.filter(inScope); render(); return; }
+  if (!S.query) { S.shown = pool().filter(inScope); render(); return; }
   if (LIVE) {
     const p = new URLSearchParams({q: S.query});
     if (S.project !== undefined && S.project !== null) p.set('project', S.project);
     if (S.type !== undefined) p.set('type', S.type);
+    p.set('kind', S.tab === 'conversations' ? 'conversations' : 'memories');
+    const view = S.view;
     try {
       const out = await api('/api/search?' + p.toString());
+      if (view !== S.view) return;  // the hits of a view left meanwhile
       S.shown = out.hits.filter(inScope);
       setNote(`${S.shown.length} found (${out.mode})`);
-    } catch (e) { setNote(e.message, true); S.shown = []; }
+    } catch (e) { if (view !== S.view) return; setNote(e.message, true); S.shown = []; }
   } else {
-    const hits = typeof reportHits === 'function' ? reportHits(S.query, D.overview.memories.concat(D.overview.searchable || []), inScope) : null;
+    const all = D.overview.memories.concat(D.overview.conversations || [], D.overview.searchable || []);
+    const inTab = (m) => inScope(m) && (m.type === 'conversation') === (S.tab === 'conversations');
+    const hits = typeof reportHits === 'function' ? reportHits(S.query, all, inTab) : null;
     if (hits) { S.shown = hits; setNote(`${hits.length} found (in this report)`); render(); return; }
     const words = S.query.toLowerCase().split(/\s+/);
-    S.shown = D.overview.memories.filter((m) => {
+    S.shown = pool().filter((m) => {
       const hay = [m.content, m.summary || '', m.type, proj(m.project, m.project_name), (m.tags || []).join(' ')].join(' ').toLowerCase();
       return inScope(m) && words.every((w) => hay.includes(w));
     });
@@ -134,10 +168,12 @@ async function select(id) {
   S.selected = id;
   let info;
   if (LIVE) {
+    const view = S.view;
     try { info = await api('/api/memory?id=' + encodeURIComponent(id)); }
-    catch (e) { setNote(e.message, true); return; }
+    catch (e) { if (view === S.view) setNote(e.message, true); return; }
+    if (view !== S.view || S.selected !== id) return;
   } else {
-    const m = D.overview.memories.concat(D.overview.forgotten, D.overview.searchable || []).find((x) => x.id === id);
+    const m = D.overview.memories.concat(D.overview.conversations || [], D.overview.forgotten, D.overview.searchable || []).find((x) => x.id === id);
     info = {memory: m, provenance: D.overview.provenance[id]};
   }
   render(); detail(info);
@@ -185,31 +221,34 @@ function actions(m) {
   return row;
 }
 async function mutate(path, body, done) {
+  const view = S.view;
   try {
     const info = await api(path, body);
     D.overview = await api('/api/overview');
-    if (S.query) await search(); else S.shown = D.overview.memories.filter(inScope);
+    if (view !== S.view) { refreshList(); return; }  // done, but shown in another view
+    if (S.query) await search(); else S.shown = pool().filter(inScope);
     S.note = `${done}: ${info.memory.id.slice(0, 8)}`;
     render(); detail(info);
-  } catch (e) { setNote(e.message, true); }
+  } catch (e) { if (view === S.view) setNote(e.message, true); }
 }
 function memoriesTab(c) {
-  const q = el('input', {id: 'q', type: 'search', placeholder: 'search memories'});
+  const conv = S.tab === 'conversations';
+  const q = el('input', {id: 'q', type: 'search', placeholder: conv ? 'search conversations' : 'search memories'});
   q.value = S.query;
   q.addEventListener('keydown', (e) => { if (e.key === 'Enter') search(); });
   c.append(el('div', {cls: 'bar'}, q, el('button', {cls: 'act primary', id: 'search-btn', on: {click: search}}, 'Search')),
     el('div', {id: 'note', cls: 'note'}, S.note));
   const list = el('div', {id: 'list'});
   for (const m of S.shown) list.appendChild(card(m));
-  if (!S.shown.length) list.appendChild(el('p', {cls: 'note'}, 'No memories here.'));
-  c.appendChild(list);
+  if (!S.shown.length) list.appendChild(el('p', {cls: 'note'}, conv ? 'No conversations here.' : 'No memories here.'));
+  c.appendChild(list); clampCards(list);
 }
 function forgottenTab(c) {
   c.append(el('h2', {}, 'Forgotten memories'), el('div', {id: 'note', cls: 'note'}, S.note));
   const list = el('div', {id: 'forgotten-list'});
   for (const m of D.overview.forgotten) list.appendChild(card(m));
   if (!D.overview.forgotten.length) list.appendChild(el('p', {cls: 'note'}, 'Nothing forgotten.'));
-  c.appendChild(list);
+  c.appendChild(list); clampCards(list);
 }
 function inboxTab(c) {
   c.append(el('h2', {}, 'Inbox (candidates and notes waiting to become memories)'));
@@ -235,16 +274,17 @@ function dreamTab(c) {
   else f.srcdoc = D.dream_html || '';
   c.append(f);
 }
-const TABS = {memories: ['Memories', memoriesTab], forgotten: ['Forgotten', forgottenTab], inbox: ['Inbox', inboxTab],
+const TABS = {memories: ['Memories', memoriesTab], conversations: ['Conversations', memoriesTab], forgotten: ['Forgotten', forgottenTab], inbox: ['Inbox', inboxTab],
               usage: ['Model usage', usageTab], dream: ['Dream report', dreamTab]};
 function render() {
   const nav = $('tabs'); nav.replaceChildren();
   for (const [k, [label]] of Object.entries(TABS))
-    nav.append(el('button', {id: 'tab-' + k, cls: S.tab === k ? 'on' : '', on: {click: () => { S.tab = k; render(); }}}, label));
+    nav.append(el('button', {id: 'tab-' + k, cls: S.tab === k ? 'on' : '', on: {click: () =>
+      switchTo({tab: k, query: '', type: k === 'conversations' ? undefined : S.type})}}, label));
   sidebar();
   const c = $('content'); c.replaceChildren();
   TABS[S.tab][1](c);
-  if (S.tab !== 'memories' && S.tab !== 'forgotten') $('detail').replaceChildren();
+  if (!['memories', 'conversations', 'forgotten'].includes(S.tab)) $('detail').replaceChildren();
 }
 $('generated').textContent = (LIVE ? 'live, ' : 'report, ') + when(D.overview.generated_at) + ' - ' + D.overview.db_path;
 render();

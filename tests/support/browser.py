@@ -1,0 +1,72 @@
+"""Headless Chromium (Debian's chromium and chromium-driver, through Selenium) for the
+viewer's browser tests: what is missing (the skip reason), the driver, and the few reads
+the tests share. Selenium is a test extra: where it is missing, ``By`` is None and the
+`browser` fixture (tests/viewer/conftest.py) skips before anything uses it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # pragma: no cover - selenium is a test extra
+    webdriver = None  # type: ignore[assignment]
+    By = None  # type: ignore[assignment,misc]
+
+MISSING = (
+    "headless Chromium not available (apt-get install chromium chromium-driver; "
+    "pip install selenium)"
+    if webdriver is None or CHROMIUM is None or DRIVER is None
+    else None
+)
+
+
+def start(profile: Path, size: str = "1100,700") -> Any:
+    """A headless Chromium with its own profile folder (``--no-sandbox``: CI runs as root)."""
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={size}",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+def wait(driver: Any, cond: Any, timeout: float = 10) -> Any:
+    return WebDriverWait(driver, timeout).until(cond)
+
+
+def cards(driver: Any, where: str = "#list") -> list[str]:
+    """The ids of the memory cards listed under ``where``, in order."""
+    try:
+        return [
+            c.get_attribute("data-id")
+            for c in driver.find_elements(By.CSS_SELECTOR, f"{where} .memory")
+        ]
+    except StaleElementReferenceException:  # re-rendered while we read: ask again
+        return []
+
+
+def search(driver: Any, text: str) -> None:
+    """Type into the search box and press Search (the page re-renders: find both anew)."""
+    box = driver.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys(text)
+    driver.find_element(By.ID, "search-btn").click()
