@@ -701,14 +701,6 @@ def _stem(word: str) -> str:
     return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
 
 
-@functools.lru_cache(maxsize=4096)
-def _stems_pattern(alts: tuple[str, ...]) -> re.Pattern[str]:
-    """A word's stems as one pattern (compiled once: recall counts every hit)."""
-    return re.compile(
-        r"(?<!\w)(?:" + "|".join(re.escape(_stem(a)) for a in alts) + ")", re.IGNORECASE
-    )
-
-
 def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
     """A function giving how many of the question's words (or their synonyms) a memory
     holds; inflections count (listen ~ listens, deploy ~ deploying)."""
@@ -722,15 +714,55 @@ def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
 
 def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]:
     """A function telling, for each of the question's words in order, whether a memory
-    holds it (or a synonym; inflections count), so a caller can weigh the words."""
-    patterns = [_stems_pattern((t, *parsed.alternatives.get(t, ()))) for t in parsed.terms]
+    holds it (or a synonym; inflections count), so a caller can weigh the words.
+
+    One pass over a memory's text for all the words (recall reads dozens of memories a
+    prompt, episodes among them): one pattern of every word's stems, longest first, so at
+    each word of the text it matches the longest stem that starts it; a question word is
+    held when one of its stems starts a matched one (all of them start that text word)."""
+    key = tuple((t, *parsed.alternatives.get(t, ())) for t in parsed.terms)
+    groups, pattern, owners = _stem_index(key)
+    if pattern is None:
+        return lambda mem: []
+    n = len(groups)
 
     def held(mem: Mapping[str, Any]) -> list[bool]:
         tags = " ".join(mem.get("tags") or ())
         text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
-        return [p.search(text) is not None for p in patterns]
+        found = [False] * n
+        left = n
+        for m in pattern.finditer(text):
+            key = m.group(0).lower()
+            hits = owners.get(key)
+            if hits is None:  # a case folding that lower() does not undo
+                hits = [i for i, g in enumerate(groups) if any(key.startswith(p) for p in g)]
+            for i in hits:
+                if not found[i]:
+                    found[i] = True
+                    left -= 1
+            if not left:
+                break
+        return found
 
     return held
+
+
+@functools.lru_cache(maxsize=1024)
+def _stem_index(
+    words: tuple[tuple[str, ...], ...],
+) -> tuple[list[set[str]], re.Pattern[str] | None, dict[str, list[int]]]:
+    """For `terms_held` (cached: the retriever's stages and recall ask for the same
+    question's words several times): each word's stems, one pattern of them all (longest
+    first, at the start of a word), and which words each stem stands for."""
+    groups = [{_stem(a).lower() for a in alts} for alts in words]
+    stems = sorted(set().union(*groups), key=lambda x: (-len(x), x)) if groups else []
+    if not stems:
+        return groups, None, {}
+    owners = {
+        s: [i for i, g in enumerate(groups) if any(s.startswith(p) for p in g)] for s in stems
+    }
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(s) for s in stems) + ")", re.IGNORECASE)
+    return groups, pattern, owners
 
 
 def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:

@@ -495,7 +495,7 @@ class QueryService:
         had = max(
             (
                 relevance(m, None)
-                for m in given.latest_given(self._rstore.db, session_id, HAD_AT_HAND)
+                for m in given.latest_given_texts(self._rstore.db, session_id, HAD_AT_HAND)
             ),
             default=0.0,
         )

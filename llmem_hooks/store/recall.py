@@ -24,16 +24,17 @@ def given_ids(db: Database, session_id: str) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
-def latest_given(db: Database, session_id: str, limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` memories ``session_id`` was given last (newest first), whole: what the
-    session has at hand, against which recall measures a new hit."""
+def latest_given_texts(db: Database, session_id: str, limit: int) -> list[dict[str, Any]]:
+    """The words of the ``limit`` memories ``session_id`` was given last (newest first):
+    ``{"content", "summary", "tags"}`` each, what recall measures a new hit against (only
+    the text: decoding whole rows cost more than the comparison)."""
     rows = db.fetchall(
-        f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} "
-        "FROM recall_given g JOIN memories m ON m.id = g.memory_id "
+        "SELECT m.content, m.summary, m.tag_text FROM recall_given g "
+        "JOIN memories m ON m.id = g.memory_id "
         "WHERE g.session_id = ? ORDER BY g.given_at DESC LIMIT ?",
         (session_id, limit),
     )
-    return [row_to_memory(r) for r in rows]
+    return [{"content": r[0] or "", "summary": r[1], "tags": (r[2] or "").split()} for r in rows]
 
 
 def mark_given(db: Database, session_id: str, memory_ids: Iterable[str]) -> None:

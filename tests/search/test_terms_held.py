@@ -1,0 +1,48 @@
+"""`terms_held` reads a memory once for all of a question's words (recall reads dozens of
+memories a prompt): it must say exactly what one search per word says, stems that start
+one another ("deplo" / "deploy" / "deployment") and synonyms included."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from llmem_hooks.search.retriever import _stem, terms_held
+from llmem_hooks.text.query import parse_query
+
+WORDS = """
+deploy deploying deployment deployed staging stage stages port ports ledger led database db
+databases postgres pg api apis test tests testing tester run running rerun release releases
+relay k8s kubernetes prod production product env environment
+""".split()  # noqa: SIM905 - a word list reads better as text
+
+
+def _one_search_per_word(question: str, text: str) -> list[bool]:
+    parsed = parse_query(question)
+    out = []
+    for t in parsed.terms:
+        alts = (t, *parsed.alternatives.get(t, ()))
+        pattern = r"(?<!\w)(?:" + "|".join(re.escape(_stem(a)) for a in alts) + ")"
+        out.append(re.search(pattern, text, re.IGNORECASE) is not None)
+    return out
+
+
+def test_one_pass_equals_one_search_per_word() -> None:
+    rng = random.Random(20)
+    for _ in range(2000):
+        question = " ".join(rng.sample(WORDS, rng.randint(1, 6)))
+        text = " ".join(
+            rng.choice([w, w.upper(), w.title(), f"x{w}", f"{w}!"])
+            for w in rng.sample(WORDS, rng.randint(0, 12))
+        )
+        held = terms_held(parse_query(question))({"content": text, "tags": ["ops"]})
+        assert held == _one_search_per_word(question, text + " ops"), (question, text)
+
+
+def test_summary_and_tags_count_and_an_empty_question_holds_nothing() -> None:
+    held = terms_held(parse_query("ledger staging"))
+    assert held({"content": "nothing here", "summary": "Ledger notes", "tags": ["staging"]}) == [
+        True,
+        True,
+    ]
+    assert terms_held(parse_query(""))({"content": "anything"}) == []
