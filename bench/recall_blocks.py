@@ -1,6 +1,6 @@
 """Recall blocks on labelled prompts (issue 20): is the right memory given, is a block noise?
 
-Usage: python bench/recall_blocks.py [--set dev|heldout|both] [--json]
+Usage: python bench/recall_blocks.py [--set dev|dev2|heldout|both|all] [--json]
 
 Two hand-written sets (bench/data/recall_dev.json for tuning, bench/data/recall_heldout.json
 for the final figure only: other projects, other wording). Each holds a store (durable
@@ -41,7 +41,11 @@ from llmem_hooks.service.operations import QueryService
 from llmem_hooks.store import recall as given
 
 DATA = Path(__file__).resolve().parent / "data"
-SETS = {"dev": DATA / "recall_dev.json", "heldout": DATA / "recall_heldout.json"}
+SETS = {
+    "dev": DATA / "recall_dev.json",
+    "dev2": DATA / "recall_dev2.json",
+    "heldout": DATA / "recall_heldout.json",
+}
 KINDS = ("durable", "followup", "offtopic", "smalltalk")
 SPREAD_DAYS = 42  # created_at spread over the six weeks before the run
 
@@ -232,10 +236,15 @@ def table(name: str, figs: Mapping[str, Mapping[str, Any]], stats: Mapping[str, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--set", choices=("dev", "heldout", "both"), default="both")
+    ap.add_argument(
+        "--set",
+        choices=("dev", "dev2", "heldout", "both", "all"),
+        default="both",
+        help="both: dev and heldout; all: dev, dev2 and heldout",
+    )
     ap.add_argument("--json", action="store_true", help="machine-readable figures")
     ap.add_argument(
-        "--misses", action="store_true", help="list noisy blocks and missed answers (dev only)"
+        "--misses", action="store_true", help="list noisy blocks and missed answers (dev sets only)"
     )
     ap.add_argument(
         "--recall",
@@ -246,7 +255,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     recall = {k: json.loads(v) for k, v in (a.split("=", 1) for a in args.recall)}
-    names = ["dev", "heldout"] if args.set == "both" else [args.set]
+    names = {"both": ["dev", "heldout"], "all": list(SETS)}.get(args.set, [args.set])
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="llmem-recall-blocks-") as tmp:
         os.environ["LLMEM_HOME"] = str(Path(tmp) / "home")  # no real sessions' files
@@ -261,7 +270,7 @@ def main() -> None:
                 "figures": report(outcomes),
                 "recall_alone": report(alone),
             }
-            if args.misses and name == "dev":
+            if args.misses and name.startswith("dev"):
                 misses(outcomes)
     if args.json:
         json.dump(result, sys.stdout, indent=2)
