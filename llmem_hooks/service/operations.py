@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config, RecallSettings
 from ..errors import NotFoundError, SearchTimeout, ValidationError
+from ..extraction.smalltalk import SMALL_TALK_MAX_CHARS, is_small_talk
 from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from ..paths import get_context_dir
 from ..project import project_key, project_name
@@ -121,8 +122,9 @@ TYPE_LABELS = {"conversation": "episode"}
 UNKNOWN_WORD_DF = 2.0
 # A new memory must answer the prompt this much better than the best the session has
 # (its context, earlier blocks): else the session has the answer, and the runners-up
-# would be noise (bench/recall_blocks.py, dev set).
-HAD_MARGIN = 1.1
+# would be noise; a session holding a memory with 63% of the prompt gets nothing new
+# (bench/recall_blocks.py, dev sets).
+HAD_MARGIN = 1.6
 # ... among the memories it was given last, this many (its context and recent blocks: what
 # it has at hand; reading every memory of a long session costs milliseconds a prompt)
 HAD_AT_HAND = 60
@@ -471,6 +473,8 @@ class QueryService:
         budget = _bounded(budget, "budget_tokens", 0, 100_000)
         if not cfg.enabled or budget == 0:
             return _nothing("disabled")
+        if is_small_talk(prompt[: SMALL_TALK_MAX_CHARS + 1]):  # "you're a star", as extraction
+            return _nothing("below_floor")
         own = prompt_words(prompt)
         terms = own
         before = self._topics.last(session_id)

@@ -112,3 +112,17 @@ def test_topics_are_bounded_and_small_talk_keeps_the_topic() -> None:
     for sid in "bcd":
         topics.note(sid, ["x"])
     assert topics.last("a") == () and topics.last("d") == ("x",)
+
+
+def test_small_talk_gets_nothing_even_with_a_word_the_store_knows(svc: QueryService) -> None:
+    """ "you're a star" is small talk by extraction's rule: never a block, though "star"
+    is close to "start" (the search's spelling guess found the scheduler memory)."""
+    for text in FILLER:
+        _fact(svc, text)
+    _fact(svc, "Start the scheduler with `make start-scheduler` after the database")
+    for prompt in ("you're a star", "You're a star!", "thanks, that's perfect"):
+        out = svc.recall("ses_s", prompt)
+        assert out["block"] == "" and out["reason"] == "below_floor", (prompt, out)
+    # two misspelt words that name one memory still find it
+    assert svc.recall("ses_t", "sheduler databse")["block"] != ""
+    assert svc.recall("ses_u", "how do I start the scheduler?")["block"] != ""
