@@ -677,8 +677,9 @@ class Dreamer:
     ) -> None:
         if not result.apply:
             return
-        if self.rehearsal:  # the copy is thrown away: no backup of it
-            book.delete_memories(self.store, result.run_id or "", "light", "delete", doomed, "")
+        if self.rehearsal:  # the copy is thrown away: no backup of it (its name is logged)
+            name = str(archive.backup_name(f"dream-{why}"))
+            book.delete_memories(self.store, result.run_id or "", "light", "delete", doomed, name)
             return
         ids = [mid for _, mid in doomed]
         backup = archive.write_backup(f"dream-{why}", self.store.export_all(limit=None, ids=ids))
