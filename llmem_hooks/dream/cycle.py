@@ -15,8 +15,8 @@ A dry run (the default) writes nothing to the store: it rehearses the real cycle
 private copy of it (`store.snapshot`), so each step sees what the steps before it changed
 (a memory merged away or superseded is not decayed too) and its plan is what ``apply``
 then does on the same store; it asks no model and writes no backup, diary or report.
-``apply`` makes each step one transaction and logs every change with the old values (``dream_changes``), so
-`Dreamer.undo` (``llmem-hooks dream --undo RUN``) puts them back; the diary
+``apply`` makes each step one transaction and logs every change with the old values
+(``dream_changes``), so `Dreamer.undo` (``llmem-hooks dream --undo RUN``) puts them back; the diary
 (``dream-diary.md``, appended) and the report (``dream-report.html``) go to LLMEM_HOME.
 One applied run or undo at a time per database: `one_dream_at_a_time` holds an flock on
 ``<database>.dream.lock`` (the kernel drops it when the holder dies, even by kill -9); a
@@ -49,9 +49,8 @@ from ..extraction.supersede import SUPERSEDABLE_TYPES, replaced_term, replacemen
 from ..paths import get_llmem_home
 from ..project import project_label
 from ..registry import VALID_DREAM_PHASES, get_registered_dream_hooks
-from ..store import MemoryFilter, MemoryStore, archive
+from ..store import MemoryFilter, MemoryStore, archive, projects
 from ..store import dream as book
-from ..store import projects
 from ..store.episodes import episodes_to_prune
 from ..timestamps import now_iso, to_iso
 from . import likeness

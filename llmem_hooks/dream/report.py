@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import html
 import os
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..markers import neutralize

@@ -162,7 +162,9 @@ def test_apply_on_a_seeded_store(store: MemoryStore, llmem_home: Path) -> None:
     assert fresh["valid_until"] is None and fresh["confidence"] == 0.8
     # diary and report written, private
     diary = (llmem_home / "dream-diary.md").read_text()
-    assert run.run_id in diary and "PostgreSQL 16.\" (dup-a, words" in diary and "0.8 -> 0.72" in diary
+    assert (
+        run.run_id in diary and 'PostgreSQL 16." (dup-a, words' in diary and "0.8 -> 0.72" in diary
+    )
     report = (llmem_home / "dream-report.html").read_text()
     assert "<script" not in report and "http" not in report.split("<body>")[1]
     assert "dup-a" in report and "decayed" in report

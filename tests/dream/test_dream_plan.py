@@ -22,7 +22,6 @@ from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.store import projects
 from llmem_hooks.store.snapshot import PREFIX
 
-
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 API = "1f0c" + "a" * 36  # root-commit keys, as projects are stored
 WEB = "2b7d" + "b" * 36
@@ -79,7 +78,7 @@ def realistic(store: MemoryStore, now: datetime = NOW) -> None:
                      "created_at": ago(days), **kw})  # fmt: skip
 
     for i, svc in enumerate(SERVICES):
-        for j, db in enumerate(STORES[:6]):
+        for j in range(6):
             project = API if (i + j) % 2 else WEB
             n = i * 6 + j
             # unused for months: decays (and their near-twins link)
@@ -95,8 +94,16 @@ def realistic(store: MemoryStore, now: datetime = NOW) -> None:
     for n in range(3):
         text = f"Run make check-{n} before every push to the {SERVICES[n]} repo."
         for side in "ab":
-            add(f"used-{n}{side}", text if side == "a" else text.lower(), 70, API,
-                type="procedure", access_count=2, accessed_at=ago(2), confidence=0.6)
+            add(
+                f"used-{n}{side}",
+                text if side == "a" else text.lower(),
+                70,
+                API,
+                type="procedure",
+                access_count=2,
+                accessed_at=ago(2),
+                confidence=0.6,
+            )
     # forgotten by a newer change statement: superseded, so never decayed or flagged
     for n, (old, new) in enumerate([("Jenkins", "GitHub Actions"), ("Slack", "Zulip"),
                                     ("Heroku", "Fly.io"), ("Travis", "Buildkite")]):  # fmt: skip
