@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .db import _driver
+from .db import backup_to
 from .memories import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -44,12 +44,8 @@ def private_copy(store: MemoryStore) -> MemoryStore | None:
     path = tmp / DB_NAME
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW, 0o600))
-        dst = _driver().connect(str(path), isolation_level=None)
-        try:
-            with store.db.lock:
-                store.db.conn.backup(dst)
-        finally:
-            dst.close()
+        with store.db.lock:
+            backup_to(store.db.conn, path)
         vec = store.vectors
         return MemoryStore(
             path,

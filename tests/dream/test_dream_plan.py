@@ -274,3 +274,27 @@ def test_without_a_copy_the_plan_says_it_may_overcount(tmp_path: Path, how: str)
     finally:
         st.close()
         os.chmod(folder, 0o700)
+
+
+def test_with_vectors_the_plan_is_what_apply_does(tmp_path: Path) -> None:
+    """The copy carries the sqlite-vec tables: merges and links by cosine are planned as
+    applied, and the vectors of the store itself are untouched by the plan."""
+    import math
+
+    path = tmp_path / "vec.db"
+    with MemoryStore(path, vec_dimensions=4) as st:
+        for n in range(12):  # pairs 5 degrees apart merge; pairs 30 degrees apart link
+            angle = math.radians((n // 2) * 30 + (n % 2) * 5)
+            vec = [math.cos(angle), math.sin(angle), 0.0, 0.0]
+            st.add("fact", f"Vector memory {n} about subsystem {SERVICES[n % 12]}.",
+                   project=API, embedding=vec, dedupe=False, created_at=ago(80))  # fmt: skip
+        before = dump(st)
+        vectors = st.conn.execute("SELECT count(*) FROM memories_vec").fetchone()[0]
+        plan = Dreamer(st, config(), now=NOW).run(apply=False)
+        assert dump(st) == before
+        assert st.conn.execute("SELECT count(*) FROM memories_vec").fetchone()[0] == vectors == 12
+        done = Dreamer(st, config(), now=NOW).run(apply=True)
+    assert done.counts()["light"].get("merged") and done.counts()["rem"].get("linked")
+    assert any(g["merged"][0]["by"] == "embedding" for g in done.results[0].merged)
+    assert plan.counts() == done.counts()
+    assert _rows(plan) == _rows(done)
