@@ -230,6 +230,8 @@ def render_report(run: DreamRun, sizes: dict[str, Any] | None = None) -> str:
     out.append("</table>")
     for r in run.results:
         out.append(f"<h2>{e(r.phase)}</h2>")
+        if not r.counts() and not r.notes and not r.errors:
+            out.append("<p>nothing to do</p>")
         for kind in r.COUNTED:
             items: list[dict[str, Any]] = getattr(r, kind)
             if not items:
