@@ -110,7 +110,7 @@ def _check(text: str) -> None:
 
 
 def test_the_dream_panel_shows_rows_people_read(browser: Any, tmp_path: Path) -> None:
-    home, env = _dreamed_home(tmp_path)
+    _, env = _dreamed_home(tmp_path)
     viewer = ViewerProcess(env, "--idle-exit", "120")
     try:
         browser.get(viewer.url)
