@@ -16,8 +16,9 @@ private copy of it (`store.snapshot`), so each step sees what the steps before i
 (a memory merged away or superseded is not decayed too) and its plan is what ``apply``
 then does on the same store; it asks no model and writes no backup, diary or report.
 ``apply`` makes each step one transaction and logs every change with the old values
-(``dream_changes``), so `Dreamer.undo` (``llmem-hooks dream --undo RUN``) puts them back; the diary
-(``dream-diary.md``, appended) and the report (``dream-report.html``) go to LLMEM_HOME.
+(``dream_changes``), so `Dreamer.undo` (``llmem-hooks dream --undo RUN``) puts them
+back; the diary (``dream-diary.md``, appended) and the report (``dream-report.html``) go
+to LLMEM_HOME.
 One applied run or undo at a time per database: `one_dream_at_a_time` holds an flock on
 ``<database>.dream.lock`` (the kernel drops it when the holder dies, even by kill -9); a
 second one is refused with `DreamBusy`. Hooks registered with `register_dream_hook` (or an

@@ -2,6 +2,11 @@
 section per applied run) and the report (``dream-report.html``, the latest run, one
 self-contained page: no script, no stylesheet or font from elsewhere).
 
+Every row, wherever it is shown (the terminal, the diary, the report, which the viewer's
+dream panel shows), is `row`: the memory's text on one line, its project's name, its
+short id and what changed, old -> new; plain text (escaped for HTML in the report, for
+Markdown in the diary), so no markup of ours shows literally where it is not rendered.
+
 The diary names every changed memory with its old and new values, up to
 `DIARY_LINES_PER_KIND` lines per kind of change and run (a first decay of 100,000
 memories would otherwise write 100,000 lines); the ``dream_changes`` table holds every
