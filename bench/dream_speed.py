@@ -125,6 +125,8 @@ def main() -> None:
             f" {m['next_s']:.2f} | {m['undo_s']:.2f} | {m['phases_s']} |"
         )
         print(f"  changes: {m['apply_counts']}")
+        same = "yes" if m["dry_counts"] == m["apply_counts"] else f"NO: {m['dry_counts']}"
+        print(f"  the dry run's counts equal the apply's: {same}")
         print(f"  the next run would change: {m['next_counts']}")
     shutil.rmtree(work / "backups", ignore_errors=True)
 

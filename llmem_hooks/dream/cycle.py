@@ -11,10 +11,14 @@
 - rem: link related memories (``related_to``); flag procedures not confirmed for
   ``stale_procedure_days`` as possibly stale.
 
-A dry run (the default) computes the same plan and writes nothing. ``apply`` makes each
-step one transaction and logs every change with the old values (``dream_changes``), so
-`Dreamer.undo` (``llmem-hooks dream --undo RUN``) puts them back; the diary
-(``dream-diary.md``, appended) and the report (``dream-report.html``) go to LLMEM_HOME.
+A dry run (the default) writes nothing to the store: it rehearses the real cycle on a
+private copy of it (`store.snapshot`), so each step sees what the steps before it changed
+(a memory merged away or superseded is not decayed too) and its plan is what ``apply``
+then does on the same store; it asks no model and writes no backup, diary or report.
+``apply`` makes each step one transaction and logs every change with the old values
+(``dream_changes``), so `Dreamer.undo` (``llmem-hooks dream --undo RUN``) puts them
+back; the diary (``dream-diary.md``, appended) and the report (``dream-report.html``) go
+to LLMEM_HOME.
 One applied run or undo at a time per database: `one_dream_at_a_time` holds an flock on
 ``<database>.dream.lock`` (the kernel drops it when the holder dies, even by kill -9); a
 second one is refused with `DreamBusy`. Hooks registered with `register_dream_hook` (or an
@@ -44,8 +48,9 @@ from ..errors import LLMemError, ValidationError
 from ..extraction.candidates import words as candidate_words
 from ..extraction.supersede import SUPERSEDABLE_TYPES, replaced_term, replacement_term
 from ..paths import get_llmem_home
+from ..project import project_label
 from ..registry import VALID_DREAM_PHASES, get_registered_dream_hooks
-from ..store import MemoryFilter, MemoryStore, archive
+from ..store import MemoryFilter, MemoryStore, archive, projects
 from ..store import dream as book
 from ..store.episodes import episodes_to_prune
 from ..timestamps import now_iso, to_iso
@@ -237,6 +242,11 @@ class Dreamer:
         self._pairs: dict[str, list[tuple[str, str, float, str]]] | None = None
         self._live: list[dict[str, Any]] | None = None
         self._seen_seq = 0
+        self._names: dict[str, str] | None = None
+        self._texts: dict[str, Mapping[str, Any]] = {}
+        # A rehearsal (a dry run on a private copy, `_plan`): the steps write the copy
+        # as an applied run would, but ask no model and write no backup file.
+        self.rehearsal = False
 
     # -- the clock --------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -269,11 +279,40 @@ class Dreamer:
             f"{stamp}-{uuid.uuid4().hex[:6]}", apply, trigger, self.now_iso(), results=[]
         )
         if not apply:  # a plan writes nothing: no need to wait for anyone
-            self._run(run, chosen, t0, write_files, progress)
+            self._plan(run, chosen, t0, progress)
             return run
         with one_dream_at_a_time(self.store.db_path, f"run {run.run_id} ({trigger})"):
             self._run(run, chosen, t0, write_files, progress)
         return run
+
+    def _plan(
+        self,
+        run: DreamRun,
+        chosen: list[str],
+        t0: float,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        """A dry run: the applied cycle rehearsed on a private copy of the store, thrown
+        away after (the same clock for every step). Without a copy (an in-memory store,
+        a folder we cannot write) each step plans on the unchanged store instead, and the
+        first phase's notes say that ``apply`` may then do less."""
+        from ..store.snapshot import discard_copy, private_copy
+
+        copy = private_copy(self.store)
+        if copy is None:
+            self._run(run, chosen, t0, False, progress)
+            if run.results:
+                run.results[0].notes.append(
+                    "planned on the store itself (no private copy could be made): each step"
+                    " saw the store unchanged, so --apply may do less"
+                )
+            return
+        try:
+            twin = Dreamer(copy, self.config, home=self.home, now=self._now or self.now())
+            twin.rehearsal = True
+            twin._run(run, chosen, t0, False, progress)
+        finally:
+            discard_copy(copy)
 
     def _run(
         self,
@@ -284,15 +323,16 @@ class Dreamer:
         progress: Callable[[int, int], None] | None,
     ) -> None:
         apply, trigger = run.apply, run.trigger
-        self._pairs = self._live = None
+        writes = apply or self.rehearsal  # a rehearsal writes its copy as apply would
+        self._pairs = self._live = self._names = None
         self._seen_seq = self.store.size_hint()  # rows after this one are the next run's
-        if apply:
+        if writes:
             book.begin_run(self.store, run.run_id, trigger, chosen)
         hooks = get_registered_dream_hooks()
         steps_total = sum(len(getattr(self, f"_{p}_steps")()) for p in chosen)
         steps_done = 0
         for phase in chosen:
-            result = DreamResult(phase, apply, run.run_id if apply else None)
+            result = DreamResult(phase, writes, run.run_id if writes else None)
             p0 = time.perf_counter()
             for step in getattr(self, f"_{phase}_steps")():
                 try:
@@ -309,6 +349,8 @@ class Dreamer:
                 if progress is not None:
                     progress(steps_done, steps_total)
             result.seconds = time.perf_counter() - p0
+            if self.rehearsal:  # what it reports is a plan
+                result.apply, result.run_id = False, None
             run.results.append(result)
             for hook in hooks.get(phase, ()):
                 try:
@@ -317,12 +359,12 @@ class Dreamer:
                     result.errors.append(f"hook: {type(exc).__name__}: {exc}")
                     log.error("dream hook for %s failed: %s: %s", phase, type(exc).__name__, exc)
         run.seconds = time.perf_counter() - t0
-        if apply:
+        if writes:
             if chosen == list(PHASES):
                 book.set_state(self.store, run.run_id, LAST_RUN, run.started_at)
                 book.set_state(self.store, run.run_id, LAST_SEQ, str(self._seen_seq))
             book.finish_run(self.store, run.run_id, {"counts": run.counts()})
-            if write_files:
+            if apply and write_files:
                 self._write_files(run)
 
     def undo(self, run_id: str) -> dict[str, int]:
@@ -369,6 +411,20 @@ class Dreamer:
         seq = int(book.get_state(self.store, LAST_SEQ) or 0)
         return lambda m: m["seq"] > seq or m["updated_at"] > since
 
+    def _about(self, mid: str) -> dict[str, Any]:
+        """What a report row shows of memory ``mid`` besides the change: its text, its
+        project key and the project's readable name (`project.project_label`)."""
+        if self._names is None:
+            self._names = projects.display_names(self.store.db)
+            self._texts = {m["id"]: m for m in self._live_memories()}
+        m = self._texts.get(mid)
+        if m is None:
+            m = book.memory_rows(self.store, [mid]).get(mid) or {}
+            self._texts[mid] = m
+        project = m.get("project")
+        return {"content": m.get("content"), "project": project,
+                "project_name": project_label(project, self._names)}  # fmt: skip
+
     def _live_memories(self) -> list[dict[str, Any]]:
         if self._live is None:
             self._live = book.live_memories(self.store, self.now_iso())
@@ -379,9 +435,13 @@ class Dreamer:
         """Memories past ``expires_at`` are marked invalid (they already hide from search;
         now they say why, and free their vector slot)."""
         found = book.expired_unretired(self.store, self.now_iso())
+        names = projects.display_names(self.store.db) if found else {}
         result.retired = [
-            {"id": m["id"], "reason": "expired", "expires_at": m["expires_at"]} for m in found
-        ]
+            {"id": m["id"], "reason": "expired", "expires_at": m["expires_at"],
+             "content": m["content"], "project": m["project"],
+             "project_name": project_label(m["project"], names)}
+            for m in found
+        ]  # fmt: skip
         if result.apply and found:
             book.retire_memories(
                 self.store, result.run_id or "", "light", "retire",
@@ -459,7 +519,7 @@ class Dreamer:
         if not pairs:
             return
         rewriter = None
-        if result.apply:
+        if result.apply and not self.rehearsal:
             from ..model.backoff import FILE_NAME, SharedBackoff
             from .rewrite import build_rewriter
 
@@ -521,6 +581,7 @@ class Dreamer:
             result.merged.append(
                 {
                     "id": best,
+                    **self._about(best),
                     "content": keep["content"],
                     "merged": [
                         {"id": o, "content": rows[o]["content"], "score": s[0] if s else None,
@@ -616,6 +677,10 @@ class Dreamer:
     ) -> None:
         if not result.apply:
             return
+        if self.rehearsal:  # the copy is thrown away: no backup of it (its name is logged)
+            name = str(archive.backup_name(f"dream-{why}"))
+            book.delete_memories(self.store, result.run_id or "", "light", "delete", doomed, name)
+            return
         ids = [mid for _, mid in doomed]
         backup = archive.write_backup(f"dream-{why}", self.store.export_all(limit=None, ids=ids))
         result.backups.append(str(backup))
@@ -673,8 +738,8 @@ class Dreamer:
                 retire[hit["id"]] = f"superseded by {m['id']}: {m['content']}"[:500]
                 links.append((m["id"], hit["id"]))
                 result.superseded.append(
-                    {"id": hit["id"], "content": text, "by": m["id"], "by_content": m["content"],
-                     "term": old}
+                    {"id": hit["id"], **self._about(hit["id"]), "content": text, "by": m["id"],
+                     "by_content": m["content"], "term": old}
                 )  # fmt: skip
         if result.apply and links:
             with self.store.atomic():
@@ -694,7 +759,9 @@ class Dreamer:
         for mid, conf, uses in found:
             new = round(min(1.0, conf + s.boost_amount), 6)
             updates.append((mid, {"confidence": new}))
-            result.boosted.append({"id": mid, "old": conf, "new": new, "uses": uses})
+            result.boosted.append(
+                {"id": mid, **self._about(mid), "old": conf, "new": new, "uses": uses}
+            )
         if result.apply:
             with self.store.atomic():
                 book.update_memories(self.store, result.run_id or "", "deep", "boost", updates)
@@ -722,7 +789,7 @@ class Dreamer:
             if new >= conf:
                 continue
             updates.append((mid, {"confidence": new}))
-            result.decayed.append({"id": mid, "old": conf, "new": new})
+            result.decayed.append({"id": mid, **self._about(mid), "old": conf, "new": new})
         if result.apply:
             with self.store.atomic():
                 book.update_memories(self.store, result.run_id or "", "deep", "decay", updates)
@@ -747,9 +814,15 @@ class Dreamer:
             per[a] = per.get(a, 0) + 1
             per[b] = per.get(b, 0) + 1
             links.append((a, b))
-            result.linked.append({"id": a, "target": b, "score": score, "by": how})
+            result.linked.append(
+                {"id": a, **self._about(a), "target": b,
+                 "target_content": self._about(b)["content"], "score": score, "by": how}
+            )  # fmt: skip
         if result.apply and links:
-            book.add_relations(self.store, result.run_id or "", "rem", "related_to", links)
+            added = set(
+                book.add_relations(self.store, result.run_id or "", "rem", "related_to", links)
+            )  # a memory at its relation limit gets none: the rows say what was done
+            result.linked = [x for x in result.linked if (x["id"], x["target"]) in added]
 
     def flag_stale(self, result: DreamResult) -> None:
         """Procedures neither updated nor recalled for ``stale_procedure_days`` get
@@ -758,10 +831,13 @@ class Dreamer:
         if days <= 0:
             return
         found = book.unconfirmed_procedures(self.store, _ago(self.now(), days), self.now_iso())
+        names = projects.display_names(self.store.db) if found else {}
         result.stale = [
-            {"id": m["id"], "content": m["content"], "last_confirmed": m["confirmed"]}
+            {"id": m["id"], "content": m["content"], "project": m["project"],
+             "project_name": project_label(m["project"], names),
+             "last_confirmed": m["confirmed"]}
             for m in found
-        ]
+        ]  # fmt: skip
         if not (result.apply and found):
             return
         import json

@@ -247,11 +247,13 @@ def consolidate(dreamer: Dreamer, result: DreamResult) -> None:
     settings = dreamer.settings
     todo = plan(items, dreamer._live_memories(), settings, dreamer.now())
     ask = todo.waiting[: settings.inbox_model_checks] if dreamer.config.ollama.enabled else []
-    if ask and not result.apply:
+    planning = not result.apply or dreamer.rehearsal  # a dry run asks no model
+    if ask and planning:
         result.notes.append(f"inbox: would ask the model about {len(ask)} waiting candidate(s)")
     elif ask:
         _confirm(dreamer, result, todo, ask)
     ids: list[str | None] = [None] * len(todo.promote)
+    where = [p.record.get("project") for p in todo.promote]  # before the store takes them
     if result.apply:
         ids = book.settle_inbox(
             dreamer.store,
@@ -260,12 +262,16 @@ def consolidate(dreamer: Dreamer, result: DreamResult) -> None:
             [(p.record, [i["id"] for i in p.items]) for p in todo.promote],
             [i["id"] for i, _ in todo.known] + [i["id"] for i, _ in todo.drop],
         )
-    for p, mid in zip(todo.promote, ids, strict=True):
+    for p, mid, project in zip(todo.promote, ids, where, strict=True):
+        # A rehearsal's new memory exists only in its copy: its id would name nothing,
+        # while one it could not add (None) is a plan of nothing added.
+        planned = not result.apply or (dreamer.rehearsal and mid is not None)
         result.consolidated.append(
             {"inbox_id": p.items[0]["id"], "inbox_ids": [i["id"] for i in p.items],
-             "content": p.record["content"], "id": mid,
+             "content": p.record["content"], "id": None if dreamer.rehearsal else mid,
+             "project": project,
              "attention_score": max(i["attention_score"] for i in p.items), "how": p.how,
-             "planned": not result.apply}
+             "planned": planned}
         )  # fmt: skip
     for item, mid in todo.known:
         result.consolidated.append(

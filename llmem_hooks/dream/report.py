@@ -2,6 +2,11 @@
 section per applied run) and the report (``dream-report.html``, the latest run, one
 self-contained page: no script, no stylesheet or font from elsewhere).
 
+Every row, wherever it is shown (the terminal, the diary, the report, which the viewer's
+dream panel shows), is `row`: the memory's text on one line, its project's name, its
+short id and what changed, old -> new; plain text (escaped for HTML in the report, for
+Markdown in the diary), so no markup of ours shows literally where it is not rendered.
+
 The diary names every changed memory with its old and new values, up to
 `DIARY_LINES_PER_KIND` lines per kind of change and run (a first decay of 100,000
 memories would otherwise write 100,000 lines); the ``dream_changes`` table holds every
@@ -12,10 +17,14 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..markers import neutralize
 from ..paths import FILE_MODE, ensure_private_dir, write_private_file
+from ..project import project_label
+from ..redact import redact_secrets
 from ..text.lines import clip
 from ..timestamps import for_people
 
@@ -26,19 +35,46 @@ if TYPE_CHECKING:
 DIARY_LINES_PER_KIND = 200
 REPORT_ROWS_PER_KIND = 50
 CLIP = 100
+SHORT_ID = 8
 
 
 def _clip(text: Any, n: int = CLIP) -> str:
-    return clip(str(text or ""), n, "…")
+    """Someone else's text on one line of ours (a memory's, a project's name): secrets
+    redacted (the store already did; the report does not rely on it), our markers defused
+    (`markers.neutralize`), control characters (a terminal's escapes) blanked, cut."""
+    raw = str(text or "")
+    safe = redact_secrets(raw)
+    if safe is None:
+        return "[REDACTED: a private key]"
+    safe = "".join(ch if ch.isprintable() else " " for ch in neutralize(safe))
+    return clip(safe, n, "…")
 
 
-def describe(kind: str, item: dict[str, Any]) -> str:
-    """One line for one change: the memory, and its old -> new values."""
+def short_id(mid: Any) -> str:
+    """A memory id as a row shows it: a uuid's first 8 characters (``show`` takes any
+    unique prefix of at least 4), a shorter id whole."""
+    text = _clip(mid, 40)
+    return text[:SHORT_ID] if len(text) > 12 else text
+
+
+def project_of(item: Mapping[str, Any]) -> str:
+    """The row's project as people know it (its name, `project.project_label`), or
+    "global" for a memory of no project."""
+    name = item.get("project_name") or project_label(item.get("project"))
+    return _clip(name, 60) if name else "global"
+
+
+def row(kind: str, item: dict[str, Any]) -> dict[str, str]:
+    """One change as the report's columns: ``memory`` (its text, one line, cut),
+    ``project`` (its name), ``id`` (short) and ``change`` (what changed, old -> new;
+    another memory it names comes with its text). Plain text: no markup of any kind."""
     item = _readable(item)
     mid = item.get("id")
+    out = {"memory": _clip(item.get("content")), "project": project_of(item),
+           "id": short_id(mid) if mid else "", "change": ""}  # fmt: skip
     if kind == "merged":
-        others = ", ".join(
-            f"`{o['id']}` ({o['by']} {o['score']}: {_clip(o['content'], 60)})"
+        others = "; ".join(
+            f'"{_clip(o["content"], 60)}" ({short_id(o["id"])}, {o["by"]} {o["score"]})'
             for o in item["merged"]
         )
         old, new = item["old"], item["new"]
@@ -46,18 +82,18 @@ def describe(kind: str, item: dict[str, Any]) -> str:
             text = f"; text rewritten by the model -> {_clip(item['new_content'])}"
         else:
             text = f"; model rewrite: {item['rewrite']}" if item.get("rewrite") else ""
-        return (
-            f"kept `{mid}` ({_clip(item['content'], 60)}); merged {others} into it;"
-            f" confidence {old['confidence']} -> {new['confidence']},"
-            f" tags {old['tags']} -> {new['tags']},"
+        out["change"] = (
+            f"kept, merged into it: {others}; confidence {old['confidence']} ->"
+            f" {new['confidence']}, tags {_tags(old['tags'])} -> {_tags(new['tags'])},"
             f" recalls {old['access_count']} -> {new['access_count']}{text}"
         )
-    if kind == "retired":
-        return f"retired `{mid}`: expired at {item['expires_at']} (was valid)"
-    if kind == "pruned":
-        return f"pruned {item['count']} episodes ({item['reason']})"
-    if kind == "consolidated":
-        where = f"memory `{mid}`" if mid else "a duplicate of a stored memory"
+    elif kind == "retired":
+        out["change"] = f"retired: expired at {item['expires_at']} (was valid)"
+    elif kind == "pruned":
+        out.update(memory="", project="", change=f"pruned {item['count']} episode"
+                   f"{'' if item['count'] == 1 else 's'} ({item['reason']})")  # fmt: skip
+    elif kind == "consolidated":
+        where = f"memory {short_id(mid)}" if mid else "a duplicate of a stored memory"
         if not mid and item.get("how"):
             where = "nothing added (a stored memory equals it, or the store refused it)"
             if item.get("planned"):
@@ -65,32 +101,46 @@ def describe(kind: str, item: dict[str, Any]) -> str:
         how = f" ({item['how']})" if item.get("how") else ""
         more = len(item.get("inbox_ids") or ()) - 1
         also = f" and {more} more" if more > 0 else ""
-        return (
-            f"inbox `{item['inbox_id']}`{also} (score {item['attention_score']}) -> {where}"
-            f"{how}: {_clip(item['content'])}"
+        out["change"] = (
+            f"inbox {short_id(item['inbox_id'])}{also} (score {item['attention_score']})"
+            f" -> {where}{how}"
         )
-    if kind == "evicted":
+    elif kind == "evicted":
         why = f", {item['reason']}" if item.get("reason") else ""
-        return (
-            f"evicted inbox `{item['inbox_id']}` (score {item['attention_score']}{why}):"
-            f" {_clip(item['content'])}"
+        out["id"] = short_id(item["inbox_id"])
+        out["change"] = f"evicted from the inbox (score {item['attention_score']}{why})"
+    elif kind == "superseded":
+        out["change"] = (
+            f'superseded by "{_clip(item["by_content"], 80)}" ({short_id(item["by"])});'
+            " valid -> retired"
         )
-    if kind == "superseded":
-        return (
-            f"`{mid}` ({_clip(item['content'], 60)}) superseded by `{item['by']}`"
-            f" ({_clip(item['by_content'], 60)}); was valid"
+    elif kind in ("boosted", "decayed"):
+        uses = f" ({item['uses']} recalls)" if "uses" in item else ""
+        out["change"] = f"confidence {item['old']} -> {item['new']}{uses}"
+    elif kind == "linked":
+        out["change"] = (
+            f'related to "{_clip(item.get("target_content"), 80)}"'
+            f" ({short_id(item['target'])}, {item['by']} {item['score']})"
         )
-    if kind in ("boosted", "decayed"):
-        uses = f", {item['uses']} recalls" if "uses" in item else ""
-        return f"`{mid}` confidence {item['old']} -> {item['new']}{uses}"
-    if kind == "linked":
-        return f"`{mid}` related_to `{item['target']}` ({item['by']} {item['score']})"
-    if kind == "stale":
-        return (
-            f"`{mid}` possibly stale (last confirmed {item['last_confirmed']}):"
-            f" {_clip(item['content'], 80)}"
-        )
-    return f"{kind}: {item}"
+    elif kind == "stale":
+        out["change"] = f"possibly stale: last confirmed {item['last_confirmed']}"
+    else:
+        out["change"] = _clip(f"{kind}: {item}", 200)
+    return out
+
+
+def describe(kind: str, item: dict[str, Any]) -> str:
+    """One plain line for one change (the terminal, the diary): the memory's text, its
+    project and id, then what changed, old -> new."""
+    r = row(kind, item)
+    if not r["memory"]:
+        return r["change"]
+    where = ", ".join(x for x in (r["project"], r["id"]) if x)
+    return f'"{r["memory"]}" ({where}): {r["change"]}'
+
+
+def _tags(tags: Any) -> str:
+    return "[" + ", ".join(_clip(t, 40) for t in tags or ()) + "]"
 
 
 def _readable(item: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +172,7 @@ def diary_section(run: DreamRun) -> str:
         for kind in result.COUNTED:
             items = getattr(result, kind)
             for item in items[:DIARY_LINES_PER_KIND]:
-                lines.append(f"- {describe(kind, item)}")
+                lines.append(f"- {_markdown_text(describe(kind, item))}")
             if len(items) > DIARY_LINES_PER_KIND:
                 lines.append(
                     f"- ... and {len(items) - DIARY_LINES_PER_KIND} more {kind} (every one,"
@@ -133,6 +183,15 @@ def diary_section(run: DreamRun) -> str:
         lines += [f"- note: {n}" for n in result.notes]
         lines += [f"- error: {e}" for e in result.errors]
     return "\n".join(lines) + "\n\n"
+
+
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*[]<"})
+
+
+def _markdown_text(line: str) -> str:
+    """A row in the diary (Markdown): a memory's backticks, brackets, stars and ``<``
+    escaped, so a renderer shows them as typed (no code span, link, emphasis or HTML)."""
+    return line.translate(_MARKDOWN)
 
 
 def append_diary(path: Path, run: DreamRun) -> Path:
@@ -176,15 +235,26 @@ def render_report(run: DreamRun, sizes: dict[str, Any] | None = None) -> str:
     out.append("</table>")
     for r in run.results:
         out.append(f"<h2>{e(r.phase)}</h2>")
+        if not r.counts() and not r.notes and not r.errors:
+            out.append("<p>nothing to do</p>")
         for kind in r.COUNTED:
             items: list[dict[str, Any]] = getattr(r, kind)
             if not items:
                 continue
             out.append(f"<p><b>{e(kind)}</b> ({len(items)})</p><table>")
+            out.append("<tr><th>memory</th><th>project</th><th>id</th><th>change</th></tr>")
             for item in items[:REPORT_ROWS_PER_KIND]:
-                out.append(f"<tr><td>{e(describe(kind, item))}</td></tr>")
+                cells = row(kind, item)
+                out.append(
+                    "<tr>"
+                    + "".join(
+                        f"<td>{e(cells[k])}</td>" for k in ("memory", "project", "id", "change")
+                    )
+                    + "</tr>"
+                )
             if len(items) > REPORT_ROWS_PER_KIND:
-                out.append(f"<tr><td>… and {len(items) - REPORT_ROWS_PER_KIND} more</td></tr>")
+                more = len(items) - REPORT_ROWS_PER_KIND
+                out.append(f"<tr><td colspan='4'>… and {more} more</td></tr>")
             out.append("</table>")
         out += [f"<p>backup: <code>{e(b)}</code></p>" for b in r.backups]
         out += [f"<p>{e(n)}</p>" for n in r.notes]

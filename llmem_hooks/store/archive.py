@@ -80,6 +80,13 @@ def backup_dir() -> Path:
     return folder
 
 
+def backup_name(kind: str) -> Path:
+    """The path `write_backup` would first try now (nothing is created): a dream dry run
+    logs it as its rehearsal's backup, so its change rows take the bytes apply's do."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    return get_llmem_home() / "backups" / f"{kind}-{stamp}.json"
+
+
 def write_backup(kind: str, memories: Sequence[Mapping[str, Any]]) -> Path:
     """Write ``memories`` as an importable export file ``backups/<kind>-<UTC time>.json``
     (0600, created exclusively, never through a symlink, fsynced) and return its path.

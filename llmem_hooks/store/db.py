@@ -88,6 +88,17 @@ def connect(path: Path | str, *, load_vec: bool = True) -> Any:
     return conn
 
 
+def backup_to(conn: Any, path: Path | str) -> None:
+    """SQLite's online backup of ``conn``'s database into the file ``path``: page for page
+    (free pages and layout as they are), one consistent snapshot; the caller holds the
+    connection's lock and made ``path`` (0600) first."""
+    dst = _driver().connect(str(path), isolation_level=None)
+    try:
+        conn.backup(dst)
+    finally:
+        dst.close()
+
+
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 

@@ -60,7 +60,7 @@ def live_memories(store: MemoryStore, now: str) -> list[dict[str, Any]]:
 def expired_unretired(store: MemoryStore, now: str) -> list[dict[str, Any]]:
     """Memories past ``expires_at`` that are not marked invalid yet."""
     rows = store.db.fetchall(
-        "SELECT id, content, expires_at FROM memories WHERE valid_until IS NULL"
+        "SELECT id, content, project, expires_at FROM memories WHERE valid_until IS NULL"
         " AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY seq",
         (now,),
     )
@@ -115,7 +115,7 @@ def recalled_since(
 def unconfirmed_procedures(store: MemoryStore, before: str, now: str) -> list[dict[str, Any]]:
     """Live procedures neither updated nor recalled since ``before`` and not flagged yet."""
     rows = store.db.fetchall(
-        "SELECT id, content, max(updated_at, coalesce(accessed_at, '')) AS confirmed"
+        "SELECT id, content, project, max(updated_at, coalesce(accessed_at, '')) AS confirmed"
         f" FROM memories WHERE {LIVE} AND type = 'procedure'"
         " AND max(updated_at, coalesce(accessed_at, '')) < ?"
         " AND json_extract(metadata, '$.possibly_stale') IS NULL ORDER BY seq",
@@ -289,11 +289,11 @@ def add_relations(
     phase: str,
     relation_type: str,
     pairs: Iterable[tuple[str, str]],
-) -> int:
+) -> list[tuple[str, str]]:
     """Add memory-to-memory relations (existing ones are left as they are and not
-    logged); returns how many were added."""
+    logged, and so are those past a memory's limit); returns the pairs added."""
     now = now_iso()
-    done = 0
+    done: list[tuple[str, str]] = []
     with store.db.transaction():
         for source, target in pairs:
             if not relation_room(store.db.conn, source):
@@ -305,7 +305,7 @@ def add_relations(
             )
             if cur.rowcount:
                 _log(store, run_id, phase, "relation", source, target, None, relation_type)
-                done += 1
+                done.append((source, target))
     return done
 
 

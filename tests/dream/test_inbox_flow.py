@@ -114,7 +114,7 @@ def test_an_unmarked_statement_waits_and_a_later_session_saying_it_again_promote
     assert set(mem["metadata"]["inbox"]["sessions"]) == {first, second}
     assert world.inbox() == []
     diary = (world.home / "dream-diary.md").read_text()
-    assert f"-> memory `{mem['id']}` (said again)" in diary and "and 1 more" in diary
+    assert f"-> memory {mem['id'][:8]} (said again)" in diary and "and 1 more" in diary
     # nothing is promoted twice: the next run has nothing, a third mention is known
     _, run = world.dream()
     assert run.results[0].consolidated == []
