@@ -118,8 +118,12 @@ FILLER_WORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 TYPE_LABELS = {"conversation": "episode"}
-# A word no memory holds weighs as if this many held it (`relevance.idf_weights`).
+# A word no memory holds weighs as if this share of the memories (at least 2) held it
+# (`relevance.idf_weights`): a topic the store does not know counts against a hit, but in a
+# large store less than a word it knows and few memories hold (an unknown word is as
+# often the asker's own wording: "release" for deploy).
 UNKNOWN_WORD_DF = 2.0
+UNKNOWN_SHARE = 0.01
 # A new memory must answer the prompt this much better than the best the session has
 # (its context, earlier blocks): else the session has the answer, and the runners-up
 # would be noise; a session holding a memory with 63% of the prompt gets nothing new
@@ -531,8 +535,12 @@ class QueryService:
     def _relevance(self, parsed: ParsedQuery, required: Sequence[str] = ()) -> Relevance:
         """How much of the prompt a memory answers (`relevance.weighed_relevance`), each
         word weighed by its rarity in this store."""
+        size = self._rstore.size_hint()
         weights = idf_weights(
-            parsed.terms, self._doc_freq(parsed.terms), self._rstore.size_hint(), UNKNOWN_WORD_DF
+            parsed.terms,
+            self._doc_freq(parsed.terms),
+            size,
+            max(UNKNOWN_WORD_DF, UNKNOWN_SHARE * size),
         )
         return weighed_relevance(parsed, weights, required)
 
