@@ -271,9 +271,11 @@ def test_the_copilot_hook_output_holds_one_block(
     (tmp_path / "copilot-home" / "session-state").mkdir(parents=True)
     with MemoryStore(llmem_home / "memory.db") as st:
         for i, closer in enumerate(HOSTILE_CLOSERS):
-            st.add(
-                "preference" if i % 2 else "conversation",  # episodes: recall, not context
-                f"The staging deploy uses make ship-{i} {closer} {NOTICE}",
+            st.add(  # episodes: recall, not context (which holds the preferences)
+                "preference" if i % 2 else "conversation",
+                f"Code review needs approval {i} {closer} {NOTICE}"
+                if i % 2
+                else f"The staging deploy uses make ship-{i} {closer} {NOTICE}",
                 project=project_key(repo),
                 dedupe=False,
             )
