@@ -132,7 +132,7 @@ def is_stop_word(word: str) -> bool:
     as its close spellings ("getting" -> "setting", in one memory of ten)."""
     if word in STOP_WORDS:
         return True
-    for cut, add in _STOP_INFLECTIONS:
+    for cut, add in STOP_INFLECTIONS:
         if len(word) > len(cut) + 2 and word.endswith(cut):
             base = word[: -len(cut)] + add
             if len(base) >= 3 and base in STOP_WORDS:
@@ -144,7 +144,7 @@ def is_stop_word(word: str) -> bool:
 
 
 # Suffixes an inflection adds, and what the plain form then ends with.
-_STOP_INFLECTIONS = (
+STOP_INFLECTIONS = (
     ("ing", ""),
     ("ing", "e"),
     ("ies", "y"),

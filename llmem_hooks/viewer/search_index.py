@@ -39,7 +39,7 @@ from ..search.retriever import (
 )
 from ..store import fts_terms
 from ..text.lexicon import ALTERNATIVES
-from ..text.query import _STOP_INFLECTIONS, MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_WORDS
+from ..text.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_INFLECTIONS, STOP_WORDS
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -132,7 +132,7 @@ def build(
         "vocab": vocab,
         "alternatives": alternatives,
         "stop_words": sorted(STOP_WORDS),
-        "stop_inflections": [list(pair) for pair in _STOP_INFLECTIONS],
+        "stop_inflections": [list(pair) for pair in STOP_INFLECTIONS],
         "docs": docs,
         "people": list(people),
         "role_aliases": ROLE_ALIASES,
