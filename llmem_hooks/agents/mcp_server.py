@@ -146,6 +146,12 @@ def render_search(result: Mapping[str, Any], query: str) -> str:
     return "\n".join(lines)
 
 
+def _project_label(name: Any) -> str | None:
+    """A project's name as data an agent reads: one line, our markers defused (a folder
+    can be called anything)."""
+    return None if name is None else neutralize(" ".join(str(name).split()))[:200]
+
+
 def search_structured(result: Mapping[str, Any]) -> dict[str, Any]:
     """The hits of a search as data a client can render: id, type, project, time, score
     and a short passage each, best first."""
@@ -156,7 +162,7 @@ def search_structured(result: Mapping[str, Any]) -> dict[str, Any]:
             {
                 "id": str(h.get("id") or ""),
                 "type": str(h.get("type") or ""),
-                "project": h.get("project_name") or h.get("project"),
+                "project": _project_label(h.get("project_name") or h.get("project")),
                 "created_at": h.get("created_at"),
                 "score": round(float(score), 4) if isinstance(score, (int, float)) else None,
                 "passage": clip(
