@@ -94,3 +94,24 @@ def test_extraction_log_timestamps_are_normalized(tmp_path: Path) -> None:
         row = store.get_extraction(sessions.ADAPTER_CURSOR, "fresh")
         assert row is not None and row["extracted_at"].endswith("+00:00")
         assert parse_stored(row["extracted_at"]).tzinfo is not None
+
+
+def test_a_list_of_one_type_reads_that_type_in_date_order(tmp_path: Path) -> None:
+    """The viewer's conversations and ``list --type``: the newest rows of one type come
+    from an index in date order (migration 15), not from sorting every row of the type."""
+    with MemoryStore(tmp_path / "m.db") as st:
+        for i in range(30):
+            st.add("conversation" if i % 3 else "fact", f"exchange number {i} about ports")
+        newest = st.list_all(type="conversation", limit=5, sort="created")
+        assert len(newest) == 5 and all(m["type"] == "conversation" for m in newest)
+        dates = [m["created_at"] for m in newest]
+        assert dates == sorted(dates, reverse=True)
+        plan = " ".join(
+            str(tuple(r))
+            for r in st.db.fetchall(
+                "EXPLAIN QUERY PLAN SELECT id FROM memories m WHERE m.type = ? "
+                "ORDER BY m.created_at DESC, m.seq DESC LIMIT 5",
+                ("conversation",),
+            )
+        )
+        assert "idx_memories_type_created" in plan and "TEMP B-TREE" not in plan, plan
