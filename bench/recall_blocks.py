@@ -1,9 +1,11 @@
 """Recall blocks on labelled prompts (issue 20): is the right memory given, is a block noise?
 
-Usage: python bench/recall_blocks.py [--set dev|dev2|heldout|both|all] [--json]
+Usage: python bench/recall_blocks.py [--set dev|dev2|heldout|both|all] [--json] [--misses]
+           [--recall KEY=VALUE ...]
 
-Two hand-written sets (bench/data/recall_dev.json for tuning, bench/data/recall_heldout.json
-for the final figure only: other projects, other wording). Each holds a store (durable
+Three hand-written sets (bench/data/recall_dev.json and recall_dev2.json for tuning,
+bench/data/recall_heldout.json for the final figure only: other companies, other wording,
+written apart). Each holds a store (durable
 memories of 3-4 company projects, a few global preferences, recorded exchanges as
 ``conversation`` episodes) and sessions of prompts as a person types them, each prompt with a
 kind (durable, followup, offtopic, smalltalk) and the keys of the memories that would really
@@ -13,8 +15,9 @@ A fresh store per set in a temp dir; per session a new session id, ``QueryServic
 session-start context, recorded as given), then ``QueryService.recall`` per prompt in order,
 as the plugin and the hook call them. Reported per kind and overall:
 
-- right: among prompts with relevant memories the session was not all given yet (by the
-  start context or an earlier block), the share whose block holds one of them;
+- right: among prompts with relevant memories none of which the session was given yet (by
+  the start context or an earlier block; one of them answers), the share whose block holds
+  one of them;
 - noise: among non-empty blocks, the share with no relevant memory (the issue's figure);
 - block: the share of prompts that get a block at all; items: mean entries per block;
 - had+noise: among prompts whose answer the session already had, the share that still got a
