@@ -94,6 +94,19 @@ def env_for(home: Path, user_home: Path) -> dict[str, str]:
     return env
 
 
+def write_report(env: dict[str, str], out: Path, *args: str) -> Path:
+    """``out`` written by the real CLI's ``report --html`` (asserts it exited 0)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
 class ViewerProcess:
     """`llmem-hooks ui` in a subprocess; `url`, `port`, `token` once it printed its URL."""
 

@@ -10,14 +10,12 @@ fixture, tests/viewer/conftest.py).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.browser import By, wait
-from support.viewer import XSS, env_for, seed
+from support.viewer import XSS, env_for, seed, write_report
 
 from llmem_hooks.store import MemoryStore
 
@@ -43,14 +41,7 @@ def _report(tmp_path: Path, *args: str, config: str = "") -> tuple[Path, dict[st
         ids["how"] = st.add("fact", "How we review code: two approvals before merging")
         ids["breakout"] = st.add("fact", BREAKOUT)
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out), *args],
-        env=env_for(home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    write_report(env_for(home, tmp_path), out, *args)
     return out, ids
 
 

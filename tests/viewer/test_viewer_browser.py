@@ -7,14 +7,13 @@ reason, where Chromium or its driver is not installed (.ci/run installs them): t
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.browser import By, cards, search, wait
-from support.viewer import XSS, ViewerProcess, api, env_for, seed
+from support.viewer import XSS, ViewerProcess, api, env_for, seed, write_report
 
 
 def _no_alert(driver: Any) -> None:
@@ -81,14 +80,7 @@ def test_static_report_works_without_a_server(browser: Any, tmp_path: Path) -> N
     home = tmp_path / "llmem"
     ids = seed(home)
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
-        env=env_for(home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
+    write_report(env_for(home, tmp_path), out)
     browser.get(out.as_uri())
     wait(browser, lambda d: len(cards(d)) >= 7)  # the CSP let the page's own script run
     _no_alert(browser)

@@ -6,13 +6,11 @@ static report alike. Skipped where Chromium or its driver is missing
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from support.browser import By, cards, wait
-from support.viewer import ViewerProcess, env_for
+from support.viewer import ViewerProcess, env_for, write_report
 
 from llmem_hooks.store import MemoryStore
 
@@ -80,13 +78,6 @@ def test_static_report_clamps_long_cards_in_chromium(browser: Any, tmp_path: Pat
     home = tmp_path / "llmem"
     ids = seed_long(home)
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
-        env=env_for(home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
+    write_report(env_for(home, tmp_path), out)
     browser.get(out.as_uri())
     _check(browser, ids)

@@ -6,15 +6,13 @@ headless Chromium (skipped where it is missing: tests/viewer/conftest.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.browser import By, cards, search, wait
-from support.viewer import ViewerProcess, api, env_for
+from support.viewer import ViewerProcess, api, env_for, write_report
 
 from llmem_hooks.store import MemoryStore, projects
 
@@ -173,14 +171,7 @@ def test_static_report_keeps_conversations_apart_in_chromium(browser: Any, tmp_p
     home = tmp_path / "llmem"
     ids = seed_chatty(home)
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
-        env=env_for(home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
+    write_report(env_for(home, tmp_path), out)
     browser.get(out.as_uri())
     wait(browser, lambda d: len(cards(d)) == 3)
     assert sorted(cards(browser)) == sorted(ids["durable"])

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.browser import By, wait
-from support.viewer import ViewerProcess, env_for
+from support.viewer import ViewerProcess, env_for, write_report
 
 from llmem_hooks import MemoryStore
 from llmem_hooks.store import projects
@@ -92,11 +92,7 @@ def test_the_dream_panel_shows_rows_people_read(browser: Any, tmp_path: Path) ->
     finally:
         assert viewer.close() == 0
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    write_report(env, out)
     browser.get(out.as_uri())
     wait(browser, lambda d: d.find_elements(By.ID, "tab-dream"))
     _check(_panel_text(browser))

@@ -5,13 +5,11 @@ driver is not installed (the `browser` fixture of tests/viewer/conftest.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from support.browser import By, wait
-from support.viewer import ViewerProcess, env_for
+from support.viewer import ViewerProcess, env_for, write_report
 
 from llmem_hooks.store import MemoryStore, projects
 
@@ -69,13 +67,6 @@ def test_static_report_shows_names_in_chromium(browser: Any, tmp_path: Path) -> 
     home = tmp_path / "llmem"
     seed_named(home)
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
-        env=env_for(home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
+    write_report(env_for(home, tmp_path), out)
     browser.get(out.as_uri())
     _check_page(browser)

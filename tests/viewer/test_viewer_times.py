@@ -6,15 +6,13 @@ Skipped where Chromium or its driver is missing (tests/viewer/conftest.py)."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from support.browser import By, cards, wait
-from support.viewer import env_for, seed
+from support.viewer import env_for, seed, write_report
 
 
 def test_report_shows_local_relative_times_and_short_confidence(
@@ -32,14 +30,7 @@ def test_report_shows_local_relative_times_and_short_confidence(
         )
     conn.close()
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out)],
-        env=env_for(home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
+    write_report(env_for(home, tmp_path), out)
     browser.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "Asia/Kolkata"})
     browser.get(out.as_uri())
     wait(browser, lambda d: ids["deploy"] in cards(d))
