@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from support.cli import run_cli
 from support.copilot_home import CopilotHome
 
 from llmem_hooks import MemoryStore
@@ -82,24 +83,10 @@ def test_a_throwaway_session_leaves_nothing_and_is_counted(
     assert "ledger" not in summary["content"]  # the episode says it; the summary does not
     assert any(m["type"] == "decision" for m in kept)
 
-    stats = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "stats", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert stats.returncode == 0, stats.stderr
-    ep = json.loads(stats.stdout)["episodes"]
+    stats_out = run_cli(env, "stats", "--json")
+    ep = json.loads(stats_out)["episodes"]
     assert ep["count"] == 1
     assert ep["noise_skipped"] == 3  # two exchanges of "hello", the "hi" of the other
     assert ep["summaries_skipped"] == 1
-    plain = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "stats"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert plain.returncode == 0, plain.stderr
-    assert "left out as small talk: 3 exchange(s), 1 session summary(ies)" in plain.stdout
+    plain_out = run_cli(env, "stats")
+    assert "left out as small talk: 3 exchange(s), 1 session summary(ies)" in plain_out

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from support.cli import run_cli
 from support.copilot_home import CopilotHome
 from support.opencode_db import OpenCodeDB, text
 
@@ -78,25 +79,12 @@ def test_a_first_start_over_year_old_sessions_stores_and_deletes_nothing(
     text_ = log.read_text()
     assert "episode backfill: 7 exchange(s) older than the 365-day episode retention" in text_
     assert not (llmem_home / "backups").exists() or not list((llmem_home / "backups").iterdir())
-    stats = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "stats", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert stats.returncode == 0, stats.stderr
-    ep = json.loads(stats.stdout)["episodes"]
+    stats_out = run_cli(env, "stats", "--json")
+    ep = json.loads(stats_out)["episodes"]
     assert ep["count"] == 2 and ep["sessions"] == 1  # yesterday's session only
     assert ep["retention_skipped"] == 7 and ep["retention_pruned"] == 0
-    plain = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "stats"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "retention kept out 7" in plain.stdout, plain.stdout
+    plain_out = run_cli(env, "stats")
+    assert "retention kept out 7" in plain_out, plain_out
     with MemoryStore.from_config({"memory": {}}) as st:
         (sid,) = {m["session_id"] for m in st.list_all(type="conversation", limit=100)}
         assert sid == recent

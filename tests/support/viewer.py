@@ -14,6 +14,7 @@ from typing import Any
 
 from llmem_hooks.store import MemoryStore
 from llmem_hooks.store import sessions as session_state
+from support.cli import run_cli
 
 XSS = (
     '<img src=x onerror="document.title=\'pwned\'"></script><script>document.title="pwned"</script>'
@@ -96,14 +97,7 @@ def env_for(home: Path, user_home: Path) -> dict[str, str]:
 
 def write_report(env: dict[str, str], out: Path, *args: str) -> Path:
     """``out`` written by the real CLI's ``report --html`` (asserts it exited 0)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "llmem_hooks.cli", "report", "--html", str(out), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    run_cli(env, "report", "--html", str(out), *args)
     return out
 
 
