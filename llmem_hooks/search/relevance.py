@@ -27,7 +27,7 @@ def idf_weights(
     """Each word's weight, its inverse document frequency log(1 + N / df): ``doc_freq``
     may stop counting at a cap (a common word then weighs the least, whatever its count);
     a word no memory holds weighs as if ``unknown_df`` memories did (a topic the store
-    does not know counts against a hit, about as much as a rare word it does)."""
+    does not know counts against a hit)."""
     n = max(size, 1)
     return [math.log(1.0 + n / (doc_freq.get(t) or unknown_df)) for t in terms]
 

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config, RecallSettings
 from ..errors import NotFoundError, SearchTimeout, ValidationError
-from ..extraction.smalltalk import SMALL_TALK_MAX_CHARS, is_small_talk
+from ..extraction.smalltalk import is_small_talk
 from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from ..paths import get_context_dir
 from ..project import project_key, project_name
@@ -477,8 +477,8 @@ class QueryService:
         budget = _bounded(budget, "budget_tokens", 0, 100_000)
         if not cfg.enabled or budget == 0:
             return _nothing("disabled")
-        if is_small_talk(prompt[: SMALL_TALK_MAX_CHARS + 1]):  # "you're a star", as extraction
-            return _nothing("below_floor")
+        if len(prompt) <= MAX_PROMPT_CHARS and is_small_talk(prompt):  # as extraction's rule
+            return _nothing("below_floor")  # "you're a star"
         own = prompt_words(prompt)
         terms = own
         before = self._topics.last(session_id)

@@ -126,3 +126,6 @@ def test_small_talk_gets_nothing_even_with_a_word_the_store_knows(svc: QueryServ
     # two misspelt words that name one memory still find it
     assert svc.recall("ses_t", "sheduler databse")["block"] != ""
     assert svc.recall("ses_u", "how do I start the scheduler?")["block"] != ""
+    # a question after a thank-you and a run of blanks is still a question
+    padded = "thanks " + " " * 400 + "how do I start the scheduler?"
+    assert svc.recall("ses_v", padded)["block"] != ""
