@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the agents' stores (read only) and the session lifecycle
     ("adapters", "session"),
     # what is built on a store and its sessions: the query service, the dream cycle, the viewer
-    ("service", "dream", "viewer"),
+    ("service", "dream", "viewer", "team"),
     # the sidecar: watches the agents, runs the hooks, serves the query socket
     ("sidecar",),
     # entry points: the agents' side (Copilot hook, MCP server, install) and the CLI

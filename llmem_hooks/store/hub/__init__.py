@@ -1,0 +1,4 @@
+"""The team hub: one PostgreSQL database a team shares (docs/team.md).
+
+The only code that talks to PostgreSQL; psycopg is imported lazily so the base install
+works without the ``team`` extra."""

@@ -1,0 +1,1 @@
+"""Team memory: what moves between the local store and the team hub (docs/team.md)."""
