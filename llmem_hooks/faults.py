@@ -34,6 +34,9 @@ POINTS = (
     "mid-drain",  # stopping: the worker is draining its queue
     "before-hook",  # just before a hook runs (with raise: a hook that raises)
     "cleanup",  # while removing one ended session's context files
+    "team-mid-push",  # a push batch written on the hub, its transaction not committed
+    "team-pushed",  # a push batch committed on the hub, the local outbox not yet acked
+    "team-mid-pull",  # a pulled mutation applied locally, the next not yet
 )
 
 

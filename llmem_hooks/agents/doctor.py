@@ -199,9 +199,42 @@ def diagnose(
         checks.append(Check("extractor", status, f"heuristic: {why}"))
     checks.extend(_vector_checks(config, store))
     checks.append(_service_check())
+    checks.append(_team_check(store, timeout))
     if agents:
         checks.extend(agent_checks(config, opencode_version()))
     return checks
+
+
+def _team_check(store: MemoryStore | None, timeout: float) -> Check:
+    """The team hub (docs/team.md): joined or not, reachable or not, what waits to go."""
+    from ..store import team as team_store
+    from ..team import connection
+
+    try:
+        address = connection.load()
+    except LLMemError as exc:
+        return Check("team", "warn", str(exc))
+    if address is None:
+        return Check("team", "skip", "not in a team (llmem-hooks team join DSN; docs/team.md)")
+    waiting = team_store.outbox_size(store.db) if store is not None else 0
+    enrolled = team_store.projects(store.db) if store is not None else []
+    errors = [p.last_error for p in enrolled if p.last_error]
+    try:
+        hub = connection.connect(address, timeout=max(1.0, timeout))
+    except Exception as exc:  # the hub or the extra missing: say which, never a password
+        why = str(exc) if isinstance(exc, LLMemError) else type(exc).__name__
+        return Check(
+            "team", "warn", f"hub {address.display()} not reachable: {why}; {waiting} changes wait"
+        )
+    with hub:
+        readable = len(hub.projects())
+    detail = (
+        f"hub {address.display()} answers (role {address.role}): {len(enrolled)} projects"
+        f" synced of {readable} readable, {waiting} changes to push"
+    )
+    if errors:
+        return Check("team", "warn", f"{detail}; last error: {errors[-1]}")
+    return Check("team", "ok", detail)
 
 
 def _service_check() -> Check:

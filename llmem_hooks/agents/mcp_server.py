@@ -176,10 +176,12 @@ def search_structured(result: Mapping[str, Any]) -> dict[str, Any]:
 def render_remember(result: Mapping[str, Any]) -> str:
     status = str(result.get("status") or "stored")
     mid = result.get("id")
+    shared = {True: " Shared with the team.", False: f" Not shared: {result.get('share_note')}."}
+    note = shared.get(result["shared"]) if isinstance(result.get("shared"), bool) else ""
     if status == "stored":
-        return f"Stored as [{mid}]."
+        return f"Stored as [{mid}].{note or ''}"
     if status == "duplicate":
-        return f"Already known as [{mid}] (merged, nothing new stored)."
+        return f"Already known as [{mid}] (merged, nothing new stored).{note or ''}"
     reason = str(result.get("reason") or result.get("message") or "not accepted").rstrip(".")
     raise ToolFailure(f"Not stored: {reason}; rephrase it as one self-contained statement")
 
@@ -368,13 +370,15 @@ def build_server(call: Call) -> FastMCP:
         return CallToolResult(content=text, structuredContent=search_structured(result))
 
     def memory_remember(
-        content: str, type: str | None = None, tags: list[str] | None = None
+        content: str, type: str | None = None, tags: list[str] | None = None, share: bool = False
     ) -> str:
         params: dict[str, Any] = {"content": content}
         if type:
             params["type"] = type
         if tags:
             params["tags"] = list(tags)
+        if share:
+            params["share"] = True
         return render_remember(call("remember", params))
 
     def memory_forget(id: str, reason: str, any_project: bool = False) -> str:

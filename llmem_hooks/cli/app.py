@@ -33,7 +33,7 @@ from ..registry import DEFAULT_MEMORY_TYPES
 from ..store import archive
 from ..store import projects as project_names
 from ..timestamps import parse_iso
-from . import agent_tools, embed, viewer
+from . import agent_tools, embed, team, viewer
 from .dream import dream, dream_service
 from .quick import (
     EXIT_USAGE,
@@ -245,6 +245,10 @@ def search(
             help="Show every result whole (default: a long one shows the lines that answer).",
         ),
     ] = False,
+    team_too: Annotated[
+        bool,
+        typer.Option("--team", help="Ask the team hub too; its answers fused with yours."),
+    ] = False,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
@@ -267,6 +271,7 @@ def search(
         mode=mode,
         full=full,
         fmt=inv.fmt_for(as_json, as_markdown),
+        team=team.team_search_hits if team_too else None,
     )
 
 
@@ -656,6 +661,9 @@ app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options"
 app.command()(embed.embed)
 app.command()(viewer.ui)
 app.command()(viewer.report)
+app.add_typer(team.team_app)
+app.command()(team.share)
+app.command()(team.unshare)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

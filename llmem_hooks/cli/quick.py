@@ -225,6 +225,7 @@ def run_search(
     mode: str | None = None,
     full: bool = False,
     fmt: Format = Format.plain,
+    team: Callable[[Invocation, str, str | None, int], list[Any]] | None = None,
 ) -> None:
     """`search`: best match first. The model is asked only when it can help: not for
     ``--mode fts``, and, without ``--mode``, not when the store holds no vector (keyword
@@ -275,6 +276,13 @@ def run_search(
             close = getattr(retriever.embedder, "close", None)
             if close is not None:
                 close()
+        if team is not None:  # `search --team`: the hub's answers fused with these
+            from ..store import team as team_links
+            from ..team.search import fuse
+
+            held = team_links.hub_ids(st.db, [h.id for h in hits])
+            remote = team(inv, query, project, kwargs["limit"])
+            hits = fuse(hits, remote, kwargs["limit"], held)
     if not full:
         attach_passages(hits, query, inv.config().retrieval.passage_chars)
     print_hits(hits, fmt, "No memories found.", names, full=full)

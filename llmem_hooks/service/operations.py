@@ -65,6 +65,7 @@ from ..store import MemoryFilter, MemoryStore
 from ..store import projects as project_names
 from ..store import recall as given
 from ..store import sessions as session_state
+from ..store import team as team_store
 from ..store.db import is_interrupted
 from ..text.lines import clip_at_word, flatten
 from ..text.query import (
@@ -675,10 +676,14 @@ class QueryService:
         directory: str | None = None,
         session_id: str | None = None,
         agent: str | None = None,
+        share: bool | None = None,
     ) -> dict[str, Any]:
         """Store a memory through `MemoryStore.add` (redaction, dedupe): ``{"id", "status":
         "stored" | "duplicate" | "rejected", "reason"?, "redacted": [kinds]}``. Scoped
-        to the caller's project (global when none is known)."""
+        to the caller's project (global when none is known). ``share``: also share it with
+        the project's team (``"shared"``: true, or false and ``"share_note"`` saying why)."""
+        if share is not None and not isinstance(share, bool):
+            raise ServiceError(proto.BAD_PARAMS, "share must be true or false")
         content = _require(content, "content", str)
         kind = "fact" if type is None else _text(type, "type", 100)
         if tags is not None and not (
@@ -716,7 +721,14 @@ class QueryService:
         if session_id:  # what the session just said needs no recalling to it
             self._mark(session_id, [stored])
         status = "stored" if stored == new_id else "duplicate"
-        return {"id": self._short(stored), "status": status, "redacted": secrets}
+        out: dict[str, Any] = {"id": self._short(stored), "status": status, "redacted": secrets}
+        if share:
+            try:
+                team_store.share(self.store, stored)
+                out["shared"] = True
+            except ValidationError as exc:
+                out["shared"], out["share_note"] = False, str(exc).rstrip(".")
+        return out
 
     def _reach(
         self,
@@ -883,7 +895,16 @@ METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
     "start": ("session_id", "prompt", "project", "directory"),
     "search": ("query", "limit", "type", "project", "directory"),
-    "remember": ("content", "type", "tags", "project", "directory", "session_id", "agent"),
+    "remember": (
+        "content",
+        "type",
+        "tags",
+        "project",
+        "directory",
+        "session_id",
+        "agent",
+        "share",
+    ),
     "forget": ("id", "reason", *_REACH),
     "get": ("ids", *_REACH),
     "timeline": ("id", "before", "after", *_REACH),

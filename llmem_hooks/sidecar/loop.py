@@ -751,9 +751,16 @@ def run_foreground(config: Config, home: Path | None = None) -> int:
         from ..service.server import serve
 
         server = None if stopping else serve(config, home)
+        # The team hub (docs/team.md): only when this machine joined one; its own thread.
+        from .team import start_if_joined
+
+        team = None if stopping else start_if_joined(config, home)
         try:
             sidecar.run()
         finally:
+            if team is not None:
+                with contextlib.suppress(Exception):
+                    team.stop()
             if server is not None:
                 with contextlib.suppress(Exception):
                     server.stop()

@@ -30,6 +30,7 @@ from ..search.retriever import Retriever, attach_passages
 from ..store import MemoryFilter, browse
 from ..store import projects as project_names
 from ..store import sessions as session_state
+from ..store import team as team_store
 from ..text.lines import cap
 from ..timestamps import now_iso
 from .search_index import build
@@ -105,7 +106,7 @@ class ViewerData:
         memories = self.store.list_all(type=durable, limit=limit, sort="created", order="desc")
         episodes = self.store.list_all(type=EPISODE_TYPE, limit=limit, sort="created")
         names = project_names.display_names(self.store.db)
-        listed = [slim(m, names) for m in memories]
+        listed = self._shared([slim(m, names) for m in memories])
         forgotten = [slim(m, names) for m in browse.forgotten(self.store.db, FORGOTTEN_LIMIT)]
         out: dict[str, Any] = {
             "generated_at": now_iso(),
@@ -137,6 +138,7 @@ class ViewerData:
             ],
             "usage": ModelBudget(self.store, BudgetLimits.from_config(self.config)).report(),
             "dream": self.dream_status(),
+            "team": self.team_status(),
         }
         if details:
             whole = [
@@ -172,7 +174,8 @@ class ViewerData:
         if mem is None:  # pragma: no cover - resolve_id found it
             raise NotFoundError(f"no memory with id {memory_id!r}")
         names = project_names.display_names(self.store.db)
-        return {"memory": slim(mem, names), "provenance": self.provenance(mem)}
+        (one,) = self._shared([slim(mem, names)])
+        return {"memory": one, "provenance": self.provenance(mem)}
 
     def provenance(self, mem: dict[str, Any]) -> dict[str, Any]:
         """Where a memory came from: session (and its agent), author, time, source,
@@ -233,10 +236,33 @@ class ViewerData:
         return {
             "query": query,
             "mode": mode,
-            "hits": [
-                {**slim(h.memory, names), "score": round(h.score, 4), "passage": h.passage}
-                for h in hits
-            ],
+            "hits": self._shared(
+                [
+                    {**slim(h.memory, names), "score": round(h.score, 4), "passage": h.passage}
+                    for h in hits
+                ]
+            ),
+        }
+
+    def _shared(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each listed memory with ``shared``: whether it is shared with a team hub."""
+        ids = team_store.shared_ids(self.store.db, [m["id"] for m in items])
+        for m in items:
+            m["shared"] = m["id"] in ids
+        return items
+
+    def team_status(self) -> dict[str, Any]:
+        """The team state the page shows (docs/team.md): projects synced, what waits to go,
+        the last pull and the last error; read from the local store only (no hub call)."""
+        enrolled = team_store.projects(self.store.db)
+        pulls = [p.last_pull for p in enrolled if p.last_pull]
+        errors = [p.last_error for p in enrolled if p.last_error]
+        return {
+            "projects": len(enrolled),
+            "shared": sum(p.shared for p in enrolled),
+            "outbox": sum(p.outbox for p in enrolled),
+            "last_pull": max(pulls) if pulls else None,
+            "last_error": errors[-1] if errors else None,
         }
 
     def dream_status(self) -> dict[str, Any]:

@@ -69,7 +69,9 @@ function inScope(m) {
 function card(m) {
   const c = el('div', {cls: 'card memory' + (S.selected === m.id ? ' sel' : ''), 'data-id': m.id,
                        on: {click: () => select(m.id)}},
-    el('div', {cls: 'head'}, el('span', {cls: 'badge'}, m.type), el('span', {cls: 'proj', title: m.project || ''}, proj(m.project, m.project_name)),
+    el('div', {cls: 'head'}, el('span', {cls: 'badge'}, m.type),
+       m.shared ? el('span', {cls: 'badge shared', title: 'shared with the team'}, 'shared') : null,
+       el('span', {cls: 'proj', title: m.project || ''}, proj(m.project, m.project_name)),
        el('span', {cls: 'when', title: m.created_at || ''}, when(m.created_at)),
        el('span', {}, 'by ' + (m.entered_by || '?')),
        m.score !== undefined ? el('span', {}, 'score ' + m.score) : null,
@@ -129,6 +131,10 @@ function sidebar() {
   a.append(el('p', {cls: 'note', id: 'totals'}, `${t.active} live (${t.active - episodes} memories, ${episodes} conversation episodes), ` +
     `${t.forgotten} forgotten, ${t.expired} expired, ${t.inbox} in the inbox; the newest ` +
     `${conv ? t.conversations_listed || 0 : t.listed} listed here (search reaches all).`));
+  const tm = D.overview.team;
+  if (tm && tm.projects) a.append(el('p', {cls: 'note', id: 'team'}, `Team: ${tm.projects} project(s) synced, ` +
+    `${tm.shared} shared, ${tm.outbox} waiting to go; last pull ${tm.last_pull ? when(tm.last_pull) : 'never'}` +
+    (tm.last_error ? `; last error: ${tm.last_error}` : '') + '.'));
 }
 async function refreshList() {
   if (S.query) return search();
@@ -189,6 +195,7 @@ function detail(info) {
   add('session', p.session_id); add('session agent', p.session_agent); add('session title', p.session_title);
   add('messages', (p.source_message_ids || []).join(', ')); add('confidence', num(m.confidence));
   add('expires', when(m.expires_at)); add('forgotten', when(m.valid_until));
+  add('shared', m.shared ? 'with the team (docs/team.md)' : null);
   add('why forgotten', m.invalidation_reason);
   for (const r of p.relations || []) add(r.relation_type, `${r.source_id.slice(0, 8)} -> ${r.target_id.slice(0, 8)}`);
   const panel = el('div', {cls: 'panel', id: 'detail-panel', 'data-id': m.id},

@@ -1,0 +1,231 @@
+"""Push and pull: the local store's outbox to the hub, the hub's mutations to the store.
+
+The hub is never on the hot path: the sidecar's team thread (or ``team sync``) calls
+`TeamSync.sync`; hooks, recall and the agent tools only ever read the local store.
+
+- **Push** reads a batch from the outbox (the store's triggers queue every change of a
+  shared memory in the same transaction as the change), sends it in one hub transaction,
+  then acks what the hub took. A batch killed anywhere is sent again: the hub's rule makes
+  a re-sent item a no-op (STALE), so nothing is lost and nothing doubles. A change of
+  someone else's memory goes up as a new memory that supersedes it (link, not overwrite);
+  its id is derived from what it replaces, so a re-sent one is the same memory.
+- **Pull** asks, per enrolled project, for the mutations after the stored cursor; each is
+  applied through the store's normal add path and the cursor moves in the same local
+  transaction, so a crash re-applies nothing twice and skips nothing.
+- Projects: every project the hub lets this role read is enrolled on first sight (with
+  the configured policy); one it no longer may read is left (its local memories stay).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import faults
+from ..redact import redact_transcript
+from ..store import projects as project_names
+from ..store import team as local
+from ..timestamps import now_iso
+
+if TYPE_CHECKING:
+    from ..config import TeamSettings
+    from ..store import MemoryStore
+    from ..store.hub import Hub
+
+log = logging.getLogger(__name__)
+
+# Ids of memories that supersede someone else's: one per (memory, revision, device), so a
+# push sent twice creates the memory once.
+SUPERSEDE_NAMESPACE = uuid.UUID("6f0b3c52-58a4-4d55-9d2b-5f4f3f6e2a11")
+PULL_PAGE = 500
+MAX_PULL_PAGES = 200  # per project and sync: a long way behind catches up over several passes
+
+
+@dataclass
+class SyncReport:
+    """What one sync did (``team sync`` prints it; the sidecar logs it when not empty)."""
+
+    pushed: int = 0
+    stale: int = 0
+    superseded: int = 0
+    refused: int = 0
+    pulled: int = 0
+    applied: dict[str, int] = field(default_factory=dict)
+    enrolled: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def empty(self) -> bool:
+        return not (self.pushed or self.superseded or self.pulled or self.enrolled or self.left)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pushed": self.pushed,
+            "stale": self.stale,
+            "superseded": self.superseded,
+            "refused": self.refused,
+            "pulled": self.pulled,
+            "applied": dict(self.applied),
+            "enrolled": list(self.enrolled),
+            "left": list(self.left),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def superseding_id(hub_id: str, revision: int, device: str) -> str:
+    return str(uuid.uuid5(SUPERSEDE_NAMESPACE, f"{hub_id}:{revision}:{device}"))
+
+
+class TeamSync:
+    """One store, one hub connection: push, pull, enroll. Not thread-safe: one per thread."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        hub: Hub,
+        settings: TeamSettings,
+        *,
+        names: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.store = store
+        self.hub = hub
+        self.settings = settings
+        self.device = local.device_id(store.db)
+        self._names = names
+
+    # -- projects ----------------------------------------------------------------------------
+    def enroll_known(self) -> tuple[list[str], list[str]]:
+        """Enroll every hub project this role may read; leave enrolled ones it may not."""
+        listed = self.hub.projects()
+        readable = {key for key, _name in listed}
+        for key, name in listed:  # a pulled memory shows the project's name, not its hash
+            if name and project_names.name_of(self.store.db, key) is None:
+                project_names.set_name(self.store.db, key, name)
+        enrolled = set(local.enrolled_projects(self.store.db))
+        added = sorted(readable - enrolled)
+        gone = sorted(enrolled - readable)
+        for key in added:
+            local.enroll(self.store.db, key, self.settings.share_types)
+        for key in gone:
+            local.leave(self.store.db, key)
+        return added, gone
+
+    # -- push --------------------------------------------------------------------------------
+    def _hub_item(self, item: Any) -> tuple[Any, str | None]:
+        """The hub record for an outbox item, and the new hub id when it supersedes."""
+        from ..store.hub import HubMemory
+
+        deleted = item.op == "delete" or bool(getattr(item, "deleted", False))
+        tags = tuple(redact_transcript(t) for t in (item.tags or ()))
+        provenance = {
+            "source": item.source or "manual",
+            "confidence": item.confidence,
+            "created_at": item.created_at,
+        }
+        content = redact_transcript(item.content or "") or "(removed)"
+        if item.author is not None:  # someone else's memory, changed here: supersede it
+            new_id = superseding_id(item.hub_id, item.revision, self.device)
+            record = HubMemory(
+                id=new_id,
+                project=item.project,
+                type=item.type,
+                content=content,
+                revision=1,
+                updated_at=item.updated_at or now_iso(),
+                device=self.device,
+                tags=tuple(t for t in tags if t),
+                provenance=provenance,
+                supersedes=item.hub_id,
+                created_at=item.updated_at,
+            )
+            return record, new_id
+        record = HubMemory(
+            id=item.hub_id,
+            project=item.project,
+            type=item.type or "fact",
+            content=content,
+            revision=item.revision,
+            updated_at=item.updated_at or now_iso(),
+            device=self.device,
+            tags=tuple(t for t in tags if t),
+            provenance=provenance,
+            deleted_at=(item.updated_at or now_iso()) if deleted else None,
+            created_at=item.created_at,
+        )
+        return record, None
+
+    def push(self, report: SyncReport) -> None:
+        """Send the outbox, a batch at a time, until it is empty or the hub refuses."""
+        from ..store.hub import PushOutcome
+
+        while True:
+            items = local.outbox_batch(self.store.db, self.settings.batch)
+            if not items:
+                return
+            sendable: list[tuple[Any, Any, str | None]] = []
+            for item in items:
+                if item.author is not None and item.op == "delete":
+                    # Someone else's memory forgotten here: theirs stays on the hub; the
+                    # forgetting is this machine's own business.
+                    local.ack(self.store.db, item.memory_id, item.queued_at, item.revision)
+                    continue
+                record, new_id = self._hub_item(item)
+                sendable.append((item, record, new_id))
+            if not sendable:
+                continue
+            outcomes = self.hub.push([record for _, record, _ in sendable])
+            faults.hit("team-pushed")
+            progressed = False
+            for (item, record, new_id), outcome in zip(sendable, outcomes, strict=True):
+                if outcome == PushOutcome.FOREIGN and new_id is None:
+                    # The hub says the id is someone else's: push it as a superseding copy.
+                    local.mark_foreign(self.store.db, item.memory_id)
+                    progressed = True
+                    continue
+                if outcome in (PushOutcome.APPLIED, PushOutcome.STALE):
+                    local.ack(self.store.db, item.memory_id, item.queued_at, item.revision, new_id)
+                    progressed = True
+                    if outcome == PushOutcome.STALE:
+                        report.stale += 1
+                    elif new_id is not None:
+                        report.superseded += 1
+                    else:
+                        report.pushed += 1
+                else:  # DENIED: not a writer of the project; kept for when that changes
+                    report.refused += 1
+                    local.note_error(
+                        self.store.db, record.project, f"the hub refused a write ({outcome})"
+                    )
+            if not progressed:
+                return
+            local.note_push(self.store.db, now_iso())
+
+    # -- pull --------------------------------------------------------------------------------
+    def pull(self, report: SyncReport, projects: Sequence[str] | None = None) -> None:
+        me = self.hub.role
+        for project in projects or local.enrolled_projects(self.store.db):
+            for _ in range(MAX_PULL_PAGES):
+                after = local.cursor(self.store.db, project)
+                mutations = self.hub.pull(project, after, PULL_PAGE)
+                for mutation in mutations:
+                    what = local.apply_remote(self.store, mutation, me, self.device)
+                    faults.hit("team-mid-pull")
+                    report.pulled += 1
+                    report.applied[what] = report.applied.get(what, 0) + 1
+                local.note_pull(self.store.db, project, now_iso())
+                if len(mutations) < PULL_PAGE:
+                    break
+
+    def sync(self) -> SyncReport:
+        """Enroll, push, pull: one pass."""
+        started = time.monotonic()
+        report = SyncReport()
+        report.enrolled, report.left = self.enroll_known()
+        self.push(report)
+        self.pull(report)
+        report.seconds = time.monotonic() - started
+        return report
