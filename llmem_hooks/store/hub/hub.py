@@ -172,6 +172,8 @@ class Hub:
         except (errors.InsufficientPrivilege, errors.InvalidAuthorizationSpecification) as exc:
             raise HubDenied(f"team hub refused {what}: {self._say(exc)}") from None
         except (errors.UndefinedTable, errors.InvalidSchemaName, errors.UndefinedFunction) as exc:
+            if "llmem" not in str(exc):
+                raise
             raise HubUnavailable(
                 f"team hub has no llmem schema yet (run `llmem-hooks team init`): {self._say(exc)}"
             ) from None
@@ -216,11 +218,13 @@ class Hub:
         key someone else registered is HubDenied (ask its admin to add you)."""
         key, name = _text(key, "project key", 200), _text(name, "project name", 300, empty=True)
         with self._guard("registering the project"), self._conn.transaction():
-            self._conn.execute(
-                "INSERT INTO llmem.projects (key, name) VALUES (%s, %s) "
-                "ON CONFLICT (key) DO NOTHING",
-                (key, name),
-            )
+            try:  # not ON CONFLICT: under RLS it would need to read the row first
+                with self._conn.transaction():
+                    self._conn.execute(
+                        "INSERT INTO llmem.projects (key, name) VALUES (%s, %s)", (key, name)
+                    )
+            except self._psycopg.errors.UniqueViolation:
+                pass
             seen = self._conn.execute(
                 "SELECT 1 FROM llmem.projects WHERE key = %s", (key,)
             ).fetchone()

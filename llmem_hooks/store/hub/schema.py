@@ -50,6 +50,9 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
                 CREATE ROLE {MEMBER_ROLE} NOLOGIN;
             END IF;
         END $$;
+        DO $$ BEGIN
+            EXECUTE format('GRANT CONNECT ON DATABASE %I TO {MEMBER_ROLE}', current_database());
+        END $$;
         REVOKE ALL ON SCHEMA llmem FROM PUBLIC;
         GRANT USAGE ON SCHEMA llmem TO {MEMBER_ROLE};
 
@@ -149,7 +152,7 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, llmem
             AS $f$ SELECT m.id, ts_rank_cd(m.tsv, q) FROM llmem.memories m
                    WHERE m.tsv @@ q AND m.deleted_at IS NULL AND m.project = ANY(keys)
-                     AND m.project = ANY((SELECT llmem.member_projects(who)))
+                     AND m.project = ANY((SELECT llmem.member_projects(who))::text[])
                    ORDER BY 2 DESC, m.id LIMIT least(lim, 200) $f$;
 
         -- Every write of a memory takes the next seq of its project under the project's
@@ -265,12 +268,12 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
             USING (true);
 
         CREATE POLICY read ON llmem.projects FOR SELECT TO {MEMBER_ROLE}
-            USING (key = ANY ((SELECT llmem.member_projects(current_user))));
+            USING (key = ANY ((SELECT llmem.member_projects(current_user))::text[]));
         CREATE POLICY register ON llmem.projects FOR INSERT TO {MEMBER_ROLE}
             WITH CHECK (created_by = current_user AND last_seq = 0);
 
         CREATE POLICY read ON llmem.members FOR SELECT TO {MEMBER_ROLE}
-            USING (project = ANY ((SELECT llmem.member_projects(current_user))));
+            USING (project = ANY ((SELECT llmem.member_projects(current_user))::text[]));
         CREATE POLICY add ON llmem.members FOR INSERT TO {MEMBER_ROLE}
             WITH CHECK (llmem.is_admin(project, current_user) AND added_by = current_user);
         CREATE POLICY change ON llmem.members FOR UPDATE TO {MEMBER_ROLE}
@@ -280,7 +283,7 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
             USING (llmem.is_admin(project, current_user));
 
         CREATE POLICY read ON llmem.memories FOR SELECT TO {MEMBER_ROLE}
-            USING (project = ANY ((SELECT llmem.member_projects(current_user))));
+            USING (project = ANY ((SELECT llmem.member_projects(current_user))::text[]));
         CREATE POLICY write ON llmem.memories FOR INSERT TO {MEMBER_ROLE}
             WITH CHECK (author = current_user AND llmem.can_write(project, current_user));
         CREATE POLICY edit ON llmem.memories FOR UPDATE TO {MEMBER_ROLE}
@@ -288,7 +291,7 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
             WITH CHECK (author = current_user AND llmem.can_write(project, current_user));
 
         CREATE POLICY read ON llmem.mutations FOR SELECT TO {MEMBER_ROLE}
-            USING (project = ANY ((SELECT llmem.member_projects(current_user))));
+            USING (project = ANY ((SELECT llmem.member_projects(current_user))::text[]));
         """
     )
     return True
@@ -326,7 +329,7 @@ def h002_vectors(conn: Any, ctx: MigrationContext) -> bool:
             AS $f$ SELECT m.id, m.embedding <=> q FROM llmem.memories m
                    WHERE m.embedding IS NOT NULL AND m.deleted_at IS NULL
                      AND m.project = ANY(keys)
-                     AND m.project = ANY((SELECT llmem.member_projects(who)))
+                     AND m.project = ANY((SELECT llmem.member_projects(who))::text[])
                    ORDER BY m.embedding <=> q LIMIT least(lim, 200) $f$;
         REVOKE ALL ON FUNCTION llmem.search_vector(name, text[], {ext}.vector, integer)
             FROM PUBLIC;
