@@ -111,8 +111,9 @@ class HubDb:
                 password.encode(), name.encode(), b"scram-sha-256"
             ).decode()
             conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}" + (" CREATEROLE" if createrole else ""))
-                .format(sql.Identifier(name), sql.Literal(verifier))
+                sql.SQL(
+                    "CREATE ROLE {} LOGIN PASSWORD {}" + (" CREATEROLE" if createrole else "")
+                ).format(sql.Identifier(name), sql.Literal(verifier))
             )
             if member:
                 conn.execute(sql.SQL("GRANT llmem_member TO {}").format(sql.Identifier(name)))

@@ -31,4 +31,3 @@ def hub_db(pg: PgCluster) -> Iterator[HubDb]:
 @pytest.fixture
 def team(hub_db: HubDb) -> Team:
     return make_team(hub_db)
-

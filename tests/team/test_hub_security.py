@@ -44,9 +44,9 @@ def test_a_non_member_reads_nothing_of_the_project_directly(team: Team) -> None:
             "SELECT llmem.access_of(%s, %s) IS NOT NULL",
         ):
             assert conn.execute(sql, (team.key, team.alice.role)).fetchone() == (False,)
-        assert conn.execute(
-            "SELECT llmem.member_projects(%s)", (team.alice.role,)
-        ).fetchone() == ([],)
+        assert conn.execute("SELECT llmem.member_projects(%s)", (team.alice.role,)).fetchone() == (
+            [],
+        )
         found = conn.execute(
             "SELECT * FROM llmem.search_text(%s, %s, to_tsquery('english', 'deploy'), 10)",
             (team.alice.role, [team.key]),
@@ -60,9 +60,12 @@ def test_a_non_member_reads_nothing_of_the_project_directly(team: Team) -> None:
             ).fetchall()
             == []
         )
-        assert conn.execute(
-            "SELECT * FROM llmem.lock_projects(%s, %s)", ([team.key], team.alice.role)
-        ).fetchall() == []
+        assert (
+            conn.execute(
+                "SELECT * FROM llmem.lock_projects(%s, %s)", ([team.key], team.alice.role)
+            ).fetchall()
+            == []
+        )
     # ... and through the Hub: nothing, and a clear refusal where one is due.
     with team.carol.hub() as hub:
         assert hub.projects() == [(team.other, "carol/own")]
@@ -90,8 +93,7 @@ def test_a_non_member_writes_nothing_directly(team: Team) -> None:
         ),
         # herself onto the project, a change log entry, the project's counter
         (
-            "INSERT INTO llmem.members (project, role, access) VALUES (%s, current_user, "
-            "'admin')",
+            "INSERT INTO llmem.members (project, role, access) VALUES (%s, current_user, 'admin')",
             (team.key,),
         ),
         (
