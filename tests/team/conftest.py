@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from support.pg import HubDb, PgCluster, Team, fresh_database, make_team, start_cluster
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from support.pg import HubDb, Team, memory
 
 from llmem_hooks.errors import HubDenied, ValidationError
 from llmem_hooks.store.hub import Hub, PushOutcome
-from support.pg import HubDb, Team, memory
 
 TABLES = ("projects", "members", "memories", "mutations")
 
@@ -154,13 +154,12 @@ def test_a_reader_reads_but_cannot_write(team: Team) -> None:
     with team.carol.hub() as hub:
         assert [m.memory.id for m in hub.pull(team.key, 0)] == ["m1", "m2"]
         assert hub.push([memory(team.key, "c1", "a reader's note")]) == [PushOutcome.DENIED]
-    with team.raw(team.carol) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(
-                "INSERT INTO llmem.memories (id, project, type, content, revision, "
-                "updated_at, device) VALUES ('c2', %s, 'fact', 'x', 1, now(), 'd')",
-                (team.key,),
-            )
+    with team.raw(team.carol) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(
+            "INSERT INTO llmem.memories (id, project, type, content, revision, "
+            "updated_at, device) VALUES ('c2', %s, 'fact', 'x', 1, now(), 'd')",
+            (team.key,),
+        )
 
 
 def test_a_removed_member_reads_nothing_any_more(team: Team) -> None:
@@ -219,9 +218,11 @@ def test_a_role_outside_the_team_cannot_even_see_the_schema(hub_db: HubDb) -> No
     role, password = hub_db.make_role("stranger")
     with hub_db.cluster.admin(hub_db.name) as admin:
         admin.execute(f'GRANT CONNECT ON DATABASE "{hub_db.name}" TO "{role}"')
-    with hub_db.connect(role, password) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("SELECT count(*) FROM llmem.memories")
+    with (
+        hub_db.connect(role, password) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute("SELECT count(*) FROM llmem.memories")
     with pytest.raises(HubDenied, match="permission denied for schema llmem"):
         Hub.connect(hub_db.dsn(role, password))
 

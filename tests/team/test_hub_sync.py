@@ -12,12 +12,11 @@ import threading
 import time
 from pathlib import Path
 
-import psycopg
 import pytest
+from support.pg import Team, memory
 
 from llmem_hooks.errors import ValidationError
 from llmem_hooks.store.hub import Hub, HubMemory, Mutation, PushOutcome
-from support.pg import Team, memory
 
 A, S, F, D = PushOutcome.APPLIED, PushOutcome.STALE, PushOutcome.FOREIGN, PushOutcome.DENIED
 ROOT = Path(__file__).resolve().parents[2]
