@@ -1,8 +1,8 @@
 """A real PostgreSQL for the team tests: pgserver's PostgreSQL 16 with pgvector.
 
-One server per test session, in a folder of its own under the session's temp folder
-(as root, pgserver runs it as a system user ``pgserver`` and opens the folder's parents
-for reading), reached on a Unix socket only. Passwords are really checked: the fixture
+One server per test session, in a folder of its own (as root, pgserver runs it as a
+system user ``pgserver``, which must be able to reach the folder), reached on a Unix
+socket only. Passwords are really checked: the fixture
 turns pg_hba's ``trust`` into ``scram-sha-256`` and reloads. Each test gets a fresh
 database and roles with names of their own, so tests share the server, not state.
 """
@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,17 +52,34 @@ class PgCluster:
     def stop(self) -> None:
         self.server.cleanup()
 
+    def start(self) -> None:
+        """Start it again after `stop` (same data, same passwords)."""
+        import pgserver
 
-def start_cluster(folder: Path, *, scram: bool = True) -> PgCluster:
-    """Start pgserver in ``folder`` (created, 0755 parents) and require passwords."""
+        self.server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+
+
+@contextmanager
+def server_folder() -> Iterator[Path]:
+    """A folder of its own for a server's data, removed afterwards.
+
+    Not under pytest's temp folder: every pytest session that starts (another run on the
+    same machine, as the same user) resets ``/tmp/pytest-of-<user>`` to 0700, and the
+    server's system user could then no longer reach its own data (PANIC mid-test)."""
+    folder = Path(tempfile.mkdtemp(prefix="llmem-pg-"))
+    folder.chmod(0o755)
+    try:
+        yield folder / "data"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def start_cluster(folder: Path) -> PgCluster:
+    """Start pgserver in ``folder`` (its parents must be readable by others: see
+    `server_folder`) and require passwords (scram-sha-256 in pg_hba)."""
     import pgserver
     import psycopg
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    for parent in folder.parents:
-        if parent == Path("/"):
-            break
-        parent.chmod(parent.stat().st_mode | 0o055)
     server = pgserver.get_server(folder, cleanup_mode="stop")
     uri = server.get_uri()
     socket_dir = parse_qs(urlparse(uri).query)["host"][0]
@@ -74,15 +94,14 @@ def start_cluster(folder: Path, *, scram: bool = True) -> PgCluster:
             psycopg.sql.SQL("ALTER ROLE postgres PASSWORD {}").format(psycopg.sql.Literal(verifier))
         )
         hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
-        if scram:
-            lines = [
-                line.replace("trust", "scram-sha-256")
-                if line.split()[:1] in (["local"], ["host"])
-                else line
-                for line in hba.read_text().splitlines()
-            ]
-            hba.write_text("\n".join(lines) + "\n")
-            conn.execute("SELECT pg_reload_conf()")
+        lines = [
+            line.replace("trust", "scram-sha-256")
+            if line.split()[:1] in (["local"], ["host"])
+            else line
+            for line in hba.read_text().splitlines()
+        ]
+        hba.write_text("\n".join(lines) + "\n")
+        conn.execute("SELECT pg_reload_conf()")
     return PgCluster(server, socket_dir, password, Path(folder))
 
 
@@ -145,7 +164,7 @@ def fresh_database(cluster: PgCluster, owner: str | None = None) -> Iterator[Hub
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db.name))
             )
-            for role in db.roles:
+            for role in reversed(db.roles):  # people before the owner who granted them
                 conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
 

@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from support.pg import HubDb, PgCluster, Team, fresh_database, make_team, start_cluster
+from support.pg import (
+    HubDb,
+    PgCluster,
+    Team,
+    fresh_database,
+    make_team,
+    server_folder,
+    start_cluster,
+)
 
 
 @pytest.fixture(scope="session")
-def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCluster]:
+def pg() -> Iterator[PgCluster]:
     """One PostgreSQL 16 (+ pgvector) for the session, on a Unix socket, passwords on."""
     pytest.importorskip("psycopg", reason="the team extra (psycopg) is not installed")
     pytest.importorskip("pgserver", reason="pgserver (PostgreSQL as a wheel) is not installed")
-    cluster = start_cluster(Path(tmp_path_factory.mktemp("pg-session")) / "data")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    with server_folder() as folder:
+        cluster = start_cluster(folder)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
 
 
 @pytest.fixture
