@@ -36,3 +36,13 @@ class SearchError(LLMemError):
 
 class SearchTimeout(SearchError):
     """A search ran past its time limit and was stopped (docs/query-service.md)."""
+
+
+class HubUnavailable(LLMemError):
+    """The team hub (PostgreSQL) cannot be reached or went away: the sidecar retries with
+    back-off. The message never holds a password."""
+
+
+class HubDenied(LLMemError):
+    """The team hub refused: wrong password, not a member, not a writer or admin of the
+    project. Retrying will not help; the message says what to ask for."""
