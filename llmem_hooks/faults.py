@@ -34,6 +34,7 @@ POINTS = (
     "mid-drain",  # stopping: the worker is draining its queue
     "before-hook",  # just before a hook runs (with raise: a hook that raises)
     "cleanup",  # while removing one ended session's context files
+    "team-apply",  # a pulled change written, the pull cursor not yet (key: hub memory id)
 )
 
 
