@@ -405,7 +405,13 @@ def check_dsn(value: Any) -> str | None:
 
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > 1000 or "\n" in value or "\r" in value:
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > 1000
+        or "\n" in value
+        or "\r" in value
+    ):
         raise ValueError("expected a PostgreSQL connection string (one line) or null")
     text = value.strip()
     if text.startswith(("postgresql://", "postgres://")):

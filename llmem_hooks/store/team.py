@@ -261,7 +261,18 @@ def projects(db: Database) -> list[TeamProject]:
             " FROM team_projects p ORDER BY p.project"
         ).fetchall()
     return [
-        TeamProject(*r[:7], types=tuple(sorted((r[7] or "").split())), outbox=r[8], shared=r[9])
+        TeamProject(
+            project=r[0],
+            cursor=r[1],
+            enrolled_at=r[2],
+            last_push=r[3],
+            last_pull=r[4],
+            last_error=r[5],
+            conflicts=r[6],
+            types=tuple(sorted((r[7] or "").split())),
+            outbox=r[8],
+            shared=r[9],
+        )
         for r in rows
     ]
 
@@ -679,9 +690,11 @@ def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
     author = memory.author or None
     prov = memory.provenance or {}
     confidence = prov.get("confidence")
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        confidence = None
-    elif not 0.0 <= confidence <= 1.0:
+    if (
+        not isinstance(confidence, int | float)
+        or isinstance(confidence, bool)
+        or not 0.0 <= confidence <= 1.0
+    ):
         confidence = None
     created = memory.created_at or prov.get("created_at")
     superseded = _supersede(store, memory)

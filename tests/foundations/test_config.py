@@ -588,7 +588,10 @@ def test_no_string_default_is_restated_outside_config() -> None:
     """A default lives on its settings field; other modules read it from there."""
     root = Path(llmem_hooks.__file__).parent
     defaults = {
-        v for section in DEFAULT_CONFIG.values() for v in section.values() if not isinstance(v, list)
+        v
+        for section in DEFAULT_CONFIG.values()
+        for v in section.values()
+        if not isinstance(v, list)
     }
     strings = {v for v in defaults if isinstance(v, str)}
     assert {"llama3.2", "nomic-embed-text", "http://localhost:11434"} <= strings

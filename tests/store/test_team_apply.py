@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from llmem_hooks.errors import ValidationError
-from llmem_hooks.store import MemoryStore
-from llmem_hooks.store import team
+from llmem_hooks.store import MemoryStore, team
 
 P = "a3f0c1d2e4b5a6978877665544332211aabbccdd"
 ME = "alice"
@@ -261,7 +260,9 @@ def test_bob_s_tombstone_names_him(shared: MemoryStore) -> None:
 def test_a_superseding_memory_invalidates_and_links_the_old_one(shared: MemoryStore) -> None:
     apply(shared, bob("hub-11", "Lint with flake8"))
     old = local_id(shared, "hub-11")
-    carol = replace(bob("hub-12", "Lint with ruff, not flake8"), author="carol", supersedes="hub-11")
+    carol = replace(
+        bob("hub-12", "Lint with ruff, not flake8"), author="carol", supersedes="hub-11"
+    )
     assert apply(shared, carol) == "added"
     new = local_id(shared, "hub-12")
     old_mem = shared.get(old)

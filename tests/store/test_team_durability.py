@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llmem_hooks import faults
-from llmem_hooks.store import MemoryStore
-from llmem_hooks.store import team
+from llmem_hooks.store import MemoryStore, team
 from llmem_hooks.store.db import connect
 from llmem_hooks.store.migrations import MIGRATIONS, migrate
 
@@ -100,10 +99,7 @@ def test_a_kill_at_any_moment_keeps_changes_and_outbox_in_step(tmp_path: Path) -
     child.send_signal(signal.SIGKILL)
     child.communicate(timeout=60)
     with MemoryStore(db) as st:
-        mems = {
-            r["id"]: r
-            for r in st.db.fetchall("SELECT id, content, valid_until FROM memories")
-        }
+        mems = {r["id"]: r for r in st.db.fetchall("SELECT id, content, valid_until FROM memories")}
         links = {r[0]: r[1] for r in st.db.fetchall("SELECT memory_id, revision FROM team_links")}
         queued = {r[0]: r[1] for r in st.db.fetchall("SELECT memory_id, op FROM team_outbox")}
     assert len(mems) > 60
@@ -173,8 +169,15 @@ def test_an_upgrade_from_v15_with_10k_memories_equals_a_fresh_database(tmp_path:
         "INSERT INTO memories(id, type, content, created_at, updated_at, content_hash, project)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
-            (f"m-{i}", TYPES[i % 2], f"memory {i} of the old release", stamp, stamp, f"h{i}",
-             P if i % 3 else None)  # fmt: skip
+            (
+                f"m-{i}",
+                TYPES[i % 2],
+                f"memory {i} of the old release",
+                stamp,
+                stamp,
+                f"h{i}",
+                P if i % 3 else None,
+            )
             for i in range(10_000)
         ],
     )

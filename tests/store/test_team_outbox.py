@@ -13,8 +13,7 @@ import pytest
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.dream.cycle import Dreamer
 from llmem_hooks.errors import NotFoundError, ValidationError
-from llmem_hooks.store import MemoryStore
-from llmem_hooks.store import team
+from llmem_hooks.store import MemoryStore, team
 from llmem_hooks.timestamps import to_iso
 
 P = "a3f0c1d2e4b5a6978877665544332211aabbccdd"  # a project key (a root commit)
@@ -131,8 +130,13 @@ def test_import_queues_what_the_policy_shares(shared: MemoryStore) -> None:
     records = [
         {"id": "imp-1", "type": "decision", "content": "Use ruff for lint", "project": P},
         {"id": "imp-2", "type": "preference", "content": "Dark theme", "project": P},
-        {"id": "imp-3", "type": "fact", "content": "Port 5432", "project": P,
-         "valid_until": "2020-01-01"},  # fmt: skip
+        {
+            "id": "imp-3",
+            "type": "fact",
+            "content": "Port 5432",
+            "project": P,
+            "valid_until": "2020-01-01",
+        },
     ]
     assert shared.import_memories(records) == 3
     assert outbox(shared) == {"imp-1": "upsert"}  # an invalid memory is not shared
