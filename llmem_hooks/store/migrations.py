@@ -613,6 +613,14 @@ def m016_team(conn: Any) -> None:
                         WHERE memory_id = new.id AND unshared_at IS NULL)
             AND {not_applying}
         BEGIN
+            -- a memory of mine brought back (a forget undone) after its tombstone reached
+            -- the hub: the tombstone wins there for good, so it comes back under a new id
+            UPDATE team_links SET hub_id = lower(hex(randomblob(16))), supersedes = hub_id,
+                pushed_revision = 0
+            WHERE memory_id = new.id AND author IS NULL AND pushed_revision > 0
+                AND old.valid_until IS NOT NULL AND old.valid_until <= {SQL_NOW_CEIL}
+                AND NOT {invalid}
+                AND NOT EXISTS (SELECT 1 FROM team_outbox WHERE memory_id = new.id);
             UPDATE team_links SET revision = revision + 1, updated_at = {now}, device = {device}
             WHERE memory_id = new.id;
             INSERT INTO team_outbox(memory_id, project, op, queued_at)

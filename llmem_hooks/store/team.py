@@ -18,6 +18,7 @@ the `RemoteMemory` / `RemoteMutation` protocols.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from ..redact import redact_secrets
 from ..timestamps import now_iso, parse_iso
 from .db import Database
 from .migrations import TEAM_APPLYING
-from .records import MAX_TAGS
+from .records import MAX_TAGS, check_tags, normalize_tags
 
 if TYPE_CHECKING:
     from .memories import MemoryStore
@@ -106,7 +107,9 @@ class OutboxItem:
     """One change to push: the outbox row and the memory's state *now*, texts redacted
     again. ``deleted``: push a tombstone (the memory is gone, invalidated or unshared;
     ``content`` is then "" when the memory is gone). ``foreign``: someone else's memory
-    edited here, pushed as a new hub memory that supersedes ``hub_id``."""
+    edited here, pushed as a new hub memory that supersedes ``hub_id``. ``supersedes``:
+    the hub id this memory replaced (shared again, or brought back, after its tombstone;
+    or someone else's memory edited here and already re-pointed by `ack`)."""
 
     memory_id: str
     project: str
@@ -119,6 +122,7 @@ class OutboxItem:
     pushed_revision: int
     updated_at: str
     device: str
+    supersedes: str | None
     deleted: bool
     type: str
     content: str
@@ -458,7 +462,7 @@ def outbox_batch(db: Database, limit: int = 200) -> list[OutboxItem]:
     with db.lock:
         rows = db.conn.execute(
             "SELECT o.memory_id, o.project, o.op, o.queued_at, o.attempts, l.hub_id, l.author,"
-            " l.revision, l.pushed_revision, l.updated_at, l.device, l.unshared_at,"
+            " l.revision, l.pushed_revision, l.updated_at, l.device, l.unshared_at, l.supersedes,"
             " m.id IS NULL AS gone, m.valid_until, m.type, m.content, m.tag_text, m.created_at,"
             " m.source, m.confidence"
             " FROM team_outbox o JOIN team_links l ON l.memory_id = o.memory_id"
@@ -484,6 +488,7 @@ def outbox_batch(db: Database, limit: int = 200) -> list[OutboxItem]:
                 pushed_revision=r["pushed_revision"],
                 updated_at=r["updated_at"],
                 device=r["device"],
+                supersedes=r["supersedes"],
                 deleted=deleted,
                 type=r["type"] or "",
                 content=_clean(r["content"]),
@@ -572,6 +577,9 @@ def apply_remote(store: MemoryStore, mutation: RemoteMutation, me: str, device: 
     or 'skipped'. Nothing it writes is queued for pushing (no echo)."""
     memory = mutation.memory
     db = store.db
+    seq = _bounded_int(mutation.seq)
+    if seq is None:
+        raise ValidationError("team: a pulled mutation without a valid sequence number")
     with store.atomic():
         if not is_enrolled(db, memory.project):
             raise ValidationError("team: a pull for a project that is not enrolled here")
@@ -579,15 +587,45 @@ def apply_remote(store: MemoryStore, mutation: RemoteMutation, me: str, device: 
             "INSERT OR REPLACE INTO team_state(key, value) VALUES (?, '1')", (TEAM_APPLYING,)
         )
         try:
-            outcome = _apply(store, memory, me)
+            outcome = _apply(store, memory, me) if _well_formed(memory) else "skipped"
         finally:
             db.conn.execute("DELETE FROM team_state WHERE key = ?", (TEAM_APPLYING,))
         faults.hit("team-apply", memory.id)
         db.conn.execute(
             "UPDATE team_projects SET cursor = max(cursor, ?), last_pull = ? WHERE project = ?",
-            (int(mutation.seq), now_iso(), memory.project),
+            (seq, now_iso(), memory.project),
         )
     return outcome
+
+
+MAX_HUB_TEXT = 256  # a hub id, device or author: a longer one is not ours
+
+
+def _bounded_int(value: Any) -> int | None:
+    """A revision or sequence number SQLite can hold, else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
+        return None
+    return value
+
+
+def _short_text(value: Any, *, empty: bool = False) -> bool:
+    return isinstance(value, str) and (empty or bool(value)) and len(value) <= MAX_HUB_TEXT
+
+
+def _well_formed(memory: RemoteMemory) -> bool:
+    """Whether a pulled record can be applied at all. Another member can write odd rows
+    into the hub: one that is not well formed is skipped (its cursor still moves on, so
+    one bad row never stalls a pull); its texts are checked by `MemoryStore.add`."""
+    return (
+        _short_text(memory.id)
+        and _short_text(memory.device, empty=True)
+        and _short_text(memory.author or "", empty=True)
+        and (memory.supersedes is None or _short_text(memory.supersedes))
+        and _bounded_int(memory.revision) is not None
+        and isinstance(memory.type, str)
+        and isinstance(memory.content, str)
+        and isinstance(memory.updated_at, str)
+    )
 
 
 def _apply(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
@@ -643,7 +681,7 @@ def _apply(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
             known.memory_id,
             content=None if same_text else memory.content,
             type=memory.type,
-            tags=list(memory.tags)[:MAX_TAGS],
+            tags=_tags(memory),
             embedding=None if same_text else _embedding(store, memory),
             clear_embedding=not same_text,  # the local model embeds the new text
         )
@@ -680,7 +718,11 @@ def _embedding(store: MemoryStore, memory: RemoteMemory) -> list[float] | None:
     vec = memory.embedding
     if vec is None or not store.vectors.dimensions or len(vec) != store.vectors.dimensions:
         return None
-    return [float(x) for x in vec]
+    try:
+        out = [float(x) for x in vec]
+    except (TypeError, ValueError):
+        return None
+    return out if all(math.isfinite(x) for x in out) else None
 
 
 def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
@@ -696,7 +738,7 @@ def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
         or not 0.0 <= confidence <= 1.0
     ):
         confidence = None
-    created = memory.created_at or prov.get("created_at")
+    created = _created(memory.created_at or prov.get("created_at"))
     superseded = _supersede(store, memory)
     new_id = uuid.uuid4().hex
     try:
@@ -706,11 +748,11 @@ def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
             source=TEAM_SOURCE,
             confidence=confidence,
             metadata={"team": {"author": author, "hub_id": memory.id}},
-            tags=list(memory.tags)[:MAX_TAGS],
+            tags=_tags(memory),
             entered_by=author,
             project=memory.project,
             id=new_id,
-            created_at=created if isinstance(created, str) else None,
+            created_at=created,
             embedding=_embedding(store, memory),
         )
     except ValidationError:
@@ -733,6 +775,27 @@ def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
     if superseded is not None and superseded != mid:
         store.add_relation(mid, superseded, "supersedes")
     return "added" if mid == new_id else "merged"
+
+
+def _tags(memory: RemoteMemory) -> list[str]:
+    """The hub's tags the store accepts, at most `MAX_TAGS`."""
+    out: list[str] = []
+    for tag in memory.tags if isinstance(memory.tags, list | tuple) else ():
+        try:
+            out.extend(check_tags([tag]) if isinstance(tag, str) else [])
+        except ValidationError:
+            continue  # one odd tag costs the memory that tag, not the memory
+    return normalize_tags(out)[:MAX_TAGS]
+
+
+def _created(value: Any) -> str | None:
+    """The hub's creation time if it reads as one (else the memory is dated now)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_iso(value, field="created_at")
+    except ValidationError:
+        return None
 
 
 def _supersede(store: MemoryStore, memory: RemoteMemory) -> str | None:

@@ -299,3 +299,51 @@ def test_local_changes_after_a_pull_are_queued_again(shared: MemoryStore) -> Non
     mine = shared.add("decision", "Python 3.12 everywhere", project=P)
     shared.update(mid, content="Node 22")
     assert outbox(shared) == {mine: "upsert", mid: "upsert"}
+
+
+def test_odd_hub_rows_are_skipped_and_never_stall_the_pull(shared: MemoryStore) -> None:
+    """Another member can write odd rows into the hub: each is skipped (or stored without
+    the odd part), the cursor moves on, nothing raises."""
+    odd = [
+        bob("x" * 300, "an id no client makes"),
+        bob("hub-r", "a revision SQLite cannot hold", revision=2**70),
+        bob("hub-d", "a 1 MB device", device="d" * 1_000_000),
+        bob("hub-c", "c" * 20_000),  # over the content limit
+        bob("hub-t", "tags of every kind", tags=("ok", 7, None, "x" * 70)),  # type: ignore[arg-type]
+        bob("hub-n", "not a number", embedding=(float("nan"),) * 768),
+        bob("hub-w", "a creation date that is no date", created_at="yesterday-ish"),
+        bob("hub-p", "provenance of the wrong kind", provenance={"confidence": float("inf")}),
+    ]
+    outcomes = [apply(shared, m) for m in odd]
+    assert outcomes == ["skipped"] * 4 + ["added"] * 4
+    mem = shared.get(local_id(shared, "hub-w"))
+    assert mem is not None and mem["created_at"].startswith("20")
+    assert shared.get(local_id(shared, "hub-t"))["tags"] == ["ok"]  # type: ignore[index]
+    assert team.cursor(shared.db, P) > 0 and outbox(shared) == {}
+    with pytest.raises(ValidationError, match="sequence"):
+        team.apply_remote(shared, Mutation(-1, bob("hub-q", "x")), ME, "d")  # type: ignore[arg-type]
+
+
+def test_a_forget_undone_after_its_tombstone_was_pushed_comes_back_under_a_new_id(
+    shared: MemoryStore,
+) -> None:
+    from llmem_hooks.store import browse
+
+    def push() -> team.OutboxItem:
+        (item,) = team.outbox_batch(shared.db)
+        assert team.ack(shared.db, mid, item.queued_at, item.revision)
+        return item
+
+    mid = shared.add("decision", "Squash merges only", project=P)
+    push()
+    shared.invalidate(mid, "forgotten")
+    tombstoned = push().hub_id  # the tombstone is on the hub
+    assert browse.restore(shared.db, mid)
+    (item,) = team.outbox_batch(shared.db)
+    assert item.op == "upsert" and item.hub_id != tombstoned and item.supersedes == tombstoned
+    # the tombstone's echo does not forget it again
+    gone = HubMemory(id=tombstoned, project=P, type="decision", content="Squash merges only",
+                     revision=2, updated_at="2026-11-20T10:00:00+00:00", device="d", author=ME,
+                     deleted_at="2026-11-20T10:00:00+00:00")  # fmt: skip
+    assert apply(shared, gone) == "skipped"
+    assert shared.get(mid)["valid_until"] is None  # type: ignore[index]
