@@ -473,7 +473,14 @@ def outbox_batch(db: Database, limit: int = 200) -> list[OutboxItem]:
     items = []
     for r in rows:
         invalid = r["valid_until"] is not None and r["valid_until"] <= now
-        deleted = r["op"] == "delete" or bool(r["gone"]) or invalid or r["unshared_at"] is not None
+        episode = r["type"] == EPISODE_TYPE  # a shared memory turned into an episode
+        deleted = (
+            r["op"] == "delete"
+            or bool(r["gone"])
+            or invalid
+            or episode
+            or r["unshared_at"] is not None
+        )
         tags = tuple(t for t in (r["tag_text"] or "").split() if _clean(t) == t)
         items.append(
             OutboxItem(
@@ -491,7 +498,7 @@ def outbox_batch(db: Database, limit: int = 200) -> list[OutboxItem]:
                 supersedes=r["supersedes"],
                 deleted=deleted,
                 type=r["type"] or "",
-                content=_clean(r["content"]),
+                content="" if episode else _clean(r["content"]),
                 tags=tags,
                 created_at=r["created_at"],
                 source=_clean(r["source"]) or None,

@@ -285,3 +285,12 @@ def test_the_device_id_is_made_once(tmp_path: Path) -> None:
         first = team.device_id(st.db)
     with MemoryStore(tmp_path / "m.db") as st:
         assert team.device_id(st.db) == first and len(first) == 32
+
+
+def test_a_shared_memory_turned_into_an_episode_leaves_as_a_tombstone_only(
+    shared: MemoryStore,
+) -> None:
+    mid = shared.add("fact", "user: the port?\nassistant: 8080", project=P)
+    shared.update(mid, type="conversation")
+    (item,) = team.outbox_batch(shared.db)
+    assert item.deleted and item.op == "delete" and item.content == ""
