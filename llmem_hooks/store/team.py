@@ -746,9 +746,12 @@ def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
     ):
         confidence = None
     created = _created(memory.created_at or prov.get("created_at"))
-    superseded = _supersede(store, memory)
     new_id = uuid.uuid4().hex
+    # The replaced memory is invalidated first (so the new one never merges into it),
+    # and only if the new one is stored: a savepoint takes it back otherwise.
+    db.conn.execute("SAVEPOINT team_add")
     try:
+        superseded = _supersede(store, memory)
         mid = store.add(
             memory.type,
             memory.content,
@@ -763,8 +766,11 @@ def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
             embedding=_embedding(store, memory),
         )
     except ValidationError:
+        db.conn.execute("ROLLBACK TO team_add")
+        db.conn.execute("RELEASE team_add")
         return "skipped"
-    if not db.conn.execute("SELECT 1 FROM team_links WHERE memory_id = ?", (mid,)).fetchone():
+    db.conn.execute("RELEASE team_add")
+    if mid == new_id or _may_link(db, mid, author, me):
         db.conn.execute(
             "INSERT INTO team_links(memory_id, project, hub_id, author, revision,"
             " pushed_revision, updated_at, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -782,6 +788,19 @@ def _add(store: MemoryStore, memory: RemoteMemory, me: str) -> str:
     if superseded is not None and superseded != mid:
         store.add_relation(mid, superseded, "supersedes")
     return "added" if mid == new_id else "merged"
+
+
+def _may_link(db: Database, memory_id: str, author: str | None, me: str) -> bool:
+    """Whether a pulled memory merged into ``memory_id`` takes over its link: when that
+    one is not linked yet and is a copy from the team (left and joined again) or my own
+    memory coming back. A memory of mine never links to someone else's: their later
+    tombstone must not forget what I know myself."""
+    row = db.conn.execute(
+        "SELECT m.source, EXISTS (SELECT 1 FROM team_links l WHERE l.memory_id = m.id)"
+        " FROM memories m WHERE m.id = ?",
+        (memory_id,),
+    ).fetchone()
+    return row is not None and not row[1] and (row[0] == TEAM_SOURCE or author == me)
 
 
 def _tags(memory: RemoteMemory) -> list[str]:

@@ -123,7 +123,35 @@ def test_a_pulled_near_duplicate_merges_into_the_local_memory(shared: MemoryStor
     mem = shared.get(local)
     assert mem is not None and mem["metadata"]["reinforcements"] == 1
     assert outbox(shared) == {}  # the reinforcement is not pushed back
-    assert local_id(shared, "hub-2") == local  # later changes of hub-2 land here
+    # my own memory does not become bob's: his tombstone does not forget it
+    assert team.link_by_hub_id(shared.db, "hub-2") is None
+    gone = bob("hub-2", "x", revision=2, type="preference", deleted_at="2026-11-21")
+    assert apply(shared, gone) == "skipped"
+    assert shared.get(local)["valid_until"] is None  # type: ignore[index]
+
+
+def test_after_leaving_and_joining_again_pulled_copies_link_again(shared: MemoryStore) -> None:
+    apply(shared, bob("hub-b", "Docs live in docs/"))
+    copy = local_id(shared, "hub-b")
+    apply(shared, replace(bob("hub-a", "Use make for tasks"), author=ME))
+    mine = local_id(shared, "hub-a")
+    team.leave(shared.db, P)
+    team.enroll(shared.db, P, ["decision"])
+    assert apply(shared, bob("hub-b", "Docs live in docs/")) == "merged"
+    assert apply(shared, replace(bob("hub-a", "Use make for tasks"), author=ME)) == "merged"
+    assert local_id(shared, "hub-b") == copy and local_id(shared, "hub-a") == mine
+    assert team.link(shared.db, mine).author is None  # type: ignore[union-attr]
+    assert shared.count() == 2 and outbox(shared) == {}
+
+
+def test_a_superseding_memory_that_cannot_be_stored_leaves_the_old_one_alone(
+    shared: MemoryStore,
+) -> None:
+    apply(shared, bob("hub-o", "Old rule"))
+    old = local_id(shared, "hub-o")
+    odd = bob("hub-n2", "New rule", type="no_such_type", supersedes="hub-o")
+    assert apply(shared, odd) == "skipped"
+    assert shared.get(old)["valid_until"] is None  # type: ignore[index]
 
 
 def test_an_author_s_edit_updates_the_local_copy(shared: MemoryStore) -> None:
