@@ -122,7 +122,12 @@ def _setting(default: Any, check: Callable[[Any], Any]) -> Any:
 
 
 # How `Section.from_mapping` gives a value its field's type (annotations are strings here).
-_AS_TYPE: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "bool": bool}
+_AS_TYPE: dict[str, Callable[[Any], Any]] = {
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "tuple[str, ...]": tuple,
+}
 
 S = TypeVar("S", bound="Section")
 
@@ -147,7 +152,12 @@ class Section:
         return cls(**found)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The dict form: a tuple setting becomes the list YAML and JSON hold."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _same(value: Any) -> Any:
@@ -387,6 +397,71 @@ class ViewerSettings(Section):
     idle_exit_minutes: float = _setting(120, _number(0.0, 10_080.0))
 
 
+def check_dsn(value: Any) -> str | None:
+    """The team hub's PostgreSQL DSN, null for none: a URI (``postgresql://role@host/db``) or
+    ``key=value`` words, never with a password (that goes to a 0600 pgpass file). The value
+    is never echoed: a refused one may hold the very password."""
+    import re
+
+    if value is None:
+        return None
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > 1000
+        or "\n" in value
+        or "\r" in value
+    ):
+        raise ValueError("expected a PostgreSQL connection string (one line) or null")
+    text = value.strip()
+    if text.startswith(("postgresql://", "postgres://")):
+        userinfo = text.split("://", 1)[1].split("/", 1)[0].rpartition("@")[0]
+        if ":" in userinfo or re.search(r"[?&]password=", text, re.IGNORECASE):
+            raise ValueError("the DSN holds a password: keep it in the pgpass file instead")
+    elif "=" in text:
+        if re.search(r"(^|\s)password\s*=", text, re.IGNORECASE):
+            raise ValueError("the DSN holds a password: keep it in the pgpass file instead")
+    else:
+        raise ValueError("expected a PostgreSQL connection string: postgresql://role@host/db")
+    return text
+
+
+def check_share_types(value: Any) -> list[str]:
+    """Memory types a project shares by default: names, never ``conversation`` (episodes
+    stay on the machine whatever config.yaml says). A list, as YAML holds it; the typed
+    `TeamSettings` holds a tuple."""
+    import re
+
+    if not isinstance(value, list | tuple) or len(value) > 100:
+        raise ValueError(f"expected a list of memory types, got {_short(value)}")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,39}", item):
+            raise ValueError(f"expected memory type names, got {_short(item)}")
+        if item == "conversation":
+            raise ValueError("conversation memories (episodes) are never shared")
+        if item not in out:
+            out.append(item)
+    return out
+
+
+@dataclass(frozen=True)
+class TeamSettings(Section):
+    """``team:`` the team hub (docs/team.md): off until ``llmem-hooks team join``."""
+
+    section: ClassVar[str] = "team"
+    # the hub's PostgreSQL DSN without a password (null: no team); the password is in pgpass
+    hub: str | None = _setting(None, check_dsn)
+    # the types an enrolled project shares from their insert on (episodes never are)
+    share_types: tuple[str, ...] = _setting(
+        ("decision", "procedure", "fact", "project_state"), check_share_types
+    )
+    # the sidecar pushes and pulls this often (and retries a down hub with back-off)
+    interval_seconds: float = _setting(30, _number(1.0, 86_400.0))
+    # changes per push, mutations per pull
+    batch: int = _setting(200, _int(1, 10_000))
+
+
 # Section name -> its settings class, in config.yaml's order.
 SECTIONS: dict[str, type[Section]] = {
     kind.section: kind
@@ -403,6 +478,7 @@ SECTIONS: dict[str, type[Section]] = {
         RecallSettings,
         DreamSettings,
         ViewerSettings,
+        TeamSettings,
     )
 }
 
@@ -423,6 +499,7 @@ class Config:
     recall: RecallSettings = field(default_factory=RecallSettings)
     dream: DreamSettings = field(default_factory=DreamSettings)
     viewer: ViewerSettings = field(default_factory=ViewerSettings)
+    team: TeamSettings = field(default_factory=TeamSettings)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:

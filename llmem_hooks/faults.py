@@ -37,6 +37,7 @@ POINTS = (
     "team-mid-push",  # a push batch written on the hub, its transaction not committed
     "team-pushed",  # a push batch committed on the hub, the local outbox not yet acked
     "team-mid-pull",  # a pulled mutation applied locally, the next not yet
+    "team-apply",  # a pulled change written, the pull cursor not yet (key: hub memory id)
 )
 
 

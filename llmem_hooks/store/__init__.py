@@ -13,6 +13,8 @@
 - `recall`    ``recall_given``;  `browse` the viewer's counts and undo;  `episodes` retention
 - `projects`  ``project_names`` (a project key -> the name people know)
 - `dream`     the dream cycle's book: ``dream_runs``, ``dream_changes``, ``dream_state``
+- `team`      team memory's local side: ``team_projects``, ``team_policy``, ``team_links``,
+  ``team_outbox``, ``team_state`` (queued by migration 16's triggers; docs/team.md)
 - `db`        connections, transactions, and `Database`;  `migrations` the schema
 
 One seam: `MemoryStore` owns a `Database` (``store.db``: the connection, its lock,

@@ -516,6 +516,148 @@ def m015_type_created(conn: Any) -> None:
     )
 
 
+# SQL for "now" in the canonical text form of `timestamps.to_iso` (milliseconds from
+# SQLite, padded to microseconds), for the team triggers below.
+SQL_NOW = "strftime('%Y-%m-%dT%H:%M:%f000+00:00', 'now')"
+# The same millisecond's last microsecond: a ``valid_until`` Python stamped a moment ago
+# (`now_iso`, microseconds) is never read as still in the future.
+SQL_NOW_CEIL = "strftime('%Y-%m-%dT%H:%M:%f999+00:00', 'now')"
+# A change queued by the team triggers reads this; `store.team.apply_remote` sets it
+# inside its own transaction, so what is pulled from the hub is never queued back (no echo).
+TEAM_APPLYING = "applying"
+
+
+def m016_team(conn: Any) -> None:
+    """Team memory, the local side (docs/team.md, `store.team`): enrolled projects and
+    their pull cursors, the types a project shares, the link of each shared memory to
+    its hub identity, the outbox of changes to push, and this database's device id.
+
+    Triggers queue every change of a shared memory in the same transaction as the change,
+    so every write path (add, update, invalidate, delete, dream, import) is covered and a
+    crash leaves the change and its outbox row both or neither. Their WHEN clauses look
+    at an empty or small table only, so a store that shares nothing pays one index probe."""
+    now = SQL_NOW
+    device = "coalesce((SELECT value FROM team_state WHERE key = 'device'), '')"
+    not_applying = f"NOT EXISTS (SELECT 1 FROM team_state WHERE key = '{TEAM_APPLYING}')"
+    invalid = f"(new.valid_until IS NOT NULL AND new.valid_until <= {SQL_NOW_CEIL})"
+    run_script(
+        conn,
+        f"""
+        CREATE TABLE team_projects (
+            project TEXT PRIMARY KEY,
+            cursor INTEGER NOT NULL DEFAULT 0,
+            enrolled_at TEXT NOT NULL,
+            last_push TEXT,
+            last_pull TEXT,
+            last_error TEXT,
+            conflicts INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE TABLE team_policy (
+            project TEXT NOT NULL REFERENCES team_projects(project) ON DELETE CASCADE,
+            type TEXT NOT NULL CHECK (type <> 'conversation'),
+            PRIMARY KEY (project, type)
+        ) WITHOUT ROWID;
+        CREATE TABLE team_links (
+            memory_id TEXT PRIMARY KEY,
+            project TEXT NOT NULL,
+            hub_id TEXT NOT NULL UNIQUE,
+            author TEXT,
+            revision INTEGER NOT NULL DEFAULT 1,
+            pushed_revision INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL,
+            device TEXT NOT NULL DEFAULT '',
+            supersedes TEXT,
+            unshared_at TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_team_links_project ON team_links(project);
+        CREATE INDEX idx_team_links_supersedes ON team_links(supersedes)
+            WHERE supersedes IS NOT NULL;
+        CREATE TABLE team_outbox (
+            memory_id TEXT PRIMARY KEY,
+            project TEXT NOT NULL,
+            op TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
+            queued_at TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_team_outbox_queued ON team_outbox(queued_at, memory_id);
+        CREATE TABLE team_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+
+        -- A new memory of a shared type in an enrolled project is shared from its insert
+        -- on. Global memories and episodes never are.
+        CREATE TRIGGER team_memory_inserted AFTER INSERT ON memories
+        WHEN new.project IS NOT NULL AND new.type <> 'conversation'
+            AND EXISTS (SELECT 1 FROM team_policy
+                        WHERE project = new.project AND type = new.type)
+            AND {not_applying}
+            AND NOT {invalid}
+        BEGIN
+            INSERT OR IGNORE INTO team_links(memory_id, project, hub_id, author, revision,
+                                             pushed_revision, updated_at, device)
+            VALUES (new.id, new.project, lower(hex(randomblob(16))), NULL, 1, 0, {now},
+                    {device});
+            INSERT INTO team_outbox(memory_id, project, op, queued_at)
+            SELECT new.id, new.project, 'upsert', {now} WHERE true
+            ON CONFLICT(memory_id) DO UPDATE SET op = 'upsert', queued_at = excluded.queued_at;
+        END;
+
+        -- A change people see (text, type, tags, validity) of a shared memory: its revision
+        -- goes up and it is queued; invalidated, it is queued as a tombstone. Someone
+        -- else's memory invalidated here stays local (the hub would refuse the tombstone):
+        -- its pending edit, if any, is dropped.
+        CREATE TRIGGER team_memory_updated
+        AFTER UPDATE OF content, summary, type, tag_text, valid_until, expires_at ON memories
+        WHEN (new.content IS NOT old.content OR new.summary IS NOT old.summary
+              OR new.type IS NOT old.type OR new.tag_text IS NOT old.tag_text
+              OR new.valid_until IS NOT old.valid_until OR new.expires_at IS NOT old.expires_at)
+            AND EXISTS (SELECT 1 FROM team_links
+                        WHERE memory_id = new.id AND unshared_at IS NULL)
+            AND {not_applying}
+        BEGIN
+            -- a memory of mine brought back (a forget undone) after its tombstone reached
+            -- the hub: the tombstone wins there for good, so it comes back under a new id
+            UPDATE team_links SET hub_id = lower(hex(randomblob(16))), supersedes = hub_id,
+                pushed_revision = 0
+            WHERE memory_id = new.id AND author IS NULL AND pushed_revision > 0
+                AND old.valid_until IS NOT NULL AND old.valid_until <= {SQL_NOW_CEIL}
+                AND NOT {invalid}
+                AND NOT EXISTS (SELECT 1 FROM team_outbox WHERE memory_id = new.id);
+            UPDATE team_links SET revision = revision + 1, updated_at = {now}, device = {device}
+            WHERE memory_id = new.id;
+            INSERT INTO team_outbox(memory_id, project, op, queued_at)
+            SELECT l.memory_id, l.project, CASE WHEN {invalid} THEN 'delete' ELSE 'upsert' END,
+                   {now}
+            FROM team_links l WHERE l.memory_id = new.id AND (l.author IS NULL OR NOT {invalid})
+            ON CONFLICT(memory_id) DO UPDATE SET op = excluded.op, queued_at = excluded.queued_at;
+            DELETE FROM team_outbox WHERE memory_id = new.id AND {invalid}
+                AND EXISTS (SELECT 1 FROM team_links
+                            WHERE memory_id = new.id AND author IS NOT NULL);
+        END;
+
+        -- A shared memory deleted for good: mine and on the hub -> a tombstone (the link
+        -- stays until it is pushed); mine and never pushed -> forgotten; someone else's ->
+        -- nothing to push, the link stays as a marker so a pull does not bring it back.
+        CREATE TRIGGER team_memory_deleted AFTER DELETE ON memories
+        WHEN EXISTS (SELECT 1 FROM team_links WHERE memory_id = old.id AND unshared_at IS NULL)
+            AND {not_applying}
+        BEGIN
+            UPDATE team_links SET revision = revision + 1, updated_at = {now}, device = {device}
+            WHERE memory_id = old.id AND author IS NULL AND pushed_revision > 0;
+            INSERT INTO team_outbox(memory_id, project, op, queued_at)
+            SELECT l.memory_id, l.project, 'delete', {now} FROM team_links l
+            WHERE l.memory_id = old.id AND l.author IS NULL AND l.pushed_revision > 0
+            ON CONFLICT(memory_id) DO UPDATE SET op = 'delete', queued_at = excluded.queued_at;
+            DELETE FROM team_outbox WHERE memory_id = old.id
+                AND NOT EXISTS (SELECT 1 FROM team_links WHERE memory_id = old.id
+                                AND author IS NULL AND pushed_revision > 0);
+            UPDATE team_links SET unshared_at = {now}
+            WHERE memory_id = old.id AND author IS NOT NULL;
+            DELETE FROM team_links
+            WHERE memory_id = old.id AND author IS NULL AND pushed_revision = 0;
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -532,6 +674,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (13, "dream", m013_dream),
     (14, "project_names", m014_project_names),
     (15, "type_created", m015_type_created),
+    (16, "team", m016_team),
 ]
 
 
