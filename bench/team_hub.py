@@ -51,7 +51,7 @@ TYPES = ("decision", "procedure", "fact", "project_state")
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _settings() -> Any:
@@ -169,7 +169,8 @@ def main() -> None:
 
     out: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
         "members": args.members,
         "per_member": args.per_member,
     }
@@ -215,8 +216,14 @@ def main() -> None:
 
             costs = []
             with Hub.connect(dsns[args.members]) as pusher:
-                costs.append(_batch_cost(pusher, dsns[args.members + 1], work, pusher.head(PROJECT)))
-                mems = [m for m in corpus.generate(args.search_size) if m.record["type"] != "conversation"]
+                costs.append(
+                    _batch_cost(pusher, dsns[args.members + 1], work, pusher.head(PROJECT))
+                )
+                mems = [
+                    m
+                    for m in corpus.generate(args.search_size)
+                    if m.record["type"] != "conversation"
+                ]
                 batch: list[HubMemory] = []
                 pushed = 0
                 for m in mems:
@@ -238,10 +245,16 @@ def main() -> None:
                         pushed += len(batch)
                         batch = []
                         if pushed in (10_000, 50_000):
-                            costs.append(_batch_cost(pusher, dsns[args.members + 1], work, pusher.head(PROJECT)))
+                            costs.append(
+                                _batch_cost(
+                                    pusher, dsns[args.members + 1], work, pusher.head(PROJECT)
+                                )
+                            )
                 if batch:
                     pusher.push(batch)
-                costs.append(_batch_cost(pusher, dsns[args.members + 1], work, pusher.head(PROJECT)))
+                costs.append(
+                    _batch_cost(pusher, dsns[args.members + 1], work, pusher.head(PROJECT))
+                )
                 out["cost_by_size"] = [{k: round(v, 3) for k, v in c.items()} for c in costs]
 
                 questions = corpus.queries([m for m in mems if m.key is not None], args.queries)
@@ -249,7 +262,9 @@ def main() -> None:
                 with MemoryStore(local_path) as store:
                     if store.count() == 0:
                         store.import_memories([{**m.record, "project": PROJECT} for m in mems])
-                    retriever = Retriever.from_settings(store, Config.from_mapping({}).retrieval, None)
+                    retriever = Retriever.from_settings(
+                        store, Config.from_mapping({}).retrieval, None
+                    )
                     hub_ms, local_ms, hub_hit, local_hit = [], [], 0, 0
                     for rnd in range(2):
                         for q in questions:
@@ -258,7 +273,9 @@ def main() -> None:
                             found = pusher.search([PROJECT], words, limit=10)
                             dt = 1000 * (time.perf_counter() - t0)
                             t0 = time.perf_counter()
-                            hits = retriever.search(q.text, MemoryFilter(project=PROJECT), limit=10, search_mode="fts")
+                            hits = retriever.search(
+                                q.text, MemoryFilter(project=PROJECT), limit=10, search_mode="fts"
+                            )
                             dl = 1000 * (time.perf_counter() - t0)
                             if rnd:
                                 hub_ms.append(dt)

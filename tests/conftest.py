@@ -143,3 +143,29 @@ def fake_ollama() -> Iterator[tuple[object, str]]:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+# -- a real PostgreSQL for the team hub (tests/support/pg.py) -------------------------------
+@pytest.fixture(scope="session")
+def pg() -> Iterator[Any]:
+    """One PostgreSQL 16 (+ pgvector) for the session, on a Unix socket, passwords on;
+    started by the first test that asks (tests/team, the agents' team e2e test)."""
+    pytest.importorskip("psycopg", reason="the team extra (psycopg) is not installed")
+    pytest.importorskip("pgserver", reason="pgserver (PostgreSQL as a wheel) is not installed")
+    from support.pg import server_folder, start_cluster
+
+    with server_folder() as folder:
+        cluster = start_cluster(folder)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+
+
+@pytest.fixture
+def hub_db(pg: Any) -> Iterator[Any]:
+    """A fresh database on the session's server for one test."""
+    from support.pg import fresh_database
+
+    yield from fresh_database(pg)
+

@@ -199,19 +199,19 @@ def diagnose(
         checks.append(Check("extractor", status, f"heuristic: {why}"))
     checks.extend(_vector_checks(config, store))
     checks.append(_service_check())
-    checks.append(_team_check(store, timeout))
+    checks.append(_team_check(config, store, timeout))
     if agents:
         checks.extend(agent_checks(config, opencode_version()))
     return checks
 
 
-def _team_check(store: MemoryStore | None, timeout: float) -> Check:
+def _team_check(config: Config, store: MemoryStore | None, timeout: float) -> Check:
     """The team hub (docs/team.md): joined or not, reachable or not, what waits to go."""
     from ..store import team as team_store
     from ..team import connection
 
     try:
-        address = connection.load()
+        address = connection.load(None, config.team.hub)
     except LLMemError as exc:
         return Check("team", "warn", str(exc))
     if address is None:

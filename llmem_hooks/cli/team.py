@@ -9,6 +9,7 @@ next pass.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 from collections.abc import Iterator
@@ -63,20 +64,21 @@ def _home() -> Path:
     return get_llmem_home()
 
 
-def _address() -> HubAddress:
+def _address(inv: Invocation | None = None) -> HubAddress:
     from ..team import connection
 
-    address = connection.load(_home())
+    configured = inv.config(create=False).team.hub if inv is not None else None
+    address = connection.load(_home(), configured)
     if address is None:
         raise HubError("no team hub: run `llmem-hooks team join DSN` first")
     return address
 
 
 @contextlib.contextmanager
-def _hub(address: HubAddress | str | None = None) -> Iterator[Hub]:
+def _hub(address: HubAddress | str | None = None, inv: Invocation | None = None) -> Iterator[Hub]:
     from ..team import connection
 
-    hub = connection.connect(address if address is not None else _address(), _home())
+    hub = connection.connect(address if address is not None else _address(inv), _home())
     try:
         yield hub
     finally:
@@ -176,7 +178,7 @@ def leave(ctx: typer.Context) -> None:
     inv = Invocation.of(ctx)
     inv.config()
     with inv.open_store() as st:
-        enrolled = local.enrolled_projects(st.db)
+        enrolled = [p.project for p in local.projects(st.db)]
         for key in enrolled:
             local.leave(st.db, key)
     removed = connection.forget(_home())
@@ -191,7 +193,7 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Push what changed here and pull what changed on the hub, now."""
     inv = Invocation.of(ctx)
     inv.config()
-    with inv.open_store() as st, _hub() as hub:
+    with inv.open_store() as st, _hub(inv=inv) as hub:
         result = _sync(inv, st, hub)
     if as_json:
         _echo_json(result)
@@ -214,7 +216,7 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from ..team import connection
 
     inv = Invocation.of(ctx)
-    address = connection.load(_home())
+    address = connection.load(_home(), inv.config(create=False).team.hub)
     out: dict[str, Any] = {"joined": address is not None, "hub": None, "reachable": None}
     heads: dict[str, int] = {}
     if address is not None:
@@ -233,9 +235,9 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if path.exists():
         with inv.open_store(read_only=True) as st:
             names = project_names.display_names(st.db)
-            for row in local.project_status(st.db):
-                key = row["project"]
-                row = {**row, "name": names.get(key), "hub_head": heads.get(key)}
+            for item in local.projects(st.db):
+                row = dataclasses.asdict(item)
+                row.update(name=names.get(item.project), hub_head=heads.get(item.project))
                 projects.append(row)
             out["outbox"] = local.outbox_size(st.db)
     out["projects"] = projects
@@ -282,7 +284,7 @@ def members_add(
     inv.config()
     with inv.open_store() as st:
         key, shown = _project(st, project)
-    address = _address()
+    address = _address(inv)
     password = None
     with _hub(address) as hub:
         if create:
@@ -311,7 +313,7 @@ def members_remove(
     inv.config()
     with inv.open_store() as st:
         key, shown = _project(st, project)
-    with _hub() as hub:
+    with _hub(inv=inv) as hub:
         if not hub.remove_member(key, role):
             raise NotFoundError(f"{role} is not a member of {shown}")
     typer.echo(f"{role} removed from {shown}")
@@ -324,7 +326,7 @@ def members_list(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOp
     inv.config()
     with inv.open_store() as st:
         key, shown = _project(st, project)
-    with _hub() as hub:
+    with _hub(inv=inv) as hub:
         rows = hub.members(key)
     if as_json:
         _echo_json([{"role": r, "access": a} for r, a in rows])
@@ -364,12 +366,15 @@ def unshare(
 
 def team_search_hits(inv: Invocation, query: str, project: str | None, limit: int) -> list[Any]:
     """``search --team``: the hub's hits for ``query`` (enrolled projects, or ``project``)."""
+    from ..store import projects as project_names
     from ..store import team as local
     from ..team.search import team_hits
 
     with inv.open_store(read_only=True) as st:
-        projects = [project] if project else local.enrolled_projects(st.db)
+        if project is not None:
+            project = project_names.resolve(st.db, project)
+        projects = [project] if project else [p.project for p in local.projects(st.db)]
     if not projects:
         raise HubError("no team project enrolled here: run `llmem-hooks team join DSN` first")
-    with _hub() as hub:
+    with _hub(inv=inv) as hub:
         return team_hits(hub, query, projects, limit)

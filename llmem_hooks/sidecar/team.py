@@ -64,7 +64,7 @@ class TeamThread:
             store = MemoryStore.from_config(self.config)
             while not self.stop_event.is_set():
                 try:
-                    address = connection.load(self.home)
+                    address = connection.load(self.home, settings.hub)
                     if address is None:
                         delay = settings.interval_seconds  # left the team: idle until rejoined
                     else:
@@ -106,7 +106,7 @@ def start_if_joined(config: Config, home: Path | None = None) -> TeamThread | No
     from ..team import connection
 
     try:
-        if connection.load(home) is None:
+        if connection.load(home, config.team.hub) is None:
             return None
         import psycopg  # noqa: F401  (the team extra)
     except Exception as exc:

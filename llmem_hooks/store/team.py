@@ -366,6 +366,24 @@ def shared_ids(db: Database, memory_ids: Sequence[str]) -> set[str]:
     return out
 
 
+def hub_ids(db: Database, memory_ids: Sequence[str]) -> dict[str, str]:
+    """Local memory id -> its hub id, for those of ``memory_ids`` linked to the hub
+    (``search --team`` shows a memory held both places once)."""
+    out: dict[str, str] = {}
+    with db.lock:
+        for i in range(0, len(memory_ids), 500):
+            chunk = list(memory_ids[i : i + 500])
+            out.update(
+                (r[0], r[1])
+                for r in db.conn.execute(
+                    "SELECT memory_id, hub_id FROM team_links WHERE memory_id IN"
+                    f" ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
+    return out
+
+
 def share(store: MemoryStore, memory_id: str) -> bool:
     """Share a memory of an enrolled project (``llmem-hooks share ID``); False if it was
     shared already. Global memories, episodes and invalidated memories never are."""

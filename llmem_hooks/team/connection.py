@@ -97,10 +97,14 @@ def save(dsn: str, home: Path | None = None) -> HubAddress:
     return HubAddress(stored, role)
 
 
-def load(home: Path | None = None) -> HubAddress | None:
-    """The stored hub, or None when this machine has not joined one."""
+def load(home: Path | None = None, configured: str | None = None) -> HubAddress | None:
+    """The stored hub (``team join``), else config.yaml's ``team.hub`` (``configured``: a
+    DSN without a password, for machines provisioned by a config file; libpq then finds
+    the password in PGPASSFILE or ~/.pgpass, or uses a certificate), else None."""
     text = read_regular_file(team_dir(home) / HUB_FILE, limit=10_000)
     if text is None:
+        if configured:
+            return HubAddress(configured, _parse(configured).get("user", ""))
         return None
     try:
         data = json.loads(text)

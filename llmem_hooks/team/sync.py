@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
+from ..errors import LLMemError
 from ..redact import redact_transcript
 from ..store import projects as project_names
 from ..store import team as local
@@ -105,11 +106,11 @@ class TeamSync:
         for key, name in listed:  # a pulled memory shows the project's name, not its hash
             if name and project_names.name_of(self.store.db, key) is None:
                 project_names.set_name(self.store.db, key, name)
-        enrolled = set(local.enrolled_projects(self.store.db))
+        enrolled = {p.project for p in local.projects(self.store.db)}
         added = sorted(readable - enrolled)
         gone = sorted(enrolled - readable)
-        for key in added:
-            local.enroll(self.store.db, key, self.settings.share_types)
+        for key in added:  # what the project's policy shares, held here already, goes too
+            local.enroll(self.store.db, key, self.settings.share_types, existing=True)
         for key in gone:
             local.leave(self.store.db, key)
         return added, gone
@@ -119,7 +120,7 @@ class TeamSync:
         """The hub record for an outbox item, and the new hub id when it supersedes."""
         from ..store.hub import HubMemory
 
-        deleted = item.op == "delete" or bool(getattr(item, "deleted", False))
+        deleted = item.op == "delete" or item.deleted
         tags = tuple(redact_transcript(t) for t in (item.tags or ()))
         provenance = {
             "source": item.source or "manual",
@@ -154,6 +155,7 @@ class TeamSync:
             tags=tuple(t for t in tags if t),
             provenance=provenance,
             deleted_at=(item.updated_at or now_iso()) if deleted else None,
+            supersedes=item.supersedes,
             created_at=item.created_at,
         )
         return record, None
@@ -168,7 +170,7 @@ class TeamSync:
                 return
             sendable: list[tuple[Any, Any, str | None]] = []
             for item in items:
-                if item.author is not None and item.op == "delete":
+                if item.foreign and item.deleted:
                     # Someone else's memory forgotten here: theirs stays on the hub; the
                     # forgetting is this machine's own business.
                     local.ack(self.store.db, item.memory_id, item.queued_at, item.revision)
@@ -177,15 +179,15 @@ class TeamSync:
                 sendable.append((item, record, new_id))
             if not sendable:
                 continue
-            outcomes = self.hub.push([record for _, record, _ in sendable])
+            try:
+                outcomes = self.hub.push([record for _, record, _ in sendable])
+            except Exception:
+                local.record_attempt(self.store.db, [item.memory_id for item, _, _ in sendable])
+                raise
             faults.hit("team-pushed")
             progressed = False
+            refused: dict[str, str] = {}
             for (item, record, new_id), outcome in zip(sendable, outcomes, strict=True):
-                if outcome == PushOutcome.FOREIGN and new_id is None:
-                    # The hub says the id is someone else's: push it as a superseding copy.
-                    local.mark_foreign(self.store.db, item.memory_id)
-                    progressed = True
-                    continue
                 if outcome in (PushOutcome.APPLIED, PushOutcome.STALE):
                     local.ack(self.store.db, item.memory_id, item.queued_at, item.revision, new_id)
                     progressed = True
@@ -195,19 +197,18 @@ class TeamSync:
                         report.superseded += 1
                     else:
                         report.pushed += 1
-                else:  # DENIED: not a writer of the project; kept for when that changes
+                else:  # DENIED (not a writer) or FOREIGN: kept, and said in `team status`
                     report.refused += 1
-                    local.note_error(
-                        self.store.db, record.project, f"the hub refused a write ({outcome})"
-                    )
+                    refused[record.project] = f"the hub refused a change ({outcome})"
+            for project in {record.project for _, record, _ in sendable}:
+                local.record_push(self.store.db, project, refused.get(project))
             if not progressed:
                 return
-            local.note_push(self.store.db, now_iso())
 
     # -- pull --------------------------------------------------------------------------------
     def pull(self, report: SyncReport, projects: Sequence[str] | None = None) -> None:
         me = self.hub.role
-        for project in projects or local.enrolled_projects(self.store.db):
+        for project in projects or [p.project for p in local.projects(self.store.db)]:
             for _ in range(MAX_PULL_PAGES):
                 after = local.cursor(self.store.db, project)
                 mutations = self.hub.pull(project, after, PULL_PAGE)
@@ -216,7 +217,7 @@ class TeamSync:
                     faults.hit("team-mid-pull")
                     report.pulled += 1
                     report.applied[what] = report.applied.get(what, 0) + 1
-                local.note_pull(self.store.db, project, now_iso())
+                local.record_pull(self.store.db, project)
                 if len(mutations) < PULL_PAGE:
                     break
 
@@ -224,8 +225,13 @@ class TeamSync:
         """Enroll, push, pull: one pass."""
         started = time.monotonic()
         report = SyncReport()
-        report.enrolled, report.left = self.enroll_known()
-        self.push(report)
-        self.pull(report)
+        try:
+            report.enrolled, report.left = self.enroll_known()
+            self.push(report)
+            self.pull(report)
+        except LLMemError as exc:  # said in `team status` and `doctor`, then raised
+            for project in local.projects(self.store.db):
+                local.record_pull(self.store.db, project.project, str(exc))
+            raise
         report.seconds = time.monotonic() - started
         return report

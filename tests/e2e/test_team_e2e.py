@@ -59,7 +59,7 @@ def test_alices_decision_reaches_bobs_copilot_session_and_not_carol(
     role, password = owner_role(hub_db)
     alice.llmem("team", "init", hub_db.dsn(role, password))
     bob_role = f"bob_{hub_db.name}"
-    hub_db.roles.insert(0, bob_role)
+    hub_db.roles.append(bob_role)
     added = alice.llmem("team", "members", "add", bob_role, "--create").stdout
     bob.llmem("team", "join", added.split("team join '")[1].split("'")[0])
     carol_role, carol_pw = hub_db.make_role("carol", member=True)
@@ -71,7 +71,10 @@ def test_alices_decision_reaches_bobs_copilot_session_and_not_carol(
         alice.run("We decided to use pnpm instead of npm for the widgets monorepo.", split=False)
         wait_until(lambda: _pnpm(alice), SYNC_WAIT_S, 0.3, "Alice's decision in her store")
         (pulled,) = wait_until(
-            lambda: _pnpm(bob), SYNC_WAIT_S, 0.5, f"the decision on Bob's machine\n{bob.sidecar_log()}"
+            lambda: _pnpm(bob),
+            SYNC_WAIT_S,
+            0.5,
+            f"the decision on Bob's machine\n{bob.sidecar_log()}",
         )
         assert pulled["entered_by"] == role and pulled["source"] == "team"
 

@@ -223,3 +223,18 @@ def memory(key: str, mid: str, content: str, **kw: Any) -> HubMemory:
     }
     fields.update(kw)
     return HubMemory(id=mid, project=key, content=content, **fields)
+
+
+def owner_role(hub_db: HubDb) -> tuple[str, str]:
+    """A team lead's role: owns the hub database and may create roles (what a DBA hands
+    over); the vector extension is there already (creating it needs a superuser).
+    Returns (name, password)."""
+    role, password = hub_db.make_role("alice", createrole=True)
+    with hub_db.cluster.admin(db=hub_db.name) as conn:
+        conn.execute(f'ALTER DATABASE "{hub_db.name}" OWNER TO "{role}"')
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'llmem_member'").fetchone()
+        if exists:  # made by an earlier hub of this server: let the lead hand it out
+            conn.execute(f'GRANT llmem_member TO "{role}" WITH ADMIN OPTION')
+    return role, password
+

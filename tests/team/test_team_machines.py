@@ -22,24 +22,11 @@ from typing import Any
 
 import pytest
 from machines import Machine, join_line, make_origin
-from support.pg import HubDb
+from support.pg import HubDb, owner_role
 from support.secrets_corpus import secret_cases, seed_from_env
 
 from llmem_hooks.errors import ValidationError
 from llmem_hooks.store import MemoryStore
-
-
-def owner_role(hub_db: HubDb) -> tuple[str, str]:
-    """Alice: owns the hub database and may create roles (what a DBA hands a team lead);
-    the vector extension is there already (creating it needs a superuser)."""
-    role, password = hub_db.make_role("alice", createrole=True)
-    with hub_db.cluster.admin(db=hub_db.name) as conn:
-        conn.execute(f'ALTER DATABASE "{hub_db.name}" OWNER TO "{role}"')
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'llmem_member'").fetchone()
-        if exists:  # made by an earlier hub of this server: let Alice hand it out
-            conn.execute(f'GRANT llmem_member TO "{role}" WITH ADMIN OPTION')
-    return role, password
 
 
 class World:
@@ -54,7 +41,7 @@ class World:
         self.c = Machine("carol", root / "carol", origin)
         self.a.cli("team", "init", hub_db.dsn(self.alice_role, self.alice_pw))
         self.bob_role = f"bob_{hub_db.name}"
-        hub_db.roles.insert(0, self.bob_role)  # dropped with the database
+        hub_db.roles.append(self.bob_role)  # dropped (first) with the database
         added = self.a.cli("team", "members", "add", self.bob_role, "--create").stdout
         self.bob_dsn = join_line(added)
         self.b.cli("team", "join", self.bob_dsn)

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, Self
 from urllib.parse import unquote
 
+from ... import faults
 from ...errors import HubDenied, HubUnavailable, LLMemError, ValidationError
 from ...redact import redact_json, redact_transcript, strip_private
 from ...timestamps import parse_iso, parse_stored, to_iso
@@ -402,6 +403,7 @@ class Hub:
                         outcomes[i] = PushOutcome.FOREIGN
             if updates:
                 conn.execute(self._update_sql(), (self._json(updates.values()),))
+            faults.hit("team-mid-push")  # written, not committed (the crash tests)
         return [o if o is not None else PushOutcome.STALE for o in outcomes]
 
     def _prepared(self, it: HubMemory) -> HubMemory:
