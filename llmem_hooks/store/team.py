@@ -608,6 +608,11 @@ def apply_remote(store: MemoryStore, mutation: RemoteMutation, me: str, device: 
     with store.atomic():
         if not is_enrolled(db, memory.project):
             raise ValidationError("team: a pull for a project that is not enrolled here")
+        done = db.conn.execute(
+            "SELECT cursor FROM team_projects WHERE project = ?", (memory.project,)
+        ).fetchone()
+        if done is not None and seq <= done[0]:
+            return "skipped"  # applied already (another sync of this store got there first)
         db.conn.execute(
             "INSERT OR REPLACE INTO team_state(key, value) VALUES (?, '1')", (TEAM_APPLYING,)
         )

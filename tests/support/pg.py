@@ -238,3 +238,105 @@ def owner_role(hub_db: HubDb) -> tuple[str, str]:
             conn.execute(f'GRANT llmem_member TO "{role}" WITH ADMIN OPTION')
     return role, password
 
+
+# -- Debian's PostgreSQL (15, no pgvector) ---------------------------------------------------
+DEBIAN_PG = Path("/usr/lib/postgresql")
+
+
+def debian_bin() -> Path | None:
+    """The newest Debian PostgreSQL's bin folder with initdb, or None."""
+    found = sorted(DEBIAN_PG.glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    return found[-1].parent if found else None
+
+
+@dataclass
+class DebianCluster:
+    """A Debian PostgreSQL started by the test: its own data folder and socket."""
+
+    bin: Path
+    folder: Path
+    socket_dir: str
+    admin_password: str
+    as_user: list[str]
+
+    def dsn(self, role: str = "postgres", password: str | None = None, db: str = "postgres") -> str:
+        pw = self.admin_password if role == "postgres" and password is None else password
+        auth = quote(role, safe="") + (":" + quote(pw, safe="") if pw else "")
+        return f"postgresql://{auth}@/{quote(db, safe='')}?host={quote(self.socket_dir)}"
+
+    def stop(self) -> None:
+        import subprocess
+
+        subprocess.run(
+            [
+                *self.as_user,
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(self.folder / "data"),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+
+def start_debian_cluster(folder: Path) -> DebianCluster:
+    """initdb + pg_ctl start of Debian's PostgreSQL in ``folder`` (as the ``postgres``
+    system user when run as root: initdb refuses root), passwords required (scram)."""
+    import os
+    import pwd
+    import subprocess
+
+    bin_dir = debian_bin()
+    if bin_dir is None:
+        raise RuntimeError("no Debian PostgreSQL under /usr/lib/postgresql")
+    as_user: list[str] = []
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        os.chown(folder, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    password = secrets.token_urlsafe(18)
+    pwfile = folder / "pw"
+    pwfile.write_text(password + "\n")
+    if as_user:
+        os.chown(pwfile, pwd.getpwnam("postgres").pw_uid, -1)
+    pwfile.chmod(0o600)
+    data = folder / "data"
+    run = {"capture_output": True, "timeout": 120, "check": True, "text": True}
+    subprocess.run(
+        [
+            *as_user,
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=scram-sha-256",
+            f"--pwfile={pwfile}",
+            "-E",
+            "UTF8",
+        ],
+        **run,  # type: ignore[arg-type]
+    )
+    pwfile.unlink()
+    subprocess.run(
+        [
+            *as_user,
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(folder / "log"),
+            "-o",
+            f"-k {folder} -c listen_addresses=''",
+            "start",
+        ],
+        **run,  # type: ignore[arg-type]
+    )
+    return DebianCluster(bin_dir, folder, str(folder), password, as_user)
