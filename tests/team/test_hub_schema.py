@@ -73,7 +73,7 @@ def test_two_migrators_at_once_apply_everything_once(hub_db: HubDb) -> None:
         t.start()
     for t in threads:
         t.join(60)
-    assert errors == []
+    assert errors == [], [repr(e) for e in errors]
     assert sorted(results) == [[], [1, 2]]
 
 
