@@ -326,6 +326,7 @@ def h002_vectors(conn: Any, ctx: MigrationContext) -> bool:
         CREATE FUNCTION llmem.search_vector(who name, keys text[], q {ext}.vector, lim integer)
             RETURNS TABLE (id text, distance double precision)
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, llmem, {ext}
+            SET hnsw.ef_search = 200
             AS $f$ SELECT m.id, m.embedding <=> q FROM llmem.memories m
                    WHERE m.embedding IS NOT NULL AND m.deleted_at IS NULL
                      AND m.project = ANY(keys)
