@@ -531,11 +531,8 @@ class Hub:
         with self._guard("search"):
             if terms:
                 rows = self._conn.execute(
-                    "SELECT id FROM llmem.search_text(current_user, %s, "
-                    "(SELECT string_agg('(' || plainto_tsquery(%s::regconfig, w)::text || ')', "
-                    "' | ') FROM unnest(%s::text[]) AS w "
-                    "WHERE plainto_tsquery(%s::regconfig, w)::text <> '')::tsquery, %s)",
-                    (keys, schema.TS_CONFIG, terms, schema.TS_CONFIG, fetch),
+                    "SELECT id FROM llmem.search_text(current_user, %s, %s, %s)",
+                    (keys, terms, fetch),
                 ).fetchall()
                 for rank, (mid,) in enumerate(rows):
                     scores[mid] = scores.get(mid, 0.0) + 1.0 / (RRF_K + rank + 1)
