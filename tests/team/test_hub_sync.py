@@ -333,3 +333,38 @@ def test_the_raw_tables_hold_what_pull_reports(team: Team) -> None:
             "FROM llmem.memories WHERE id = 'm'"
         ).fetchone()
     assert row == (1, team.alice.role, ["a", "b"], True)
+
+
+def test_one_batch_of_inserts_and_updates_numbers_every_change_once(team: Team) -> None:
+    with team.alice.hub() as hub:
+        hub.push([memory(team.key, f"m{i}", f"first {i}") for i in range(3)])
+        out = hub.push(
+            [memory(team.key, f"m{i}", f"second {i}", revision=2) for i in range(3)]
+            + [memory(team.key, f"n{i}", f"new {i}") for i in range(3)]
+        )
+        assert out == [A] * 6
+        pulled = hub.pull(team.key, 0)
+        assert hub.head(team.key) == 9
+    assert sorted(m.seq for m in pulled) == [4, 5, 6, 7, 8, 9]
+    with team.raw(team.alice) as conn:
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM llmem.mutations ORDER BY seq")]
+    assert seqs == list(range(1, 10))
+
+
+def test_a_forged_seq_counter_cannot_send_a_change_back_in_time(team: Team) -> None:
+    """The trigger counts a transaction's seqs in a setting a member could set herself:
+    the project's stored last_seq still bounds it, so a change never lands behind a
+    cursor that has passed."""
+    with team.alice.hub() as hub:
+        hub.push([memory(team.key, f"m{i}", f"fact {i}") for i in range(5)])
+    with team.raw(team.alice) as conn, conn.transaction():
+        name = conn.execute("SELECT 'llmem.s' || md5(%s)", (team.key,)).fetchone()[0]
+        conn.execute("SELECT set_config(%s, '1', true)", (name,))
+        conn.execute(
+            "INSERT INTO llmem.memories (id, project, type, content, revision, updated_at, "
+            "device) VALUES ('late', %s, 'fact', 'forged', 1, now(), 'd')",
+            (team.key,),
+        )
+    with team.bob.hub() as hub:
+        assert [m.memory.id for m in hub.pull(team.key, 5)] == ["late"]
+        assert hub.head(team.key) == 6
