@@ -137,11 +137,17 @@ def test_a_bad_item_refuses_the_whole_batch(team: Team) -> None:
             memory(team.key, "x", "ok", revision=0),
             memory(team.key, "x", "ok", updated_at="yesterday"),
             memory(team.key, "", "ok"),
+            memory("p" * 201, "x", "ok"),
         ):
             with pytest.raises(ValidationError):
                 hub.push([memory(team.key, "good", "fine"), bad])
         assert hub.pull(team.key, 0) == []
         assert hub.head(team.key) == 0
+        with pytest.raises(ValidationError):
+            hub.push([memory(team.key, f"m{i}", "x") for i in range(5001)])
+        for cursor in (-1, "3", 1.5, None):
+            with pytest.raises(ValidationError):
+                hub.pull(team.key, cursor)  # type: ignore[arg-type]
 
 
 def test_what_leaves_is_redacted_and_provenance_is_cut_to_its_keys(team: Team) -> None:
@@ -304,7 +310,7 @@ def test_a_push_killed_mid_batch_leaves_nothing_and_a_resend_applies_once(team: 
         assert conn.execute("SELECT count(*) FROM llmem.mutations").fetchone() == (300,)
 
 
-def test_a_pull_or_push_for_a_project_left_behind_by_a_broken_connection(team: Team) -> None:
+def test_a_dropped_connection_is_unavailable_and_a_new_one_carries_on(team: Team) -> None:
     """The server ends the session (as a failover would): the next call says
     HubUnavailable, and a new connection carries on."""
     from llmem_hooks.errors import HubUnavailable
