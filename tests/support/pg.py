@@ -10,8 +10,10 @@ database and roles with names of their own, so tests share the server, not state
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -78,11 +80,18 @@ def start_cluster(folder: Path) -> PgCluster:
     """Start pgserver in ``folder`` (its parents must be readable by others: see
     `server_folder`) and require passwords (scram-sha-256 in pg_hba)."""
     import pgserver
-    import psycopg
 
     server = pgserver.get_server(folder, cleanup_mode="stop")
     uri = server.get_uri()
     socket_dir = parse_qs(urlparse(uri).query)["host"][0]
+    return PgCluster(server, socket_dir, _require_passwords(uri), Path(folder))
+
+
+def _require_passwords(uri: str) -> str:
+    """Give the superuser a random password and turn pg_hba's trust into scram-sha-256;
+    returns the password."""
+    import psycopg
+
     password = secrets.token_urlsafe(18)
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET password_encryption = 'scram-sha-256'")
@@ -102,7 +111,52 @@ def start_cluster(folder: Path) -> PgCluster:
         ]
         hba.write_text("\n".join(lines) + "\n")
         conn.execute("SELECT pg_reload_conf()")
-    return PgCluster(server, socket_dir, password, Path(folder))
+    return password
+
+
+DEBIAN_PG = Path("/usr/lib/postgresql/15/bin")
+
+
+class DebianServer:
+    """Debian's own PostgreSQL 15 (no pgvector), run as pgserver's system user (initdb
+    refuses root), on a Unix socket in its data folder."""
+
+    def __init__(self, pgdata: Path, user: str | None) -> None:
+        self.pgdata, self.user = pgdata, user
+
+    def _run(self, *args: str) -> None:
+        subprocess.run(
+            [str(DEBIAN_PG / args[0]), *args[1:]],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            user=self.user,
+        )
+
+    def start(self) -> None:
+        self._run(
+            "pg_ctl", "-D", str(self.pgdata), "-w", "-l", str(self.pgdata / "log"),
+            "-o", f"-k {self.pgdata} -h ''", "start",
+        )  # fmt: skip
+
+    def cleanup(self) -> None:
+        self._run("pg_ctl", "-D", str(self.pgdata), "-w", "-m", "fast", "stop")
+
+
+def start_debian_cluster(folder: Path) -> PgCluster:
+    """Debian's PostgreSQL 15 in ``folder`` (see `server_folder`), passwords required."""
+    import pwd
+
+    user = "pgserver" if os.geteuid() == 0 else None
+    folder.mkdir()
+    if user:
+        entry = pwd.getpwnam(user)
+        os.chown(folder, entry.pw_uid, entry.pw_gid)
+    server = DebianServer(folder, user)
+    server._run("initdb", "-D", str(folder), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+    server.start()
+    uri = f"postgresql://postgres@/postgres?host={quote(str(folder))}"
+    return PgCluster(server, str(folder), _require_passwords(uri), folder)
 
 
 @dataclass

@@ -7,7 +7,15 @@ import threading
 
 import psycopg
 import pytest
-from support.pg import HubDb, make_team, memory
+from support.pg import (
+    DEBIAN_PG,
+    HubDb,
+    PgCluster,
+    make_team,
+    memory,
+    server_folder,
+    start_debian_cluster,
+)
 
 from llmem_hooks.errors import HubDenied
 from llmem_hooks.store.hub import Hub, PushOutcome
@@ -73,7 +81,7 @@ def test_two_migrators_at_once_apply_everything_once(hub_db: HubDb) -> None:
         t.start()
     for t in threads:
         t.join(60)
-    assert errors == []
+    assert errors == [], [repr(e) for e in errors]
     assert sorted(results) == [[], [1, 2]]
 
 
@@ -120,3 +128,29 @@ def test_an_owner_who_is_not_a_superuser_runs_a_hub_without_vectors(hub_db: HubD
             "WHERE relnamespace = 'llmem'::regnamespace AND relkind = 'r'"
         ).fetchone()
         assert forced == (True,)
+
+
+def test_debians_postgresql_15_without_pgvector_runs_a_hub(pg: PgCluster) -> None:
+    """Debian's packaged PostgreSQL 15 has no pgvector: the hub is made without vectors
+    and works (pgserver's pg fixture first: it creates the system user both run as)."""
+    if not (DEBIAN_PG / "initdb").exists():
+        pytest.skip("Debian's postgresql-15 is not installed (apt-get install postgresql-15)")
+    with server_folder() as folder:
+        cluster = start_debian_cluster(folder)
+        try:
+            with Hub.connect(cluster.dsn()) as owner:
+                version = owner._conn.info.server_version
+                assert owner.migrate() == [1]
+                assert not owner.has_vectors()
+            assert 150000 <= version < 160000
+            db = HubDb(cluster, "postgres")
+            team = make_team(db, vectors=True)  # asks for vectors; none to be had
+            with team.alice.hub() as hub:
+                hub.push([memory(team.key, "m", "Releases are cut on Thursdays")])
+            with team.bob.hub() as hub:
+                assert [m.memory.id for m in hub.pull(team.key, 0)] == ["m"]
+                assert hub.search([team.key], ["thursday"])[0][0].id == "m"
+            with team.carol.hub() as hub, pytest.raises(HubDenied):
+                hub.pull(team.key, 0)
+        finally:
+            cluster.stop()

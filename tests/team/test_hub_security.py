@@ -48,14 +48,13 @@ def test_a_non_member_reads_nothing_of_the_project_directly(team: Team) -> None:
             [],
         )
         found = conn.execute(
-            "SELECT * FROM llmem.search_text(%s, %s, to_tsquery('english', 'deploy'), 10)",
+            "SELECT * FROM llmem.search_text(%s, %s, ARRAY['deploy'], 10)",
             (team.alice.role, [team.key]),
         ).fetchall()
         assert found == []
         assert (
             conn.execute(
-                "SELECT * FROM llmem.search_text(current_user, %s, "
-                "to_tsquery('english', 'deploy'), 10)",
+                "SELECT * FROM llmem.search_text(current_user, %s, ARRAY['deploy'], 10)",
                 ([team.key],),
             ).fetchall()
             == []

@@ -137,11 +137,17 @@ def test_a_bad_item_refuses_the_whole_batch(team: Team) -> None:
             memory(team.key, "x", "ok", revision=0),
             memory(team.key, "x", "ok", updated_at="yesterday"),
             memory(team.key, "", "ok"),
+            memory("p" * 201, "x", "ok"),
         ):
             with pytest.raises(ValidationError):
                 hub.push([memory(team.key, "good", "fine"), bad])
         assert hub.pull(team.key, 0) == []
         assert hub.head(team.key) == 0
+        with pytest.raises(ValidationError):
+            hub.push([memory(team.key, f"m{i}", "x") for i in range(5001)])
+        for cursor in (-1, "3", 1.5, None):
+            with pytest.raises(ValidationError):
+                hub.pull(team.key, cursor)  # type: ignore[arg-type]
 
 
 def test_what_leaves_is_redacted_and_provenance_is_cut_to_its_keys(team: Team) -> None:
@@ -304,7 +310,7 @@ def test_a_push_killed_mid_batch_leaves_nothing_and_a_resend_applies_once(team: 
         assert conn.execute("SELECT count(*) FROM llmem.mutations").fetchone() == (300,)
 
 
-def test_a_pull_or_push_for_a_project_left_behind_by_a_broken_connection(team: Team) -> None:
+def test_a_dropped_connection_is_unavailable_and_a_new_one_carries_on(team: Team) -> None:
     """The server ends the session (as a failover would): the next call says
     HubUnavailable, and a new connection carries on."""
     from llmem_hooks.errors import HubUnavailable
@@ -333,3 +339,38 @@ def test_the_raw_tables_hold_what_pull_reports(team: Team) -> None:
             "FROM llmem.memories WHERE id = 'm'"
         ).fetchone()
     assert row == (1, team.alice.role, ["a", "b"], True)
+
+
+def test_one_batch_of_inserts_and_updates_numbers_every_change_once(team: Team) -> None:
+    with team.alice.hub() as hub:
+        hub.push([memory(team.key, f"m{i}", f"first {i}") for i in range(3)])
+        out = hub.push(
+            [memory(team.key, f"m{i}", f"second {i}", revision=2) for i in range(3)]
+            + [memory(team.key, f"n{i}", f"new {i}") for i in range(3)]
+        )
+        assert out == [A] * 6
+        pulled = hub.pull(team.key, 0)
+        assert hub.head(team.key) == 9
+    assert sorted(m.seq for m in pulled) == [4, 5, 6, 7, 8, 9]
+    with team.raw(team.alice) as conn:
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM llmem.mutations ORDER BY seq")]
+    assert seqs == list(range(1, 10))
+
+
+def test_a_forged_seq_counter_cannot_send_a_change_back_in_time(team: Team) -> None:
+    """The trigger counts a transaction's seqs in a setting a member could set herself:
+    the project's stored last_seq still bounds it, so a change never lands behind a
+    cursor that has passed."""
+    with team.alice.hub() as hub:
+        hub.push([memory(team.key, f"m{i}", f"fact {i}") for i in range(5)])
+    with team.raw(team.alice) as conn, conn.transaction():
+        name = conn.execute("SELECT 'llmem.s' || md5(%s)", (team.key,)).fetchone()[0]
+        conn.execute("SELECT set_config(%s, '1', true)", (name,))
+        conn.execute(
+            "INSERT INTO llmem.memories (id, project, type, content, revision, updated_at, "
+            "device) VALUES ('late', %s, 'fact', 'forged', 1, now(), 'd')",
+            (team.key,),
+        )
+    with team.bob.hub() as hub:
+        assert [m.memory.id for m in hub.pull(team.key, 5)] == ["late"]
+        assert hub.head(team.key) == 6

@@ -33,6 +33,7 @@ ACCESS = ("read", "write", "admin")
 PROVENANCE_KEYS = frozenset({"source", "confidence", "created_at"})
 MAX_CONTENT = 10_000
 MAX_WORDS = 32
+MAX_BATCH = 5000
 RRF_K = 60
 STATEMENT_TIMEOUT_MS = 60_000
 _ROLE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,62}")
@@ -339,6 +340,8 @@ class Hub:
         rule: a new id is inserted; another author's id is FOREIGN; a tombstone on the
         hub wins over everything (STALE); an incoming tombstone wins over a live row of
         the same author; else the greater (revision, updated_at, device) wins."""
+        if len(items) > MAX_BATCH:
+            raise ValidationError(f"a push takes at most {MAX_BATCH} memories, not {len(items)}")
         batch = [self._prepared(it) for it in items]
         if not batch:
             return []
@@ -423,10 +426,9 @@ class Hub:
         if len(content) > MAX_CONTENT:
             raise ValidationError(f"memory {it.id}: content over {MAX_CONTENT} characters")
         tags = tuple(t for t in (_clean(str(t)).strip()[:100] for t in it.tags) if t)[:100]
+        given = it.provenance if isinstance(it.provenance, Mapping) else {}
         try:
-            provenance = redact_json(
-                {k: v for k, v in dict(it.provenance).items() if k in PROVENANCE_KEYS}
-            )
+            provenance = redact_json({k: v for k, v in given.items() if k in PROVENANCE_KEYS})
         except ValueError:
             provenance = {}
         embedding = it.embedding
@@ -493,13 +495,15 @@ class Hub:
     def pull(self, project: str, after: int, limit: int = 500) -> list[Mutation]:
         """What changed in ``project`` after seq ``after``, in seq order, each memory once
         in its latest state (tombstones included). HubDenied for a non-member."""
+        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+            raise ValidationError(f"pull cursor must be a seq (an integer >= 0), not {after!r}")
         limit = max(1, min(int(limit), 5000))
         vec = ", embedding::text" if self._dims else ""
         with self._guard("pull"):
             rows = self._conn.execute(
                 f"SELECT seq, {_COLUMNS}{vec} FROM llmem.memories "
                 "WHERE project = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (project, int(after), limit),
+                (project, after, limit),
             ).fetchall()
             if (
                 not rows
@@ -533,11 +537,8 @@ class Hub:
         with self._guard("search"):
             if terms:
                 rows = self._conn.execute(
-                    "SELECT id FROM llmem.search_text(current_user, %s, "
-                    "(SELECT string_agg('(' || plainto_tsquery(%s::regconfig, w)::text || ')', "
-                    "' | ') FROM unnest(%s::text[]) AS w "
-                    "WHERE plainto_tsquery(%s::regconfig, w)::text <> '')::tsquery, %s)",
-                    (keys, schema.TS_CONFIG, terms, schema.TS_CONFIG, fetch),
+                    "SELECT id FROM llmem.search_text(current_user, %s, %s, %s)",
+                    (keys, terms, fetch),
                 ).fetchall()
                 for rank, (mid,) in enumerate(rows):
                     scores[mid] = scores.get(mid, 0.0) + 1.0 / (RRF_K + rank + 1)

@@ -122,6 +122,11 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, llmem
             AS $f$ SELECT coalesce(array_agg(project), '{{}}') FROM llmem.members
                    WHERE role = who AND llmem.caller_is(who) $f$;
+        CREATE FUNCTION llmem.writable_projects(who name DEFAULT current_user) RETURNS text[]
+            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, llmem
+            AS $f$ SELECT coalesce(array_agg(project), '{{}}') FROM llmem.members
+                   WHERE role = who AND access IN ('write', 'admin')
+                     AND llmem.caller_is(who) $f$;
         CREATE FUNCTION llmem.access_of(p text, who name) RETURNS text
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, llmem
             AS $f$ SELECT access FROM llmem.members
@@ -146,21 +151,43 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
 
         -- Full-text search runs here because @@ is not leakproof: under a policy the GIN
         -- index could not be used. Membership is checked inside; the caller reads the
-        -- rows themselves through RLS again.
-        CREATE FUNCTION llmem.search_text(who name, keys text[], q tsquery, lim integer)
+        -- rows themselves through RLS again. Each word brings at most 500 candidates
+        -- (a rare word is never crowded out by a common one, and a word in half the
+        -- hub costs no more than 500 rows); the candidates are ranked by all words.
+        CREATE FUNCTION llmem.search_text(who name, keys text[], words text[], lim integer)
             RETURNS TABLE (id text, rank real)
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, llmem
-            AS $f$ SELECT m.id, ts_rank_cd(m.tsv, q) FROM llmem.memories m
-                   WHERE m.tsv @@ q AND m.deleted_at IS NULL AND m.project = ANY(keys)
-                     AND m.project = ANY((SELECT llmem.member_projects(who))::text[])
-                   ORDER BY 2 DESC, m.id LIMIT least(lim, 200) $f$;
+            AS $f$
+            WITH allowed AS (
+                SELECT array(SELECT unnest(keys)
+                             INTERSECT SELECT unnest(llmem.member_projects(who))) AS a
+            ), qs AS (
+                SELECT plainto_tsquery('{TS_CONFIG}', w) AS q FROM unnest(words) AS w
+                WHERE plainto_tsquery('{TS_CONFIG}', w)::text <> ''
+            ), q AS (
+                SELECT string_agg('(' || qs.q::text || ')', ' | ')::tsquery AS q FROM qs
+            ), cand AS (
+                SELECT DISTINCT c.id FROM qs, allowed, LATERAL (
+                    SELECT m.id FROM llmem.memories m
+                    WHERE m.tsv @@ qs.q AND m.deleted_at IS NULL AND m.project = ANY(allowed.a)
+                    LIMIT 500) AS c
+            )
+            SELECT m.id, ts_rank_cd(m.tsv, q.q) FROM cand
+                JOIN llmem.memories m ON m.id = cand.id CROSS JOIN q
+            ORDER BY 2 DESC, 1 LIMIT least(lim, 200)
+            $f$;
 
-        -- Every write of a memory takes the next seq of its project under the project's
-        -- row lock, so seqs commit in order and a puller's cursor never skips one.
+        -- Every write of a memory takes the next seq of its project while holding the
+        -- project's row lock (to commit), so seqs commit in order and a puller's cursor
+        -- never skips one. The seqs handed out are counted in a transaction-local
+        -- setting; one statement-level trigger per statement stores the last one and
+        -- logs the changes (not one UPDATE of the project's row per memory).
         CREATE FUNCTION llmem.memories_number() RETURNS trigger
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, llmem
             AS $f$
-            DECLARE s bigint;
+            DECLARE
+                counter text := 'llmem.s' || md5(NEW.project);
+                s bigint;
             BEGIN
                 IF TG_OP = 'UPDATE' THEN
                     IF NEW.id <> OLD.id OR NEW.project <> OLD.project
@@ -176,12 +203,17 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
                     NEW.content := '';
                     NEW.tags := '{{}}';
                 END IF;
-                UPDATE llmem.projects SET last_seq = last_seq + 1
-                    WHERE key = NEW.project RETURNING last_seq INTO s;
+                -- Locking a row this transaction holds already writes nothing; the
+                -- stored last_seq bounds the counter, so a forged setting can only
+                -- leave gaps, never reuse or go back.
+                SELECT last_seq INTO s FROM llmem.projects
+                    WHERE key = NEW.project FOR NO KEY UPDATE;
                 IF s IS NULL THEN
                     RAISE EXCEPTION 'no such project' USING ERRCODE = '42501';
                 END IF;
-                NEW.seq := s;
+                s := greatest(s, coalesce(nullif(current_setting(counter, true), '')::bigint, 0));
+                NEW.seq := s + 1;
+                PERFORM set_config(counter, (s + 1)::text, true);
                 RETURN NEW;
             END $f$;
         CREATE TRIGGER memories_number BEFORE INSERT OR UPDATE ON llmem.memories
@@ -191,13 +223,20 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, llmem
             AS $f$ BEGIN
                 INSERT INTO llmem.mutations (project, seq, memory_id, revision, op, author)
-                VALUES (NEW.project, NEW.seq, NEW.id, NEW.revision,
-                        CASE WHEN NEW.deleted_at IS NULL THEN 'upsert' ELSE 'delete' END,
-                        NEW.author);
+                SELECT project, seq, id, revision,
+                       CASE WHEN deleted_at IS NULL THEN 'upsert' ELSE 'delete' END, author
+                FROM changed;
+                UPDATE llmem.projects p SET last_seq = greatest(p.last_seq, c.top)
+                FROM (SELECT project, max(seq) AS top FROM changed GROUP BY project) AS c
+                WHERE p.key = c.project;
                 RETURN NULL;
             END $f$;
-        CREATE TRIGGER memories_log AFTER INSERT OR UPDATE ON llmem.memories
-            FOR EACH ROW EXECUTE FUNCTION llmem.memories_log();
+        CREATE TRIGGER memories_log_insert AFTER INSERT ON llmem.memories
+            REFERENCING NEW TABLE AS changed
+            FOR EACH STATEMENT EXECUTE FUNCTION llmem.memories_log();
+        CREATE TRIGGER memories_log_update AFTER UPDATE ON llmem.memories
+            REFERENCING NEW TABLE AS changed
+            FOR EACH STATEMENT EXECUTE FUNCTION llmem.memories_log();
 
         -- The creator of a project is its first admin.
         CREATE FUNCTION llmem.projects_creator() RETURNS trigger
@@ -232,7 +271,8 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
             llmem.member_projects(name), llmem.access_of(text, name),
             llmem.is_member(text, name), llmem.can_write(text, name),
             llmem.is_admin(text, name), llmem.lock_projects(text[], name),
-            llmem.search_text(name, text[], tsquery, integer) TO {MEMBER_ROLE};
+            llmem.search_text(name, text[], text[], integer),
+            llmem.writable_projects(name) TO {MEMBER_ROLE};
         GRANT SELECT ON llmem.projects, llmem.members, llmem.memories, llmem.mutations,
             llmem.schema_migrations TO {MEMBER_ROLE};
         GRANT INSERT (key, name) ON llmem.projects TO {MEMBER_ROLE};
@@ -285,10 +325,13 @@ def h001_core(conn: Any, ctx: MigrationContext) -> bool:
         CREATE POLICY read ON llmem.memories FOR SELECT TO {MEMBER_ROLE}
             USING (project = ANY ((SELECT llmem.member_projects(current_user))::text[]));
         CREATE POLICY write ON llmem.memories FOR INSERT TO {MEMBER_ROLE}
-            WITH CHECK (author = current_user AND llmem.can_write(project, current_user));
+            WITH CHECK (author = current_user
+                        AND project = ANY ((SELECT llmem.writable_projects(current_user))::text[]));
         CREATE POLICY edit ON llmem.memories FOR UPDATE TO {MEMBER_ROLE}
-            USING (author = current_user AND llmem.can_write(project, current_user))
-            WITH CHECK (author = current_user AND llmem.can_write(project, current_user));
+            USING (author = current_user
+                   AND project = ANY ((SELECT llmem.writable_projects(current_user))::text[]))
+            WITH CHECK (author = current_user
+                        AND project = ANY ((SELECT llmem.writable_projects(current_user))::text[]));
 
         CREATE POLICY read ON llmem.mutations FOR SELECT TO {MEMBER_ROLE}
             USING (project = ANY ((SELECT llmem.member_projects(current_user))::text[]));
@@ -326,6 +369,7 @@ def h002_vectors(conn: Any, ctx: MigrationContext) -> bool:
         CREATE FUNCTION llmem.search_vector(who name, keys text[], q {ext}.vector, lim integer)
             RETURNS TABLE (id text, distance double precision)
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, llmem, {ext}
+            SET hnsw.ef_search = 200
             AS $f$ SELECT m.id, m.embedding <=> q FROM llmem.memories m
                    WHERE m.embedding IS NOT NULL AND m.deleted_at IS NULL
                      AND m.project = ANY(keys)
