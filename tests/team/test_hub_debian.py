@@ -8,35 +8,32 @@ PostgreSQL is not installed (`.ci/run` installs it).
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from machines import Machine, join_line, make_origin
-from support.pg import DebianCluster, debian_bin, start_debian_cluster
+from support.pg import DEBIAN_PG, PgCluster, server_folder, start_debian_cluster
 
 from llmem_hooks.store.hub import Hub, HubMemory
 
 pytest.importorskip("psycopg", reason="the team extra (psycopg) is not installed")
-if debian_bin() is None:
-    pytest.skip("Debian's postgresql is not installed", allow_module_level=True)
+if not (DEBIAN_PG / "initdb").exists():
+    pytest.skip("Debian's postgresql-15 is not installed", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
-def debian() -> Iterator[DebianCluster]:
-    folder = Path(tempfile.mkdtemp(prefix="llmem-debpg-"))
-    folder.chmod(0o755)
-    cluster = start_debian_cluster(folder / "pg")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+def debian(pg: PgCluster) -> Iterator[PgCluster]:
+    """Debian's server (``pg`` first: as root it runs as pgserver's system user)."""
+    with server_folder() as folder:
+        cluster = start_debian_cluster(folder)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
 
 
-def test_the_hub_works_without_pgvector(debian: DebianCluster, tmp_path: Path) -> None:
+def test_the_whole_flow_works_without_pgvector(debian: PgCluster, tmp_path: Path) -> None:
     import psycopg
 
     with psycopg.connect(debian.dsn(), autocommit=True) as conn:
