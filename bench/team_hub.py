@@ -144,7 +144,7 @@ def _batch_cost(hub: Any, dsn_fresh: str, work: Path, size_label: int) -> dict[s
         TeamSync(store, fresh, _settings()).pull(SyncReport(), [PROJECT])
         pull_s = time.perf_counter() - t0
     return {
-        "hub_memories": size_label,
+        "hub_changes": size_label,
         "push_ms_per_change": 1000 * push_s / 200,
         "pull_ms_per_change": 1000 * pull_s / 200,
     }
@@ -219,11 +219,9 @@ def main() -> None:
                 costs.append(
                     _batch_cost(pusher, dsns[args.members + 1], work, pusher.head(PROJECT))
                 )
-                mems = [
-                    m
-                    for m in corpus.generate(args.search_size)
-                    if m.record["type"] != "conversation"
-                ]
+                made = corpus.generate(args.search_size * 5 // 4 + 10)
+                mems = [m for m in made if m.record["type"] != "conversation"]
+                mems = mems[: max(0, args.search_size - pusher.head(PROJECT))]
                 batch: list[HubMemory] = []
                 pushed = 0
                 for m in mems:
@@ -273,8 +271,12 @@ def main() -> None:
                             found = pusher.search([PROJECT], words, limit=10)
                             dt = 1000 * (time.perf_counter() - t0)
                             t0 = time.perf_counter()
-                            hits = retriever.search(
-                                q.text, MemoryFilter(project=PROJECT), limit=10, search_mode="fts"
+                            hits = retriever.find(
+                                q.text,
+                                MemoryFilter(project=PROJECT),
+                                limit=10,
+                                search_mode="fts",
+                                track_access=False,
                             )
                             dl = 1000 * (time.perf_counter() - t0)
                             if rnd:
@@ -284,7 +286,7 @@ def main() -> None:
                                 local_hit += any(h.id in q.relevant for h in hits)
                 n = len(questions)
                 out["search"] = {
-                    "hub_memories": pusher.head(PROJECT),
+                    "hub_changes": pusher.head(PROJECT),
                     "questions": n,
                     "hub_p50_ms": round(statistics.median(hub_ms), 2),
                     "hub_p95_ms": round(pct(hub_ms, 0.95), 2),
