@@ -18,7 +18,8 @@ Per-prompt recall, step by step (`recall`):
    within the caller's project plus global memories, minus what the session was given
    (by recall, or in its start-of-session context file);
 3. the floor on each hit: it holds at least ``recall.min_coverage`` of the prompt's
-   content words (or is a semantic neighbour within ``recall.semantic_max_distance``);
+   content words and adds to the session's best answer so far (`HAD_MARGIN`), or is a
+   semantic neighbour within ``recall.semantic_max_distance``;
 4. one line per hit, ``- [<short id>] (<type>, <date>) <text>``, best first, within
    ``recall.budget_tokens`` (~4 characters a token), between ``<llmem-recall>`` lines
    that `extraction.transcript` strips, so the block is never learned back. Every line
@@ -509,20 +510,15 @@ class QueryService:
             return _nothing("already_given" if had >= cfg.min_coverage else "no_match")
         fresh = relevance  # what a hit adds to the session's best answer so far
         if answer is not None and had > 0:
-            holds = terms_held(parsed)(answer)
-            known = {t for t, h in zip(parsed.terms, holds, strict=True) if h}
+            known = {t for t, h in zip(parsed.terms, terms_held(parsed)(answer), strict=True) if h}
             fresh = self._relevance(parsed, own if follow_up else (), known)
         scored = [(hit, relevance(hit.memory, hit.corrections)) for hit in hits]
         best = max(r for _, r in scored)
         kept: list[SearchHit] = []
         for hit, rel in scored:
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
-            near_best = rel >= cfg.relative_floor * best
-            if semantic or (
-                rel >= cfg.min_coverage
-                and near_best
-                and fresh(hit.memory, hit.corrections) >= HAD_MARGIN * had
-            ):
+            floors = rel >= cfg.min_coverage and rel >= cfg.relative_floor * best
+            if semantic or (floors and fresh(hit.memory, hit.corrections) >= HAD_MARGIN * had):
                 kept.append(hit)
         block, shown = self._render(kept, terms, budget)
         if not shown:
