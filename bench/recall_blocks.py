@@ -243,7 +243,7 @@ def main() -> None:
         "--set",
         choices=("dev", "dev2", "heldout", "both", "all"),
         default="both",
-        help="both: dev and heldout; all: dev, dev2 and heldout",
+        help="both: the tuning sets dev and dev2; all: dev, dev2 and heldout",
     )
     ap.add_argument("--json", action="store_true", help="machine-readable figures")
     ap.add_argument(
@@ -258,7 +258,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     recall = {k: json.loads(v) for k, v in (a.split("=", 1) for a in args.recall)}
-    names = {"both": ["dev", "heldout"], "all": list(SETS)}.get(args.set, [args.set])
+    names = {"both": ["dev", "dev2"], "all": list(SETS)}.get(args.set, [args.set])
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="llmem-recall-blocks-") as tmp:
         os.environ["LLMEM_HOME"] = str(Path(tmp) / "home")  # no real sessions' files

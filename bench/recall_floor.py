@@ -69,13 +69,13 @@ OFF_TOPIC = [
     "what rhymes with orange?",
 ]
 SETTINGS = [
-    {"min_coverage": 0.45, "common_word_share": 0.1},  # the defaults
+    {"min_coverage": 0.5, "common_word_share": 0.1},  # the defaults
     {"min_coverage": 0.0, "common_word_share": 1.0},
     {"min_coverage": 0.34, "common_word_share": 1.0},
     {"min_coverage": 0.5, "common_word_share": 1.0},
     {"min_coverage": 0.67, "common_word_share": 1.0},
     {"min_coverage": 0.5, "common_word_share": 0.05},
-    {"min_coverage": 0.5, "common_word_share": 0.1},
+    {"min_coverage": 0.45, "common_word_share": 0.1},  # the defaults before issue 20's blocks
     {"min_coverage": 0.5, "common_word_share": 0.15},
     {"min_coverage": 0.5, "common_word_share": 0.2},
     {"min_coverage": 0.34, "common_word_share": 0.15},

@@ -10,7 +10,7 @@ The query service sets its floors on this score (docs/query-service.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +19,9 @@ from .retriever import terms_held
 
 Relevance = Callable[[Mapping[str, Any], Mapping[str, Sequence[str]] | None], float]
 GUESSED_WEIGHT = 0.5  # a word matched only through a guessed spelling counts this much
+# A word the session already holds an answer for (`known`) counts this much in a new
+# memory: a sibling that shares the words of what the session has adds little to it.
+KNOWN_WEIGHT = 0.5
 
 
 def idf_weights(
@@ -33,14 +36,24 @@ def idf_weights(
 
 
 def weighed_relevance(
-    parsed: ParsedQuery, weights: Sequence[float], required: Sequence[str] = ()
+    parsed: ParsedQuery,
+    weights: Sequence[float],
+    required: Sequence[str] = (),
+    known: Collection[str] = (),
 ) -> Relevance:
     """A function of a memory (and the spellings the search guessed for it) giving the
     weighed share of ``parsed.terms`` it holds. A word matched only through a guessed
     spelling ("dokcer" -> docker, but also "convert" -> connect) counts half: a guess is
     weaker evidence than the word itself. A memory without one of the ``required`` words
-    (what a follow-up names) answers nothing of the prompt."""
+    (what a follow-up names) answers nothing of the prompt. A ``known`` word (one the
+    session's best answer so far holds) counts `KNOWN_WEIGHT` of its weight: what a new
+    memory adds to the session is what it says beyond that."""
     total = sum(weights) or 1.0
+    if known:
+        weights = [
+            w * KNOWN_WEIGHT if t in known else w
+            for t, w in zip(parsed.terms, weights, strict=True)
+        ]
     held = terms_held(parsed)
     must = [i for i, t in enumerate(parsed.terms) if t in set(required)]
 

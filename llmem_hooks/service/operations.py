@@ -18,7 +18,8 @@ Per-prompt recall, step by step (`recall`):
    within the caller's project plus global memories, minus what the session was given
    (by recall, or in its start-of-session context file);
 3. the floor on each hit: it holds at least ``recall.min_coverage`` of the prompt's
-   content words (or is a semantic neighbour within ``recall.semantic_max_distance``);
+   content words and adds to the session's best answer so far (`HAD_MARGIN`), or is a
+   semantic neighbour within ``recall.semantic_max_distance``;
 4. one line per hit, ``- [<short id>] (<type>, <date>) <text>``, best first, within
    ``recall.budget_tokens`` (~4 characters a token), between ``<llmem-recall>`` lines
    that `extraction.transcript` strips, so the block is never learned back. Every line
@@ -44,7 +45,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ from ..redact import find_secrets
 from ..registry import get_registered_types
 from ..search.passages import excerpt
 from ..search.relevance import Relevance, idf_weights, weighed_relevance
-from ..search.retriever import DocCounts, Retriever, SearchHit
+from ..search.retriever import DocCounts, Retriever, SearchHit, terms_held
 from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
 from ..store import projects as project_names
@@ -126,10 +127,11 @@ TYPE_LABELS = {"conversation": "episode"}
 UNKNOWN_WORD_DF = 2.0
 UNKNOWN_SHARE = 0.01
 # A new memory must answer the prompt this much better than the best the session has
-# (its context, earlier blocks): else the session has the answer, and the runners-up
-# would be noise; a session holding a memory with 63% of the prompt gets nothing new
-# (bench/recall_blocks.py, dev sets).
-HAD_MARGIN = 1.6
+# (its context, earlier blocks), counting the words that best one holds at
+# `relevance.KNOWN_WEIGHT`: else the session has the answer, and the runners-up would be
+# noise. A sibling sharing the words of what the session has needs 2.6 times its share;
+# a memory about the prompt's other words 1.3 times (bench/recall_blocks.py, dev sets).
+HAD_MARGIN = 1.3
 # ... among the memories it was given last, this many (its context and recent blocks: what
 # it has at hand; reading every memory of a long session costs milliseconds a prompt)
 HAD_AT_HAND = 60
@@ -501,22 +503,23 @@ class QueryService:
         relevance = self._relevance(parsed, own if follow_up else ())
         # What the session has: the best of what it was given sets the bar too, so a
         # question its context already answers gets nothing rather than the runners-up.
-        had = max(
-            (
-                relevance(m, None)
-                for m in given.latest_given_texts(self._rstore.db, session_id, HAD_AT_HAND)
-            ),
-            default=0.0,
+        at_hand = given.latest_given_texts(self._rstore.db, session_id, HAD_AT_HAND)
+        had, answer = max(
+            ((relevance(m, None), m) for m in at_hand), key=lambda x: x[0], default=(0.0, None)
         )
         if not hits:
             return _nothing("already_given" if had >= cfg.min_coverage else "no_match")
+        fresh = relevance  # what a hit adds to the session's best answer so far
+        if answer is not None and had > 0:
+            known = {t for t, h in zip(parsed.terms, terms_held(parsed)(answer), strict=True) if h}
+            fresh = self._relevance(parsed, own if follow_up else (), known)
         scored = [(hit, relevance(hit.memory, hit.corrections)) for hit in hits]
         best = max(r for _, r in scored)
         kept: list[SearchHit] = []
         for hit, rel in scored:
             semantic = hit.distance is not None and hit.distance <= cfg.semantic_max_distance
-            near_best = rel >= cfg.relative_floor * best
-            if semantic or (rel >= cfg.min_coverage and near_best and rel >= HAD_MARGIN * had):
+            floors = rel >= cfg.min_coverage and rel >= cfg.relative_floor * best
+            if semantic or (floors and fresh(hit.memory, hit.corrections) >= HAD_MARGIN * had):
                 kept.append(hit)
         block, shown = self._render(kept, terms, budget)
         if not shown:
@@ -533,9 +536,11 @@ class QueryService:
             "reason": "recalled",
         }
 
-    def _relevance(self, parsed: ParsedQuery, required: Sequence[str] = ()) -> Relevance:
+    def _relevance(
+        self, parsed: ParsedQuery, required: Sequence[str] = (), known: Collection[str] = ()
+    ) -> Relevance:
         """How much of the prompt a memory answers (`relevance.weighed_relevance`), each
-        word weighed by its rarity in this store."""
+        word weighed by its rarity in this store (a ``known`` word less)."""
         size = self._rstore.size_hint()
         weights = idf_weights(
             parsed.terms,
@@ -543,7 +548,7 @@ class QueryService:
             size,
             max(UNKNOWN_WORD_DF, UNKNOWN_SHARE * size),
         )
-        return weighed_relevance(parsed, weights, required)
+        return weighed_relevance(parsed, weights, required, known)
 
     def _doc_freq(self, terms: Sequence[str]) -> dict[str, int]:
         """How many memories hold each word (stems count), counted up to the common-word

@@ -104,7 +104,7 @@ EXPECTED_DEFAULTS = {
         "min_content_words": 2,
         "rare_word_share": 0.01,
         "common_word_share": 0.1,
-        "min_coverage": 0.45,
+        "min_coverage": 0.5,
         "relative_floor": 0.75,
         "semantic_max_distance": 0.35,
         "entry_chars": 320,
