@@ -121,9 +121,8 @@ FILLER_WORDS = frozenset(
 )
 TYPE_LABELS = {"conversation": "episode"}
 # A word no memory holds weighs as if this share of the memories (at least 2) held it
-# (`relevance.idf_weights`): a topic the store does not know counts against a hit, but in a
-# large store less than a word it knows and few memories hold (an unknown word is as
-# often the asker's own wording: "release" for deploy).
+# (`relevance.idf_weights`): an unknown topic counts against a hit, but less than a known
+# rare word (an unknown word is as often the asker's own wording: "release" for deploy).
 UNKNOWN_WORD_DF = 2.0
 UNKNOWN_SHARE = 0.01
 # A new memory must answer the prompt this much better than the best the session has
@@ -685,8 +684,7 @@ class QueryService:
     ) -> dict[str, Any]:
         """Store a memory through `MemoryStore.add` (redaction, dedupe): ``{"id", "status":
         "stored" | "duplicate" | "rejected", "reason"?, "redacted": [kinds]}``. Scoped
-        to the caller's project (global when none is known). ``share``: also share it with
-        the project's team (``"shared"``: true, or false and ``"share_note"`` saying why)."""
+        to the caller's project (global when none is known); ``share``: with its team too."""
         if share is not None and not isinstance(share, bool):
             raise ServiceError(proto.BAD_PARAMS, "share must be true or false")
         content = _require(content, "content", str)
@@ -727,13 +725,7 @@ class QueryService:
             self._mark(session_id, [stored])
         status = "stored" if stored == new_id else "duplicate"
         out: dict[str, Any] = {"id": self._short(stored), "status": status, "redacted": secrets}
-        if share:
-            try:
-                team_store.share(self.store, stored)
-                out["shared"] = True
-            except ValidationError as exc:
-                out["shared"], out["share_note"] = False, str(exc).rstrip(".")
-        return out
+        return {**out, **team_store.share_outcome(self.store, stored)} if share else out
 
     def _reach(
         self,
@@ -900,16 +892,7 @@ METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
     "start": ("session_id", "prompt", "project", "directory"),
     "search": ("query", "limit", "type", "project", "directory"),
-    "remember": (
-        "content",
-        "type",
-        "tags",
-        "project",
-        "directory",
-        "session_id",
-        "agent",
-        "share",
-    ),
+    "remember": ("content", "type", "tags", "project", "directory", "session_id", "agent", "share"),
     "forget": ("id", "reason", *_REACH),
     "get": ("ids", *_REACH),
     "timeline": ("id", "before", "after", *_REACH),

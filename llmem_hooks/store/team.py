@@ -432,6 +432,16 @@ def share(store: MemoryStore, memory_id: str) -> bool:
         return True
 
 
+def share_outcome(store: MemoryStore, memory_id: str) -> dict[str, Any]:
+    """`share` for an agent tool's answer: ``{"shared": True}``, or ``{"shared": False,
+    "share_note": why}`` (not a team project, a global memory, an episode)."""
+    try:
+        share(store, memory_id)
+    except ValidationError as exc:
+        return {"shared": False, "share_note": str(exc).rstrip(".")}
+    return {"shared": True}
+
+
 def unshare(store: MemoryStore, memory_id: str) -> bool:
     """Stop sharing a memory (it stays here). One of mine the hub has gets a tombstone
     queued; the link stays as a marker, so a later pull does not bring it back. False if

@@ -319,3 +319,20 @@ def test_a_credential_in_a_shared_memory_never_reaches_the_hub(world: World) -> 
     assert "staging" in dump
     leaked = [c.shape for c in cases if c.value in dump]
     assert not leaked, leaked
+
+
+def test_a_pull_killed_midway_applies_each_change_once(world: World) -> None:
+    a, b = world.a, world.b
+    store = MemoryStore(a.db())
+    try:
+        for i in range(150):
+            store.add("decision", f"Service s{i} logs to index logs-s{i}.", project=a.project())
+    finally:
+        store.close()
+    a.sync()
+    killed = b.cli("team", "sync", check=False, env={"LLMEM_FAULT": "team-mid-pull"})
+    assert killed.returncode == 137, killed.stderr
+    b.sync()
+    held = [m for m in b.memories() if m["content"].startswith("Service s")]
+    assert len(held) == 150 and len({m["content"] for m in held}) == 150
+    assert shared_state(a, world.key) == shared_state(b, world.key)
