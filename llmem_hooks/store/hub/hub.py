@@ -426,7 +426,15 @@ class Hub:
         tags = tuple(t for t in (_clean(str(t)).strip()[:100] for t in it.tags) if t)[:100]
         given = it.provenance if isinstance(it.provenance, Mapping) else {}
         try:
-            provenance = redact_json({k: v for k, v in given.items() if k in PROVENANCE_KEYS})
+            provenance = redact_json(
+                {
+                    k: v
+                    for k, v in given.items()
+                    if k in PROVENANCE_KEYS
+                    and (v is None or isinstance(v, int | float | str))
+                    and len(str(v)) <= 200
+                }
+            )
         except ValueError:
             provenance = {}
         embedding = it.embedding
