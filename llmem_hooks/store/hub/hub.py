@@ -214,6 +214,12 @@ class Hub:
     def has_vectors(self) -> bool:
         return self._dims is not None
 
+    @property
+    def vector_dims(self) -> int | None:
+        """The size of the hub's embeddings (None without pgvector): a pushed embedding of
+        another size is left out, a search vector of another size is not used."""
+        return self._dims
+
     def register_project(self, key: str, name: str) -> None:
         """Register a project; its creator becomes its admin. Idempotent for a member; a
         key someone else registered is HubDenied (ask its admin to add you)."""
