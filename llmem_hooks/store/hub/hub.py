@@ -424,6 +424,8 @@ class Hub:
         _text(it.device, "device", 64)
         if not isinstance(it.revision, int) or isinstance(it.revision, bool) or it.revision < 1:
             raise ValidationError(f"memory {it.id}: revision must be a positive integer")
+        if not isinstance(it.content, str) or not isinstance(it.tags, tuple | list):
+            raise ValidationError(f"memory {it.id}: content must be text and tags a list")
         content = _clean(it.content) if it.deleted_at is None else ""
         if it.deleted_at is None and not content.strip():
             raise ValidationError(f"memory {it.id}: empty content")
