@@ -43,7 +43,7 @@ def test_migrate_applies_each_migration_once(hub_db: HubDb) -> None:
     with Hub.connect(hub_db.dsn()) as owner:
         assert owner.migrate() == [1, 2]
         assert owner.migrate() == []
-        assert owner.has_vectors()
+        assert owner.has_vectors() and owner.vector_dims == 768
     assert _versions(hub_db) == [(1, "core"), (2, "vectors")]
     assert _has_embedding_column(hub_db)
 
@@ -56,7 +56,8 @@ def test_without_pgvector_the_hub_works_and_gains_vectors_later(hub_db: HubDb) -
         assert not hub.has_vectors()
         assert hub.push([memory(team.key, "m", "kept across the upgrade")]) == [PushOutcome.APPLIED]
     with Hub.connect(hub_db.dsn()) as owner:
-        assert owner.migrate() == [2]
+        assert owner.vector_dims is None
+        assert owner.migrate(dims=768) == [2]
     with team.alice.hub() as hub:
         assert hub.has_vectors()
         assert hub.pull(team.key, 0)[0].memory.content == "kept across the upgrade"

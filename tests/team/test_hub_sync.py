@@ -374,3 +374,28 @@ def test_a_forged_seq_counter_cannot_send_a_change_back_in_time(team: Team) -> N
     with team.bob.hub() as hub:
         assert [m.memory.id for m in hub.pull(team.key, 5)] == ["late"]
         assert hub.head(team.key) == 6
+
+
+def test_the_same_batch_pushed_twice_at_once_lands_once(team: Team) -> None:
+    """Two copies of one sender (a retry while the first try still runs): the project's
+    lock makes one of them see the other's rows, so every item is applied exactly once."""
+    batch = [memory(team.key, f"m{i}", f"fact {i}") for i in range(50)]
+    results: list[list[PushOutcome]] = []
+    errors: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            with Hub.connect(team.alice.dsn) as hub:
+                results.append(hub.push(batch))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == [], [repr(e) for e in errors]
+    assert sorted(results) == sorted([[A] * 50, [S] * 50])
+    with team.raw(team.alice) as conn:
+        assert conn.execute("SELECT count(*) FROM llmem.mutations").fetchone() == (50,)

@@ -215,6 +215,12 @@ class Hub:
     def has_vectors(self) -> bool:
         return self._dims is not None
 
+    @property
+    def vector_dims(self) -> int | None:
+        """The size of the hub's embeddings (None without pgvector): a pushed embedding of
+        another size is left out, a search vector of another size is not used."""
+        return self._dims
+
     def register_project(self, key: str, name: str) -> None:
         """Register a project; its creator becomes its admin. Idempotent for a member; a
         key someone else registered is HubDenied (ask its admin to add you)."""
@@ -420,6 +426,8 @@ class Hub:
         _text(it.device, "device", 64)
         if not isinstance(it.revision, int) or isinstance(it.revision, bool) or it.revision < 1:
             raise ValidationError(f"memory {it.id}: revision must be a positive integer")
+        if not isinstance(it.content, str) or not isinstance(it.tags, tuple | list):
+            raise ValidationError(f"memory {it.id}: content must be text and tags a list")
         content = _clean(it.content) if it.deleted_at is None else ""
         if it.deleted_at is None and not content.strip():
             raise ValidationError(f"memory {it.id}: empty content")
@@ -428,7 +436,15 @@ class Hub:
         tags = tuple(t for t in (_clean(str(t)).strip()[:100] for t in it.tags) if t)[:100]
         given = it.provenance if isinstance(it.provenance, Mapping) else {}
         try:
-            provenance = redact_json({k: v for k, v in given.items() if k in PROVENANCE_KEYS})
+            provenance = redact_json(
+                {
+                    k: v
+                    for k, v in given.items()
+                    if k in PROVENANCE_KEYS
+                    and (v is None or isinstance(v, int | float | str))
+                    and len(str(v)) <= 200
+                }
+            )
         except ValueError:
             provenance = {}
         embedding = it.embedding
