@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
-from ..errors import LLMemError
+from ..errors import LLMemError, ValidationError
 from ..redact import redact_transcript
 from ..store import projects as project_names
 from ..store import team as local
@@ -160,6 +160,23 @@ class TeamSync:
         )
         return record, None
 
+    def _one_by_one(
+        self, sendable: list[tuple[Any, Any, str | None]], report: SyncReport
+    ) -> tuple[list[tuple[Any, Any, str | None]], list[Any]]:
+        kept: list[tuple[Any, Any, str | None]] = []
+        outcomes: list[Any] = []
+        for entry in sendable:
+            item, record, _ = entry
+            try:
+                outcomes.extend(self.hub.push([record]))
+                kept.append(entry)
+            except ValidationError as exc:
+                report.refused += 1
+                log.warning("team: memory %s not sent: %s", item.memory_id[:12], exc)
+                local.record_push(self.store.db, record.project, f"not sent: {exc}")
+                local.ack(self.store.db, item.memory_id, item.queued_at, item.revision)
+        return kept, outcomes
+
     def push(self, report: SyncReport) -> None:
         """Send the outbox, a batch at a time, until it is empty or the hub refuses."""
         from ..store.hub import PushOutcome
@@ -181,9 +198,15 @@ class TeamSync:
                 continue
             try:
                 outcomes = self.hub.push([record for _, record, _ in sendable])
+            except ValidationError:
+                # One item the hub will never take (it names it) must not hold back the
+                # rest: send them one by one and drop the ones refused, each said once.
+                sendable, outcomes = self._one_by_one(sendable, report)
             except Exception:
                 local.record_attempt(self.store.db, [item.memory_id for item, _, _ in sendable])
                 raise
+            if not sendable:
+                continue
             faults.hit("team-pushed")
             progressed = False
             refused: dict[str, str] = {}

@@ -336,3 +336,28 @@ def test_a_pull_killed_midway_applies_each_change_once(world: World) -> None:
     held = [m for m in b.memories() if m["content"].startswith("Service s")]
     assert len(held) == 150 and len({m["content"] for m in held}) == 150
     assert shared_state(a, world.key) == shared_state(b, world.key)
+
+
+def test_one_change_the_hub_refuses_does_not_hold_back_the_others(world: World) -> None:
+    """A memory the hub will never take (here a type name longer than the hub allows,
+    written by hand into an older store) is dropped with one line in `team status`; the
+    rest of its batch arrives."""
+    a = world.a
+    store = MemoryStore(a.db())
+    try:
+        ids = [
+            store.add("decision", f"Worker w{i} uses pool p{i}.", project=a.project())
+            for i in range(5)
+        ]
+    finally:
+        store.close()
+    with sqlite3.connect(a.db()) as conn:
+        conn.execute("UPDATE memories SET type = ? WHERE id = ?", ("x" * 100, ids[2]))
+    report = a.sync()
+    assert report["refused"] == 1 and report["pushed"] == 4
+    assert {r["content"] for r in world.hub_rows()} == {
+        f"Worker w{i} uses pool p{i}." for i in (0, 1, 3, 4)
+    }
+    status = a.json("team", "status")
+    assert status["outbox"] == 0
+    assert "not sent" in (status["projects"][0]["last_error"] or "")
