@@ -58,6 +58,7 @@ class SyncReport:
     applied: dict[str, int] = field(default_factory=dict)
     enrolled: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # project -> what the hub refused
     seconds: float = 0.0
 
     def empty(self) -> bool:
@@ -73,6 +74,7 @@ class SyncReport:
             "applied": dict(self.applied),
             "enrolled": list(self.enrolled),
             "left": list(self.left),
+            "errors": dict(self.errors),
             "seconds": round(self.seconds, 3),
         }
 
@@ -161,7 +163,10 @@ class TeamSync:
         return record, None
 
     def _one_by_one(
-        self, sendable: list[tuple[Any, Any, str | None]], report: SyncReport
+        self,
+        sendable: list[tuple[Any, Any, str | None]],
+        report: SyncReport,
+        refused: dict[str, str],
     ) -> tuple[list[tuple[Any, Any, str | None]], list[Any]]:
         kept: list[tuple[Any, Any, str | None]] = []
         outcomes: list[Any] = []
@@ -173,7 +178,8 @@ class TeamSync:
             except ValidationError as exc:
                 report.refused += 1
                 log.warning("team: memory %s not sent: %s", item.memory_id[:12], exc)
-                local.record_push(self.store.db, record.project, f"not sent: {exc}")
+                refused[record.project] = f"not sent: {exc}"
+                local.record_push(self.store.db, record.project, refused[record.project])
                 local.ack(self.store.db, item.memory_id, item.queued_at, item.revision)
         return kept, outcomes
 
@@ -196,12 +202,13 @@ class TeamSync:
                 sendable.append((item, record, new_id))
             if not sendable:
                 continue
+            refused: dict[str, str] = {}
             try:
                 outcomes = self.hub.push([record for _, record, _ in sendable])
             except ValidationError:
                 # One item the hub will never take (it names it) must not hold back the
                 # rest: send them one by one and drop the ones refused, each said once.
-                sendable, outcomes = self._one_by_one(sendable, report)
+                sendable, outcomes = self._one_by_one(sendable, report, refused)
             except Exception:
                 local.record_attempt(self.store.db, [item.memory_id for item, _, _ in sendable])
                 raise
@@ -209,7 +216,6 @@ class TeamSync:
                 continue
             faults.hit("team-pushed")
             progressed = False
-            refused: dict[str, str] = {}
             for (item, record, new_id), outcome in zip(sendable, outcomes, strict=True):
                 if outcome in (PushOutcome.APPLIED, PushOutcome.STALE):
                     local.ack(self.store.db, item.memory_id, item.queued_at, item.revision, new_id)
@@ -223,6 +229,7 @@ class TeamSync:
                 else:  # DENIED (not a writer) or FOREIGN: kept, and said in `team status`
                     report.refused += 1
                     refused[record.project] = f"the hub refused a change ({outcome})"
+            report.errors.update(refused)
             for project in {record.project for _, record, _ in sendable}:
                 local.record_push(self.store.db, project, refused.get(project))
             if not progressed:
@@ -252,6 +259,8 @@ class TeamSync:
             report.enrolled, report.left = self.enroll_known()
             self.push(report)
             self.pull(report)
+            for project, error in report.errors.items():  # a pull must not clear it
+                local.record_push(self.store.db, project, error)
         except LLMemError as exc:  # said in `team status` and `doctor`, then raised
             for project in local.projects(self.store.db):
                 local.record_pull(self.store.db, project.project, str(exc))
