@@ -339,8 +339,10 @@ class MemoryStore:
     def _find_duplicate(self, record: dict[str, Any]) -> tuple[int, str, str] | None:
         now = now_iso()
         row = self.db.conn.execute(
-            "SELECT seq, id, tag_text FROM memories WHERE content_hash = ? AND type = ? "
-            "AND project IS ? AND (valid_until IS NULL OR valid_until > ?) "
+            # `+type`: the hash index, never (type, created_at) (which reads every memory
+            # of the type: ~2 ms an add at 5k memories of one type, when one row is asked).
+            "SELECT seq, id, tag_text FROM memories WHERE content_hash = ? AND +type = ? "
+            "AND +project IS ? AND (valid_until IS NULL OR valid_until > ?) "
             "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
             (record["content_hash"], record["type"], record["project"], now, now),
         ).fetchone()
