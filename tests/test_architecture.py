@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "markers",
     ),
     # the memory database, the words it is searched with, what a session event is
-    ("store", "text", "project", "events"),
+    ("store", "text", "project", "events", "evidence"),
     # the local model, search, extraction
     ("model", "search", "extraction"),
     # the agents' stores (read only) and the session lifecycle
