@@ -259,8 +259,8 @@ class TeamSync:
             report.enrolled, report.left = self.enroll_known()
             self.push(report)
             self.pull(report)
-            for project, error in report.errors.items():  # a pull must not clear it
-                local.record_push(self.store.db, project, error)
+            for key, error in report.errors.items():  # a pull must not clear it
+                local.record_push(self.store.db, key, error)
         except LLMemError as exc:  # said in `team status` and `doctor`, then raised
             for project in local.projects(self.store.db):
                 local.record_pull(self.store.db, project.project, str(exc))
