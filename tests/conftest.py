@@ -168,4 +168,3 @@ def hub_db(pg: Any) -> Iterator[Any]:
     from support.pg import fresh_database
 
     yield from fresh_database(pg)
-

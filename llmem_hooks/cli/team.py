@@ -92,6 +92,11 @@ def _project(store: MemoryStore, given: str | None) -> tuple[str, str]:
 
     if given is not None:
         key = project_names.resolve(store.db, given)
+        if not project_names.is_known(store.db, key):
+            raise ValidationError(
+                f"no project {given!r} in this store: run it inside the repository, or give"
+                " the name or key of a project seen here"
+            )
         return key, project_names.name_of(store.db, key) or given
     cwd = Path.cwd()
     key = project_key(cwd)

@@ -86,6 +86,11 @@ def _keys(db: Database) -> set[str]:
     return {str(r[0]) for r in rows} | set(names(db))
 
 
+def is_known(db: Database, key: str) -> bool:
+    """Whether ``key`` is a project this store has seen (a memory of it, or its name)."""
+    return key in _keys(db)
+
+
 def resolve(db: Database, text: str) -> str:
     """The key ``--project TEXT`` means: a known key as is; else the project of that name
     (or display name); else the one key starting with ``text`` (at least `MIN_PREFIX`

@@ -176,3 +176,12 @@ def test_two_syncs_at_once_apply_and_send_nothing_twice(
         assert conn.execute("SELECT count(*) FROM llmem.memories").fetchone()[0] == 300
     held = [x for x in b.memories() if x["content"].startswith("Queue q")]
     assert len(held) == 300 and len({x["content"] for x in held}) == 300
+
+
+def test_init_run_again_changes_nothing(lead: tuple[Machine, str, str], hub_db: HubDb) -> None:
+    m, role, password = lead
+    again = m.cli("team", "init", hub_db.dsn(role, password))
+    assert "schema migrations applied: 0" in again.stdout, again.stdout
+    assert m.json("team", "status")["reachable"] is True
+    outside = m.cli("team", "init", hub_db.dsn(role, password), "--project", "/etc", check=False)
+    assert outside.returncode != 0 and outside.stderr.count("\n") == 1, outside.stderr
