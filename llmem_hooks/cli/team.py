@@ -197,8 +197,9 @@ def leave(ctx: typer.Context) -> None:
 def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Push what changed here and pull what changed on the hub, now."""
     inv = Invocation.of(ctx)
+    address = _address(inv)  # not in a team: say so before anything is created
     inv.config()
-    with inv.open_store() as st, _hub(inv=inv) as hub:
+    with inv.open_store() as st, _hub(address) as hub:
         result = _sync(inv, st, hub)
     if as_json:
         _echo_json(result)
