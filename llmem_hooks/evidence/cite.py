@@ -39,9 +39,12 @@ class Citation:
 
 
 def check_path(path: str) -> str:
-    """A repository-relative path, or ValidationError (absolute, '..', empty, NUL, long)."""
-    if not isinstance(path, str) or not path.strip() or len(path) > MAX_PATH or "\x00" in path:
+    """A repository-relative path, or ValidationError (absolute, '..', empty, control
+    characters, long)."""
+    if not isinstance(path, str) or not path.strip() or len(path) > MAX_PATH:
         raise ValidationError("a citation needs a repository-relative file path")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):  # NUL, newlines, escapes
+        raise ValidationError("a citation path must not hold control characters")
     pure = PurePosixPath(path.strip().replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts or str(pure) in (".", ""):
         raise ValidationError(f"citation path {path!r} must be relative to the repository")
@@ -130,3 +133,45 @@ def capture(root: Path, citation: Citation, commit: str | None = None) -> Citati
         text_hash=text_hash(cited),
         commit=commit if commit is not None else head_commit(root),
     )
+
+
+MAX_PER_MEMORY = 20  # citations one memory may carry
+
+
+def repo_root(directory: Path) -> Path | None:
+    """The top folder of the git repository ``directory`` is in (None: not in one)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    top = out.stdout.strip() if out.returncode == 0 else ""
+    return Path(top) if top else None
+
+
+def capture_specs(directory: Path | str | None, specs: object) -> list[Citation]:
+    """``PATH[:START[-END]]`` strings, parsed and captured against the repository of
+    ``directory`` (the working tree as it is now, HEAD's commit). All of them or one
+    ValidationError: a memory is never stored with half its citations."""
+    if specs is None:
+        return []
+    if not isinstance(specs, list | tuple) or not all(isinstance(s, str) for s in specs):
+        raise ValidationError("citations must be a list of 'path:12-30' strings")
+    if len(specs) > MAX_PER_MEMORY:
+        raise ValidationError(f"at most {MAX_PER_MEMORY} citations per memory")
+    if not specs:
+        return []
+    parsed = [parse(s) for s in specs]
+    if directory is None:
+        raise ValidationError("citations need the caller's directory (its git repository)")
+    root = repo_root(Path(directory))
+    if root is None:
+        raise ValidationError(f"cannot cite: {directory} is not inside a git repository")
+    commit = head_commit(root)
+    return [capture(root, c, commit) for c in parsed]
