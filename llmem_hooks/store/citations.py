@@ -73,8 +73,8 @@ def _check(c: Citation) -> Citation:
             raise ValidationError(f"citation {path}: lines must be whole numbers from 1")
     if c.line_end < c.line_start or c.line_end - c.line_start + 1 > MAX_LINES:
         raise ValidationError(f"citation {path}: lines must be START-END, at most {MAX_LINES}")
-    for name, value in (("text hash", c.text_hash), ("commit", c.commit)):
-        if value is not None and (not isinstance(value, str) or not _HEX.match(value)):
+    for name, digest in (("text hash", c.text_hash), ("commit", c.commit)):
+        if digest is not None and (not isinstance(digest, str) or not _HEX.match(digest)):
             raise ValidationError(f"citation {path}: the {name} must be hexadecimal")
     return Citation(path, c.line_start, c.line_end, c.text_hash, c.commit)
 
@@ -200,6 +200,13 @@ def shown(cites: Sequence[StoredCitation]) -> dict[str, Any]:
     return {"citation_state": overall(cites), "citations": [c.to_dict() for c in cites]}
 
 
+def for_agent(cites: Sequence[StoredCitation]) -> dict[str, Any]:
+    """``memory_get``'s two fields, plain text an agent reads as it is: the state, and
+    ``"src/a.py:12-30 valid; b.py:4 stale (the lines changed)"`` (None without citations)."""
+    lines = [f"{c.spec()} {c.status}" + (f" ({c.reason})" if c.reason else "") for c in cites]
+    return {"citation_state": overall(cites), "citations": "; ".join(lines) or None}
+
+
 # -- export / import ---------------------------------------------------------------------
 _EXPORT_KEYS = ("path", "line_start", "line_end", "text_hash", "commit")
 _RESULT_KEYS = ("status", "reason", "checked_at", "changed_by", "check_ms")
@@ -216,7 +223,7 @@ def from_export(items: Any) -> list[dict[str, Any]]:
     for item in items:
         if not isinstance(item, Mapping):
             raise ValidationError("field 'citations' must hold objects")
-        c = _check(Citation(*(item.get(k) for k in _EXPORT_KEYS)))
+        c = _check(Citation(*[item.get(k) for k in _EXPORT_KEYS]))  # type: ignore[arg-type]
         status = item.get("status") or "unchecked"
         if status not in STATUSES:
             raise ValidationError(f"citation {c.path}: unknown status {status!r}")
