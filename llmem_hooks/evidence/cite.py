@@ -19,6 +19,7 @@ from ..errors import ValidationError
 
 MAX_PATH = 1000
 MAX_LINES = 400  # a citation is a passage, not a file
+MAX_FILE_BYTES = 20 * 1024 * 1024  # a bigger file is not read (not source code one cites)
 GIT_TIMEOUT_S = 2.0
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d{1,7})(?:-(?P<end>\d{1,7}))?)?$")
 
@@ -88,15 +89,16 @@ def text_hash(lines: list[str]) -> str:
 
 
 def read_lines(root: Path, path: str) -> list[str] | None:
-    """The file's lines (None if it is missing, not a regular file, or outside ``root``)."""
+    """The file's lines (None if it is missing, not a regular file, over `MAX_FILE_BYTES`,
+    or outside ``root``)."""
     target = (root / path).resolve()
     try:
         target.relative_to(root.resolve())
     except ValueError:
         return None
-    if not target.is_file():
-        return None
     try:
+        if not target.is_file() or target.stat().st_size > MAX_FILE_BYTES:
+            return None
         return target.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
@@ -122,7 +124,10 @@ def capture(root: Path, citation: Citation, commit: str | None = None) -> Citati
     (HEAD unless given). ValidationError when the file or the lines are not there."""
     lines = read_lines(root, citation.path)
     if lines is None:
-        raise ValidationError(f"cannot cite {citation.path}: no such file in {root}")
+        raise ValidationError(
+            f"cannot cite {citation.path}: no such file in {root} (or not a regular file"
+            " under 20 MB)"
+        )
     if citation.line_start > len(lines):
         raise ValidationError(f"cannot cite {citation.spec()}: the file has {len(lines)} lines")
     end = min(citation.line_end, len(lines))

@@ -133,3 +133,10 @@ def test_export_import_round_trip_keeps_citations(
     assert back.returncode == 0, back.stderr
     shown = json.loads(_run(other, code_repo, "show", mid, "--json").stdout)
     assert [c["spec"] for c in shown["citations"]] == ["src/net/retry.py:11"]
+
+
+def test_a_huge_file_is_not_read(llmem_home: Path, code_repo: Path) -> None:
+    with (code_repo / "big.log").open("wb") as f:
+        f.truncate(21 * 1024 * 1024)  # sparse: cheap to make, too big to cite
+    r = _run(llmem_home, code_repo, "store", "the log is big", "--cite", "big.log:1")
+    assert r.returncode == 2 and "under 20 MB" in r.stderr
