@@ -252,7 +252,8 @@ def print_memory(
         echo(f"\n{mem['content']}")
     for rel in relations:
         echo(f"  {rel['relation_type']}: {rel['source_id'][:8]} -> {rel['target_id']}")
-    echo(f"{'citations:':<21}{cited['citation_state']}")
+    if cites:  # none: 'not checkable', said in --json only (the text ends with the content)
+        echo(f"{'citations:':<21}{cited['citation_state']}")
     for c in cites:
         why = f" ({c.reason})" if c.reason else ""
         echo(f"  {c.spec()}  {c.status}{why}")

@@ -71,6 +71,7 @@ def test_store_cite_keeps_path_lines_hash_and_commit(llmem_home: Path, code_repo
     assert as_json["citations"][0]["commit"] == _head(code_repo)
 
     plain = _run(llmem_home, code_repo, "store", "we never deploy on fridays")
+    assert "citations" not in _run(llmem_home, code_repo, "show", plain.stdout.strip()).stdout
     bare = json.loads(_run(llmem_home, code_repo, "show", plain.stdout.strip(), "--json").stdout)
     assert (bare["citation_state"], bare["citations"]) == ("not checkable", [])
 
