@@ -200,7 +200,10 @@ def render_get(result: Mapping[str, Any]) -> str:
     for m in items:
         prov = [
             f"{k}: {for_people(m[k]) if k == 'created_at' else m[k]}"
-            for k in ("type", "agent", "session_id", "created_at", "project", "source", "tags")
+            for k in (
+                *("type", "agent", "session_id", "created_at", "project", "source", "tags"),
+                *("citation_state", "citations"),
+            )
             if m.get(k) not in (None, "", [])
         ]  # the time as a person reads it: local, to the minute (the stored value: --json)
         body = neutralize(str(m.get("content") or m.get("text") or ""))
@@ -370,7 +373,11 @@ def build_server(call: Call) -> FastMCP:
         return CallToolResult(content=text, structuredContent=search_structured(result))
 
     def memory_remember(
-        content: str, type: str | None = None, tags: list[str] | None = None, share: bool = False
+        content: str,
+        type: str | None = None,
+        tags: list[str] | None = None,
+        share: bool = False,
+        citations: list[str] | None = None,
     ) -> str:
         params: dict[str, Any] = {"content": content}
         if type:
@@ -379,6 +386,8 @@ def build_server(call: Call) -> FastMCP:
             params["tags"] = list(tags)
         if share:
             params["share"] = True
+        if citations:
+            params["citations"] = list(citations)
         return render_remember(call("remember", params))
 
     def memory_forget(id: str, reason: str, any_project: bool = False) -> str:

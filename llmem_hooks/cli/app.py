@@ -27,10 +27,11 @@ except ImportError:  # pragma: no cover - older typer with click as a dependency
     from click.exceptions import UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
 from ..errors import NotFoundError, ValidationError
+from ..evidence.cite import capture_specs
 from ..paths import check_user_path
 from ..redact import find_secrets
 from ..registry import DEFAULT_MEMORY_TYPES
-from ..store import archive
+from ..store import archive, citations
 from ..store import projects as project_names
 from ..timestamps import parse_iso
 from . import agent_tools, embed, team, viewer
@@ -143,6 +144,14 @@ def store(
     confidence: Annotated[
         float | None, typer.Option("--confidence", help="0..1 (default 0.8).")
     ] = None,
+    cite: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cite",
+            metavar="PATH[:START[-END]]",
+            help="Code the memory is about, relative to the current git repository (repeatable).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     as_markdown: MarkdownOpt = False,
 ) -> None:
@@ -161,9 +170,10 @@ def store(
     assert content is not None
     if expires:
         expires = parse_iso(expires, field="--expires date")
+    cites = capture_specs(Path.cwd(), cite) if cite else []  # before anything is written
     secrets = find_secrets(content)
     vector = _embedding_for(inv, content)
-    with inv.open_store() as st:
+    with inv.open_store() as st, st.atomic():
         if project is not None:
             project = project_names.resolve(st.db, project)
         mid = st.add(
@@ -177,6 +187,7 @@ def store(
             source="cli",
             embedding=vector,
         )
+        citations.add(st.db, mid, cites)
     if secrets:
         typer.echo(
             f"warning: the content looks like it holds a credential ({', '.join(secrets)});"
@@ -340,7 +351,8 @@ def show(
         mem = st.get(st.resolve_id(memory_id))
         assert mem is not None
         names = project_names.display_names(st.db)
-        print_memory(mem, st.get_relations(mem["id"]), fmt, names)
+        cites = citations.of_memory(st.db, mem["id"])
+        print_memory(mem, st.get_relations(mem["id"]), fmt, names, cites)
 
 
 @app.command()

@@ -25,6 +25,7 @@ from ..timestamps import for_people
 if TYPE_CHECKING:
     from ..model.metrics import EmbeddingMetrics
     from ..search.retriever import SearchHit
+    from ..store.citations import StoredCitation
 
 # What click's echo strips when the output is not a terminal (colour and cursor codes).
 _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
@@ -224,11 +225,15 @@ def print_memory(
     relations: list[dict[str, Any]],
     fmt: Format,
     names: Mapping[str, str] | None = None,
+    cites: Sequence[StoredCitation] = (),
 ) -> None:
-    """One memory with every field and its relations (``show``); the project as
-    ``name (key)``."""
+    """One memory with every field, its relations and its code citations with their state
+    (``show``); the project as ``name (key)``."""
+    from ..store.citations import shown
+
+    cited = shown(cites)
     if fmt is Format.json:
-        echo(_dumps({**named(public(mem), names), "relations": relations}, indent=1))
+        echo(_dumps({**named(public(mem), names), "relations": relations, **cited}, indent=1))
         return
     label = project_label(mem.get("project"), names)
     if label and label != mem["project"]:
@@ -247,6 +252,11 @@ def print_memory(
         echo(f"\n{mem['content']}")
     for rel in relations:
         echo(f"  {rel['relation_type']}: {rel['source_id'][:8]} -> {rel['target_id']}")
+    if cites:  # none: 'not checkable', said in --json only (the text ends with the content)
+        echo(f"{'citations:':<21}{cited['citation_state']}")
+    for c in cites:
+        why = f" ({c.reason})" if c.reason else ""
+        echo(f"  {c.spec()}  {c.status}{why}")
 
 
 def print_pruned(

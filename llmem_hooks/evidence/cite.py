@@ -19,6 +19,7 @@ from ..errors import ValidationError
 
 MAX_PATH = 1000
 MAX_LINES = 400  # a citation is a passage, not a file
+MAX_FILE_BYTES = 20 * 1024 * 1024  # a bigger file is not read (not source code one cites)
 GIT_TIMEOUT_S = 2.0
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d{1,7})(?:-(?P<end>\d{1,7}))?)?$")
 
@@ -39,9 +40,12 @@ class Citation:
 
 
 def check_path(path: str) -> str:
-    """A repository-relative path, or ValidationError (absolute, '..', empty, NUL, long)."""
-    if not isinstance(path, str) or not path.strip() or len(path) > MAX_PATH or "\x00" in path:
+    """A repository-relative path, or ValidationError (absolute, '..', empty, control
+    characters, long)."""
+    if not isinstance(path, str) or not path.strip() or len(path) > MAX_PATH:
         raise ValidationError("a citation needs a repository-relative file path")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):  # NUL, newlines, escapes
+        raise ValidationError("a citation path must not hold control characters")
     pure = PurePosixPath(path.strip().replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts or str(pure) in (".", ""):
         raise ValidationError(f"citation path {path!r} must be relative to the repository")
@@ -85,15 +89,16 @@ def text_hash(lines: list[str]) -> str:
 
 
 def read_lines(root: Path, path: str) -> list[str] | None:
-    """The file's lines (None if it is missing, not a regular file, or outside ``root``)."""
+    """The file's lines (None if it is missing, not a regular file, over `MAX_FILE_BYTES`,
+    or outside ``root``)."""
     target = (root / path).resolve()
     try:
         target.relative_to(root.resolve())
     except ValueError:
         return None
-    if not target.is_file():
-        return None
     try:
+        if not target.is_file() or target.stat().st_size > MAX_FILE_BYTES:
+            return None
         return target.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
@@ -119,7 +124,10 @@ def capture(root: Path, citation: Citation, commit: str | None = None) -> Citati
     (HEAD unless given). ValidationError when the file or the lines are not there."""
     lines = read_lines(root, citation.path)
     if lines is None:
-        raise ValidationError(f"cannot cite {citation.path}: no such file in {root}")
+        raise ValidationError(
+            f"cannot cite {citation.path}: no such file in {root} (or not a regular file"
+            " under 20 MB)"
+        )
     if citation.line_start > len(lines):
         raise ValidationError(f"cannot cite {citation.spec()}: the file has {len(lines)} lines")
     end = min(citation.line_end, len(lines))
@@ -130,3 +138,45 @@ def capture(root: Path, citation: Citation, commit: str | None = None) -> Citati
         text_hash=text_hash(cited),
         commit=commit if commit is not None else head_commit(root),
     )
+
+
+MAX_PER_MEMORY = 20  # citations one memory may carry
+
+
+def repo_root(directory: Path) -> Path | None:
+    """The top folder of the git repository ``directory`` is in (None: not in one)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    top = out.stdout.strip() if out.returncode == 0 else ""
+    return Path(top) if top else None
+
+
+def capture_specs(directory: Path | str | None, specs: object) -> list[Citation]:
+    """``PATH[:START[-END]]`` strings, parsed and captured against the repository of
+    ``directory`` (the working tree as it is now, HEAD's commit). All of them or one
+    ValidationError: a memory is never stored with half its citations."""
+    if specs is None:
+        return []
+    if not isinstance(specs, list | tuple) or not all(isinstance(s, str) for s in specs):
+        raise ValidationError("citations must be a list of 'path:12-30' strings")
+    if len(specs) > MAX_PER_MEMORY:
+        raise ValidationError(f"at most {MAX_PER_MEMORY} citations per memory")
+    if not specs:
+        return []
+    parsed = [parse(s) for s in specs]
+    if directory is None:
+        raise ValidationError("citations need the caller's directory (its git repository)")
+    root = repo_root(Path(directory))
+    if root is None:
+        raise ValidationError(f"cannot cite: {directory} is not inside a git repository")
+    commit = head_commit(root)
+    return [capture(root, c, commit) for c in parsed]

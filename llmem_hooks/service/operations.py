@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config, RecallSettings
 from ..errors import NotFoundError, SearchTimeout, ValidationError
+from ..evidence.cite import capture_specs
 from ..extraction.smalltalk import is_small_talk
 from ..markers import RECALL_CLOSE, RECALL_HEADER, RECALL_OPEN, neutralize
 from ..paths import get_context_dir
@@ -63,20 +64,14 @@ from ..search.relevance import Relevance, idf_weights, weighed_relevance
 from ..search.retriever import DocCounts, Retriever, SearchHit, terms_held
 from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
+from ..store import citations as cited
 from ..store import projects as project_names
 from ..store import recall as given
 from ..store import sessions as session_state
 from ..store import team as team_store
 from ..store.db import is_interrupted
 from ..text.lines import clip_at_word, flatten
-from ..text.query import (
-    MAX_QUERY_CHARS,
-    ParsedQuery,
-    is_stop_word,
-    parse_query,
-    quote,
-    words,
-)
+from ..text.query import MAX_QUERY_CHARS, ParsedQuery, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
 from . import protocol as proto
 from .params import (  # noqa: F401 - ServiceError is also this module's (callers import it here)
@@ -681,10 +676,11 @@ class QueryService:
         session_id: str | None = None,
         agent: str | None = None,
         share: bool | None = None,
+        citations: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Store a memory through `MemoryStore.add` (redaction, dedupe): ``{"id", "status":
-        "stored" | "duplicate" | "rejected", "reason"?, "redacted": [kinds]}``. Scoped
-        to the caller's project (global when none is known); ``share``: with its team too."""
+        """Store a memory through `MemoryStore.add` (redaction, dedupe) with its
+        ``citations`` (docs/citations.md): ``{"id", "status": "stored" | "duplicate" |
+        "rejected", "reason"?, "redacted"}``; in the caller's project; ``share``: its team's."""
         if share is not None and not isinstance(share, bool):
             raise ServiceError(proto.BAD_PARAMS, "share must be true or false")
         content = _require(content, "content", str)
@@ -697,6 +693,7 @@ class QueryService:
         if session_id is not None:
             session_id = _text(session_id, "session_id", 500)
         who = "agent" if agent is None else _text(agent, "agent", 100)
+        cites = capture_specs(directory, citations)  # a bad one: bad_params, nothing stored
         scope = self.scope(project, directory, session_id)
         self._learn_name(project, directory)
         secrets = find_secrets(content) if isinstance(content, str) else []
@@ -708,17 +705,19 @@ class QueryService:
                 log.debug("remember without an embedding: %s", exc)
         new_id = str(uuid.uuid4())
         try:
-            stored = self.store.add(
-                kind,
-                content,
-                tags=tags,
-                project=scope,
-                session_id=session_id,
-                entered_by=who,
-                source="agent",
-                embedding=vector,
-                id=new_id,
-            )
+            with self.store.atomic():
+                stored = self.store.add(
+                    kind,
+                    content,
+                    tags=tags,
+                    project=scope,
+                    session_id=session_id,
+                    entered_by=who,
+                    source="agent",
+                    embedding=vector,
+                    id=new_id,
+                )
+                cited.add(self.store.db, stored, cites)
         except ValidationError as exc:
             return {"id": None, "status": "rejected", "reason": str(exc), "redacted": secrets}
         if session_id:  # what the session just said needs no recalling to it
@@ -816,6 +815,7 @@ class QueryService:
             "source_message_ids": list(mem.get("source_message_ids") or ()),
             "valid": mem.get("valid_until") is None,
             "invalidation_reason": mem.get("invalidation_reason"),
+            **cited.for_agent(cited.of_memory(self.store.db, mem["id"])),
         }
 
     def timeline(
@@ -892,7 +892,7 @@ METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
     "start": ("session_id", "prompt", "project", "directory"),
     "search": ("query", "limit", "type", "project", "directory"),
-    "remember": ("content", "type", "tags", "project", "directory", "session_id", "agent", "share"),
+    "remember": ("content", "type", "tags", *_REACH[:3], "agent", "share", "citations"),
     "forget": ("id", "reason", *_REACH),
     "get": ("ids", *_REACH),
     "timeline": ("id", "before", "after", *_REACH),

@@ -12,6 +12,7 @@
 - `tags`      ``tags``, ``memory_tags`` (written inside the memory write that sets them)
 - `recall`    ``recall_given``;  `browse` the viewer's counts and undo;  `episodes` retention
 - `projects`  ``project_names`` (a project key -> the name people know)
+- `citations` ``citations`` (a memory's code citations and what their last check found)
 - `dream`     the dream cycle's book: ``dream_runs``, ``dream_changes``, ``dream_state``
 - `team`      team memory's local side: ``team_projects``, ``team_policy``, ``team_links``,
   ``team_outbox``, ``team_state`` (queued by migration 16's triggers; docs/team.md)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ImportFormatError, ValidationError
 from ..paths import DIR_MODE, FILE_MODE, get_llmem_home, read_bounded_text, write_private_file
 from ..timestamps import now_iso
+from . import citations
 from .db import Database
 from .records import DEFAULT_EXPORT_LIMIT, MEMORY_COLUMNS, row_to_memory, validate_import_record
 from .relations import check_relation
@@ -144,7 +145,8 @@ def export_all(
     ids: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """All memories (valid or not) with tags, outgoing relations and embeddings (base64).
+    """All memories (valid or not) with tags, outgoing relations, code citations and
+    embeddings (base64).
 
     ``limit`` defaults to 10,000; pass None for no limit. ``ids``: only these memories
     (the backup `prune` writes before it deletes them). ``progress(done, total)`` is
@@ -174,6 +176,7 @@ def export_all(
                     "created_at": r[4],
                 }
             )
+    cites = citations.of_memories(db, [row["id"] for row in rows])
     out = []
     for i, row in enumerate(rows, 1):
         if progress is not None and (i % 100 == 0 or i == len(rows)):
@@ -185,6 +188,7 @@ def export_all(
             else None
         )
         mem["relations"] = rels.get(mem["id"], [])
+        mem["citations"] = [c.to_dict() for c in cites.get(mem["id"], [])]
         out.append(mem)
     return out
 
@@ -207,6 +211,7 @@ def import_memories(
         raise ValidationError("import data must be a list of memories")
     records: list[dict[str, Any]] = []
     relations: list[tuple[str, str, str, str, str]] = []
+    cited: dict[str, list[dict[str, Any]]] = {}
     seen: set[str] = set()
     first_vec: dict[str, Any] | None = None
     total = len(data)
@@ -231,6 +236,7 @@ def import_memories(
                         rel.get("created_at"),
                     )
                 )
+            cited[rec["id"]] = citations.from_export(item.get("citations"))
         except ValidationError as exc:
             mid = item.get("id")
             if isinstance(mid, str) and mid:
@@ -265,6 +271,8 @@ def import_memories(
         fresh = [r for r in records if r["id"] not in existing]
         if fresh:
             store._insert(fresh)
+        for r in fresh:  # an id already here keeps the citations it has
+            citations.restore(store.db, r["id"], cited.get(r["id"], []))
         store.db.conn.executemany(
             "INSERT OR IGNORE INTO relations(source_id, target_id, target_type, relation_type,"
             " created_at) VALUES (?, ?, ?, ?, ?)",

@@ -658,6 +658,36 @@ def m016_team(conn: Any) -> None:
     )
 
 
+def m017_citations(conn: Any) -> None:
+    """Code citations of memories (docs/citations.md): which lines of which
+    repository-relative file a memory is about, the hash of those lines when cited, and
+    what the last check found. Deleted with their memory (the cascade goes through
+    ``memories.id``, which is UNIQUE)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE citations (
+            id INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            path TEXT NOT NULL CHECK (length(path) BETWEEN 1 AND 1000),
+            line_start INTEGER NOT NULL CHECK (line_start >= 1),
+            line_end INTEGER NOT NULL CHECK (line_end >= line_start),
+            text_hash TEXT,
+            "commit" TEXT,
+            status TEXT NOT NULL DEFAULT 'unchecked'
+                CHECK (status IN ('unchecked', 'valid', 'stale')),
+            reason TEXT,
+            checked_at TEXT,
+            changed_by TEXT,
+            check_ms REAL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX idx_citations_memory ON citations(memory_id);
+        CREATE INDEX idx_citations_path ON citations(path);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -675,6 +705,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (14, "project_names", m014_project_names),
     (15, "type_created", m015_type_created),
     (16, "team", m016_team),
+    (17, "citations", m017_citations),
 ]
 
 

@@ -27,7 +27,7 @@ from ..paths import get_llmem_home, read_regular_file
 from ..project import project_label
 from ..registry import DEFAULT_MEMORY_TYPES
 from ..search.retriever import Retriever, attach_passages
-from ..store import MemoryFilter, browse
+from ..store import MemoryFilter, browse, citations
 from ..store import projects as project_names
 from ..store import sessions as session_state
 from ..store import team as team_store
@@ -179,7 +179,8 @@ class ViewerData:
 
     def provenance(self, mem: dict[str, Any]) -> dict[str, Any]:
         """Where a memory came from: session (and its agent), author, time, source,
-        messages, the episode it was learned from, and its relations."""
+        messages, the episode it was learned from, its relations, and the code it cites
+        with the state of each citation (docs/citations.md)."""
         sid = mem.get("session_id")
         rec = session_state.find(self.store.db, sid) if sid else None
         episode = browse.episode_of(self.store.db, mem)
@@ -199,6 +200,7 @@ class ViewerData:
                 "content": cap(episode["content"], EPISODE_CHARS),
             },
             "relations": self.store.get_relations(mem["id"]),
+            **citations.shown(citations.of_memory(self.store.db, mem["id"])),
         }
 
     def search(

@@ -198,6 +198,8 @@ function detail(info) {
   add('shared', m.shared ? 'with the team (docs/team.md)' : null);
   add('why forgotten', m.invalidation_reason);
   for (const r of p.relations || []) add(r.relation_type, `${r.source_id.slice(0, 8)} -> ${r.target_id.slice(0, 8)}`);
+  add('citations', p.citation_state);
+  for (const c of p.citations || []) add(c.spec, c.status + (c.reason ? ` (${c.reason})` : '') + (c.changed_by ? `, changed in ${c.changed_by.slice(0, 10)}` : ''));
   const panel = el('div', {cls: 'panel', id: 'detail-panel', 'data-id': m.id},
     el('h2', {}, 'Memory'), el('div', {cls: 'text', id: 'detail-content'}, m.content), dl);
   if (p.episode) panel.append(el('h2', {}, 'Learned in this episode'),
