@@ -113,7 +113,7 @@ def test_rename_with_small_edits_elsewhere(repo: tuple[Path, Citation]) -> None:
     lines = lines_of(root, "src/mod.py")
     lines[90] = "edited"
     (root / "src/mod.py").unlink()
-    write(root, "lib/mod2.py", ["import os", "import re", "import sys"] + lines)
+    write(root, "lib/mod2.py", ["import os", "import re", "import sys", *lines])
     commit(root, "rename and edit")
     r = check(root, cited)
     assert r.status == "valid" and r.updated is not None
@@ -123,7 +123,7 @@ def test_rename_with_small_edits_elsewhere(repo: tuple[Path, Citation]) -> None:
 def test_changed_lines_are_stale_with_the_changing_commit(repo: tuple[Path, Citation]) -> None:
     root, cited = repo
     lines = lines_of(root, "src/mod.py")
-    write(root, "src/mod.py", ["# header"] + lines)  # shifts the cited lines by one
+    write(root, "src/mod.py", ["# header", *lines])  # shifts the cited lines by one
     commit(root, "shift")
     lines = lines_of(root, "src/mod.py")
     lines[12] = "    retries = 5  # the cited line, changed"
