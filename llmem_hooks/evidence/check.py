@@ -17,18 +17,21 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from .cite import Citation, normalize, text_hash
+from ..errors import ValidationError
+from .cite import MAX_LINES, Citation, check_path, normalize, text_hash
 
 Status = Literal["valid", "stale", "unknown"]
 
 MAX_SCAN_BYTES = 8 * 1024 * 1024  # above this, only the cited place is read (no search)
 MAX_GIT_OUTPUT = 16 * 1024 * 1024
+_COMMIT = re.compile(r"[0-9a-f]{7,64}")  # only a hash reaches git's argv (never an option)
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_CONFIG = (
     "-c",
@@ -268,22 +271,25 @@ def _read(root: Path, path: str, upto: int) -> tuple[list[str] | None, bool]:
     try:
         base = root.resolve()
         target = (root / path).resolve()
-        target.relative_to(base)
-        if not target.is_file():
-            return None, True
-        size = target.stat().st_size
-        if size <= MAX_SCAN_BYTES:
-            with target.open("rb") as fh:
-                return fh.read().decode("utf-8", "replace").splitlines(), True
-        lines: list[str] = []
-        with target.open("r", encoding="utf-8", errors="replace") as fh:
-            for piece in fh:  # a huge file: only as far as the cited lines
-                lines.extend(piece.splitlines())
-                if len(lines) >= upto:
-                    break
-        return lines, False
+        target.relative_to(base)  # a symlink out of the repository is never followed
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except (OSError, ValueError, RuntimeError):
         return None, True
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or device swapped in after resolve
+                return None, True
+            if st.st_size <= MAX_SCAN_BYTES:
+                return fh.read(MAX_SCAN_BYTES + 1).decode("utf-8", "replace").splitlines(), True
+            lines: list[str] = []
+            for piece in fh:  # a huge file: only as far as the cited lines
+                lines.extend(piece.decode("utf-8", "replace").splitlines())
+                if len(lines) >= upto:
+                    break
+            return lines, False
+        except OSError:
+            return None, True
 
 
 def _find_hash(
@@ -365,12 +371,19 @@ def check(root: Path, citation: Citation, *, budget_s: float = 0.5) -> CheckResu
     return _check(_Tree(root), _Git(root), citation, _Clock(budget_s))
 
 
-def check_many(root: Path, citations: list[Citation], budget_s: float = 0.5) -> list[CheckResult]:
+def check_many(
+    root: Path, citations: list[Citation], budget_s: float = 0.5, *, total_s: float | None = None
+) -> list[CheckResult]:
     """Check many citations (a session start): each file is read once, and git is asked
     once per commit for renames and once per (commit, file) for the rest. ``budget_s`` is
-    per citation, as for `check`."""
+    per citation, as for `check`; past ``total_s`` (if given) the rest are 'unknown'."""
     tree, git = _Tree(root), _Git(root)
-    return [_check(tree, git, c, _Clock(budget_s)) for c in citations]
+    whole = _Clock(total_s if total_s is not None else float("inf"))
+    out = []
+    for c in citations:
+        clock = _Clock(min(budget_s, max(0.0, whole.left())))
+        out.append(_check(tree, git, c, clock))
+    return out
 
 
 def _check(tree: _Tree, git: _Git, c: Citation, clock: _Clock) -> CheckResult:
@@ -383,6 +396,14 @@ def _check(tree: _Tree, git: _Git, c: Citation, clock: _Clock) -> CheckResult:
 
     if c.text_hash is None:
         return done("unknown", "the citation was never read (no text hash)")
+    try:
+        path = check_path(c.path)
+    except ValidationError as exc:
+        return done("unknown", str(exc))
+    if not 1 <= c.line_start <= c.line_end or c.line_end - c.line_start >= MAX_LINES:
+        return done("unknown", f"not a line range: {c.line_start}-{c.line_end}")
+    commit = c.commit if c.commit and _COMMIT.fullmatch(c.commit) else None
+    c = replace(c, path=path, commit=commit)
     try:
         where, lines = _locate(tree, git, c, c.path, clock)
         if where == "same":

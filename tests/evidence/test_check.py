@@ -323,3 +323,35 @@ def test_check_many_agrees_with_check(repo: tuple[Path, Citation]) -> None:
     ]
     assert [r.status for r in many] == ["valid", "valid", "valid", "stale", "valid"]
     assert many[4].updated is not None and many[4].updated.path == "README.md"
+
+
+def test_hostile_citation_fields_reach_neither_git_options_nor_outside(
+    repo: tuple[Path, Citation], tmp_path: Path
+) -> None:
+    root, cited = repo
+    (root / "src/mod.py").unlink()  # a check that would ask git
+    target = tmp_path / "written"
+    for commit in (f"--output={target}", "HEAD --output=x", "-p"):
+        r = check(root, Citation(cited.path, 11, 14, cited.text_hash, commit))
+        assert r.status == "stale"
+    assert not target.exists() and not (root / "x").exists()
+    for bad in (
+        Citation("../outside.py", 1, 2, "h"),
+        Citation("a.py", 5, 2, "h"),
+        Citation("/etc/passwd", 1, 1, "h"),
+    ):
+        assert check(root, bad).status == "unknown"
+
+
+def test_fifo_at_the_cited_path_does_not_block(repo: tuple[Path, Citation]) -> None:
+    root, cited = repo
+    (root / "src/mod.py").unlink()
+    os.mkfifo(root / "src/mod.py")
+    assert check(root, cited).status == "stale"
+
+
+def test_check_many_total_budget(repo: tuple[Path, Citation]) -> None:
+    root, cited = repo
+    write(root, "src/mod.py", ["# new"] * 40 + lines_of(root, "src/mod.py"))
+    assert [r.status for r in check_many(root, [cited, cited], total_s=0)] == ["unknown", "unknown"]
+    assert [r.status for r in check_many(root, [cited, cited], total_s=30)] == ["valid", "valid"]
