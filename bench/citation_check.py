@@ -133,7 +133,9 @@ def cost(work: Path, files: int, citations: int, runs: int, rng: random.Random) 
     }
 
 
-def truth_stale(clone: Path, a: str, b: str, c: Citation, cited: list[str]) -> bool:
+def truth_stale(
+    clone: Path, a: str, b: str, c: Citation, cited: list[str], line: list[str]
+) -> tuple[bool, tuple[str, str] | None]:
     """Stale unless every cited line (blank edges aside) survives from A to B and they still
     stand together, in order: reverse blame (whitespace ignored) gives each line's last
     commit and its line number there."""
@@ -157,9 +159,25 @@ def truth_stale(clone: Path, a: str, b: str, c: Citation, cited: list[str]) -> b
     ]
     shas = [r[0] for r in rows]
     at_b = [int(r[1]) for r in rows]
-    if any(sha != b for sha in shas):
-        return True
-    return at_b != list(range(at_b[0], at_b[0] + len(at_b)))
+    lost = [sha for sha in shas if sha != b]
+    if lost:  # the commit after the earliest last-seen one changed it (on the first-parent line)
+        seen = [line.index(sha) for sha in lost if sha in line]
+        return True, (line[min(seen)], line[min(seen) + 1]) if seen else None
+    return at_b != list(range(at_b[0], at_b[0] + len(at_b))), None
+
+
+def same_change(clone: Path, said: str | None, seen: str, after: str) -> bool:
+    """``said`` is the commit after the lines' last sighting, or (when that one is a merge)
+    a commit the merge brought in: reachable from it, not from the last sighting."""
+    if said is None or said == after:
+        return said is not None
+
+    def reach(x: str, y: str) -> bool:
+        return (
+            subprocess.run(["git", "merge-base", "--is-ancestor", x, y], cwd=clone).returncode == 0
+        )
+
+    return reach(said, after) and not reach(said, seen)
 
 
 def precision(history: Path, work: Path, pairs: int, rng: random.Random) -> dict[str, Any]:
@@ -198,13 +216,22 @@ def precision(history: Path, work: Path, pairs: int, rng: random.Random) -> dict
     by_b: dict[str, list[tuple[str, Citation, list[str]]]] = {}
     for a, b, c, cited in made:
         by_b.setdefault(b, []).append((a, c, cited))
-    tp = fp = fn = tn = unknown = 0
+    tp = fp = fn = tn = unknown = by_known = by_right = 0
     disagreements: list[str] = []
     for b, group in by_b.items():
         git(clone, "checkout", "-q", "--force", b)
         results = check_many(clone, [c for _, c, _ in group], budget_s=2.0)
         for (a, c, cited), r in zip(group, results, strict=True):
-            truth = truth_stale(clone, a, b, c, cited)
+            truth, changer = truth_stale(clone, a, b, c, cited, line)
+            if truth and changer and r.status == "stale":
+                by_known += 1
+                right = same_change(clone, r.changed_by, *changer)
+                by_right += right
+                if not right and len(disagreements) < 12:
+                    disagreements.append(
+                        f"{c.spec()} {a[:8]}..{b[:8]}: changed_by {str(r.changed_by)[:8]}, "
+                        f"reverse blame {changer[1][:8]}"
+                    )
             if r.status == "unknown":
                 unknown += 1
                 continue
@@ -227,6 +254,8 @@ def precision(history: Path, work: Path, pairs: int, rng: random.Random) -> dict
         "unknown": unknown,
         "stale_precision": tp / (tp + fp) if tp + fp else None,
         "stale_missed_rate": fn / (tp + fn) if tp + fn else None,
+        "changed_by_checked": by_known,
+        "changed_by_right": by_right,
         "disagreements": disagreements,
     }
 
@@ -278,6 +307,11 @@ def main() -> None:
     right = "n/a" if sp is None else f"{sp:.3f}"
     missed = "n/a" if mr is None else f"{mr:.3f}"
     print(f"\n'stale' right: {right}; stale missed: {missed}; unknown: {p['unknown']}")
+    print(
+        f"changed_by = the commit (or merged-in commit) after the lines' last sighting "
+        f"(reverse blame): "
+        f"{p['changed_by_right']} of {p['changed_by_checked']}"
+    )
     for d in p["disagreements"]:
         print(f"- {d}")
 
