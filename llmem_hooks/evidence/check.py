@@ -30,7 +30,8 @@ from .cite import MAX_LINES, Citation, check_path, normalize, text_hash
 Status = Literal["valid", "stale", "unknown"]
 
 MAX_SCAN_BYTES = 8 * 1024 * 1024  # above this, only the cited place is read (no search)
-MAX_GIT_OUTPUT = 16 * 1024 * 1024
+MAX_GIT_OUTPUT = 16 * 1024 * 1024  # a batch's log larger than this is asked file by file
+BATCH = 300  # files asked about in one git call
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")  # only a hash reaches git's argv (never an option)
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_CONFIG = (
@@ -42,9 +43,21 @@ _GIT_CONFIG = (
     "diff.external=",
     "-c",
     "core.quotePath=false",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "log.follow=false",
+    "-c",
+    "diff.interHunkContext=0",
     "--no-optional-locks",
     "--literal-pathspecs",
 )
+
+
+_Hunk = tuple[int, int, list[bytes], list[bytes]]  # old start, old count, removed, added
+_Commit = tuple[str, list[_Hunk]]  # a commit and its hunks in one file
 
 
 @dataclass(frozen=True)
@@ -80,15 +93,16 @@ class _Git:
     note: str | None = None  # why git could not help (missing, not a repository, slow)
     _changes: dict[str, dict[str, tuple[str, str | None]] | None] = field(default_factory=dict)
     _shown: dict[tuple[str, str], list[str] | None] = field(default_factory=dict)
-    _history: dict[
-        tuple[str, str], list[tuple[str, list[tuple[int, int, list[bytes], list[bytes]]]]] | None
-    ] = field(default_factory=dict)
+    hints: dict[str, list[str]] = field(default_factory=dict)  # commit -> files a batch may ask
+    gone: dict[str, list[str]] = field(default_factory=dict)  # commit -> files missing now
+    _deleted: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    _history: dict[tuple[str, str], list[_Commit] | None] = field(default_factory=dict)
 
     def usable(self) -> bool:
         """False once git is known to be missing, too slow, or this is no repository."""
         return self.note is None or self.note.startswith("git failed")
 
-    def run(self, args: list[str], clock: _Clock) -> bytes | None:
+    def run(self, args: list[str], clock: _Clock, feed: bytes | None = None) -> bytes | None:
         if not self.usable():
             return None
         timeout = clock.left()
@@ -105,7 +119,7 @@ class _Git:
                 timeout=timeout,
                 check=False,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                input=feed if feed is not None else b"",
             )
         except FileNotFoundError:
             self.note = "git is not installed"
@@ -125,7 +139,7 @@ class _Git:
             return None
         if self.note and self.note.startswith("git failed"):
             self.note = None
-        return out.stdout[:MAX_GIT_OUTPUT]
+        return out.stdout
 
     def changes(self, commit: str, clock: _Clock) -> dict[str, tuple[str, str | None]] | None:
         """Path at ``commit`` -> (status letter, new path for a rename) up to the working
@@ -156,71 +170,148 @@ class _Git:
         return self._changes[commit]
 
     def show(self, commit: str, path: str, clock: _Clock) -> list[str] | None:
-        """The file as committed at ``commit`` (None: not there, or no git)."""
+        """The file as committed at ``commit`` (None: not there, or no git). The other
+        files the batch may need at that commit come in the same call (``cat-file``)."""
         key = (commit, path)
         if key not in self._shown:
-            out = self.run(["show", "--no-textconv", f"{commit}:{path}"], clock)
-            self._shown[key] = None if out is None else out.decode("utf-8", "replace").splitlines()
+            wanted = [
+                key,
+                *(
+                    (commit, p)
+                    for p in self.hints.get(commit, ())
+                    if (commit, p) not in self._shown
+                ),
+            ]
+            wanted = list(dict.fromkeys(wanted))[:BATCH]
+            feed = b"".join(f"{c}:{p}\n".encode() for c, p in wanted if "\n" not in p)
+            out = self.run(["cat-file", "--batch"], clock, feed=feed)
+            got = _parse_batch(out or b"", len(wanted))
+            for i, item in enumerate(wanted):
+                self._shown[item] = got[i] if i < len(got) else None
         return self._shown[key]
 
-    def history(
-        self, commit: str, path: str, clock: _Clock
-    ) -> list[tuple[str, list[tuple[int, int, list[bytes], list[bytes]]]]] | None:
+    def history(self, commit: str, path: str, clock: _Clock) -> list[_Commit] | None:
         """The commits since ``commit`` that touched ``path``, oldest first, each with its
-        hunks (old start, old count, removed lines, added lines)."""
+        hunks (old start, old count, removed lines, added lines). The other files the
+        batch may need since that commit come in the same call."""
         key = (commit, path)
         if key not in self._history:
-            out = self.run(
-                [
-                    "log",
-                    "--reverse",
-                    "--no-ext-diff",
-                    "--no-textconv",
-                    "--no-renames",
-                    "-p",
-                    "-U0",
-                    "--format=%x00%H",
-                    f"{commit}..HEAD",
-                    "--",
-                    path,
-                ],
-                clock,
-            )
-            self._history[key] = None if out is None else _parse_log(out)
+            paths = [
+                path,
+                *(p for p in self.hints.get(commit, ()) if (commit, p) not in self._history),
+            ]
+            paths = list(dict.fromkeys(paths))
+            args = ["log", "--reverse", "--no-ext-diff", "--no-textconv", "--no-renames"]
+            args += ["--src-prefix=a/", "--dst-prefix=b/", "-p", "-U0", "--format=%x00%H"]
+            out = self.run([*args, f"{commit}..HEAD", "--", *paths], clock)
+            files = None if out is None or len(out) >= MAX_GIT_OUTPUT else _parse_log(out)
+            for p in paths:
+                if files is not None:
+                    self._history[(commit, p)] = files.get(p, [])
+                elif p == path:
+                    self._history[(commit, p)] = None
         return self._history[key]
 
     def deleted_by(self, commit: str, path: str, clock: _Clock) -> str | None:
-        out = self.run(
-            ["log", "-1", "--format=%H", "--diff-filter=D", f"{commit}..HEAD", "--", path], clock
-        )
-        return (out or b"").decode("ascii", "replace").strip() or None
+        """The commit since ``commit`` that deleted ``path`` (None: still in HEAD, deleted
+        in the working tree only). The batch's other missing files come in the same call."""
+        key = (commit, path)
+        if key not in self._deleted:
+            paths = [
+                path,
+                *(p for p in self.gone.get(commit, ()) if (commit, p) not in self._deleted),
+            ]
+            paths = list(dict.fromkeys(paths))
+            args = [
+                "log",
+                "--diff-filter=D",
+                "--no-renames",
+                "--name-only",
+                "-z",
+                "--format=%x01%H",
+            ]
+            out = self.run([*args, f"{commit}..HEAD", "--", *paths], clock) or b""
+            for p in paths:
+                self._deleted.setdefault((commit, p), None)
+            for chunk in out.split(b"\x01")[1:]:  # newest first: the last deletion wins
+                sha, _, names = chunk.partition(b"\x00")
+                for name in names.split(b"\x00"):
+                    p = name.strip(b"\n").decode("utf-8", "surrogateescape")
+                    if (commit, p) in self._deleted and self._deleted[(commit, p)] is None:
+                        self._deleted[(commit, p)] = sha.decode("ascii", "replace").strip()
+        return self._deleted[key]
 
 
-def _parse_log(out: bytes) -> list[tuple[str, list[tuple[int, int, list[bytes], list[bytes]]]]]:
-    commits: list[tuple[str, list[tuple[int, int, list[bytes], list[bytes]]]]] = []
+def _unquote(name: bytes) -> str:
+    """A path as git prints it in a patch header (C-quoted when it has odd bytes)."""
+    name = name.rstrip(b"\t")
+    if name.startswith(b'"') and name.endswith(b'"'):
+        raw = name[1:-1].decode("latin-1").encode("latin-1").decode("unicode_escape")
+        name = raw.encode("latin-1")
+    return name.decode("utf-8", "surrogateescape")
+
+
+def _parse_log(out: bytes) -> dict[str, list[_Commit]]:
+    """``git log -p -U0`` of many files -> each file's commits, oldest first."""
+    files: dict[str, list[_Commit]] = {}
     for chunk in out.split(b"\x00")[1:]:
         lines = chunk.split(b"\n")
         sha = lines[0].strip().decode("ascii", "replace")
-        hunks: list[tuple[int, int, list[bytes], list[bytes]]] = []
+        sections: list[tuple[list[str], list[_Hunk]]] = []  # ([path], hunks) per file
+        old = b""
+        rem_old = rem_new = 0
         for line in lines[1:]:
-            m = _HUNK.match(line)
-            if m:
-                hunks.append((int(m.group(1)), int(m.group(2) or b"1"), [], []))
-            elif hunks and line[:1] == b"-" and not line.startswith(b"--- "):
+            hunks = sections[-1][1] if sections else []
+            if rem_old and line[:1] == b"-":
                 hunks[-1][2].append(line[1:])
-            elif hunks and line[:1] == b"+" and not line.startswith(b"+++ "):
+                rem_old -= 1
+            elif rem_new and line[:1] == b"+":
                 hunks[-1][3].append(line[1:])
-        commits.append((sha, hunks))
-    return commits
+                rem_new -= 1
+            elif line.startswith(b"diff --git "):
+                sections.append(([], []))
+            elif line.startswith(b"--- "):
+                old = line[4:]
+            elif line.startswith(b"+++ ") and sections:
+                new = line[4:]
+                name = _unquote(old if new.rstrip(b"\t") == b"/dev/null" else new)
+                sections[-1][0].append(name[2:] if name[:2] in ("a/", "b/") else name)
+            elif (m := _HUNK.match(line)) is not None and sections:
+                rem_old, rem_new = int(m.group(2) or b"1"), int(m.group(4) or b"1")
+                hunks.append((int(m.group(1)), rem_old, [], []))
+        for names, hunks in sections:
+            if names:
+                files.setdefault(names[0], []).append((sha, hunks))
+    return files
+
+
+def _parse_batch(out: bytes, count: int) -> list[list[str] | None]:
+    """``git cat-file --batch`` output -> each object's lines (None: missing)."""
+    got: list[list[str] | None] = []
+    pos = 0
+    while len(got) < count and pos < len(out):
+        end = out.find(b"\n", pos)
+        if end < 0:
+            break
+        header = out[pos:end].split()
+        if len(header) == 3 and header[1] == b"blob" and header[2].isdigit():
+            size = int(header[2])
+            got.append(out[end + 1 : end + 1 + size].decode("utf-8", "replace").splitlines())
+            pos = end + 1 + size + 1
+        elif len(header) == 3 and header[2].isdigit():  # a tree or commit: not a file
+            got.append(None)
+            pos = end + 1 + int(header[2]) + 1
+        else:  # "<name> missing" / "ambiguous"
+            got.append(None)
+            pos = end + 1
+    return got
 
 
 def _fold(data: list[bytes]) -> list[str]:
     return [" ".join(b.decode("utf-8", "replace").split()) for b in data]
 
 
-def _changed_by(
-    history: list[tuple[str, list[tuple[int, int, list[bytes], list[bytes]]]]], start: int, end: int
-) -> str | None:
+def _changed_by(history: list[_Commit], start: int, end: int) -> str | None:
     """The first commit whose patch touches the cited lines (followed through the
     commits' line shifts; whitespace-only hunks do not count). None: no commit did, so the
     change is in the working tree."""
@@ -378,6 +469,17 @@ def check_many(
     once per commit for renames and once per (commit, file) for the rest. ``budget_s`` is
     per citation, as for `check`; past ``total_s`` (if given) the rest are 'unknown'."""
     tree, git = _Tree(root), _Git(root)
+    for c in citations:  # which files git will be asked about, to ask once per commit
+        if not c.commit or not _COMMIT.fullmatch(c.commit) or c.text_hash is None:
+            continue
+        try:
+            lines, _ = tree.read(check_path(c.path), c.line_end)
+        except ValidationError:
+            continue
+        if lines is None:
+            git.gone.setdefault(c.commit, []).append(c.path)
+        elif c.line_start >= 1 and _at(lines, c) != c.text_hash:
+            git.hints.setdefault(c.commit, []).append(c.path)
     whole = _Clock(total_s if total_s is not None else float("inf"))
     out = []
     for c in citations:

@@ -355,3 +355,32 @@ def test_check_many_total_budget(repo: tuple[Path, Citation]) -> None:
     write(root, "src/mod.py", ["# new"] * 40 + lines_of(root, "src/mod.py"))
     assert [r.status for r in check_many(root, [cited, cited], total_s=0)] == ["unknown", "unknown"]
     assert [r.status for r in check_many(root, [cited, cited], total_s=30)] == ["valid", "valid"]
+
+
+def test_check_many_shares_git_calls_across_files(repo: tuple[Path, Citation]) -> None:
+    """Changed, deleted and renamed files of one commit, answered by shared git calls:
+    each citation still gets its own file's answer."""
+    root, cited = repo
+    names = [f"m{i} é.py" for i in range(6)]
+    for name in names:
+        write(root, name, [f"{name} {n}" for n in range(30)])
+    commit(root, "files")
+    cites = [capture(root, parse(f"{name}:5-8")) for name in names]
+    changers = {}
+    for i, name in enumerate(names[:3]):
+        lines = lines_of(root, name)
+        lines[5] = f"changed {i}"
+        write(root, name, lines)
+        changers[name] = commit(root, f"change {name}")
+    git(root, "rm", "-q", names[3], names[4])
+    deleter = commit(root, "delete two")
+    many = check_many(root, [*cites, cited])
+    assert [(r.status, r.changed_by) for r in many] == [
+        ("stale", changers[names[0]]),
+        ("stale", changers[names[1]]),
+        ("stale", changers[names[2]]),
+        ("stale", deleter),
+        ("stale", deleter),
+        ("valid", None),
+        ("valid", None),
+    ]
