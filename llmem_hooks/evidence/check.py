@@ -212,6 +212,22 @@ class _Git:
                     self._history[(commit, p)] = None
         return self._history[key]
 
+    def history_renamed(
+        self, commit: str, old: str, new: str, clock: _Clock
+    ) -> list[_Commit] | None:
+        """The commits since ``commit`` that touched ``old`` and, from its rename on, ``new``
+        (the rename's own edits as a patch from the old file), oldest first."""
+        args = ["log", "--reverse", "--no-ext-diff", "--no-textconv", "-M"]
+        args += ["--src-prefix=a/", "--dst-prefix=b/", "-p", "-U0", "--format=%x00%H"]
+        out = self.run([*args, f"{commit}..HEAD", "--", old, new], clock)
+        if out is None or len(out) >= MAX_GIT_OUTPUT:
+            return None
+        files = _parse_log(out)
+        chunks = out.split(b"\x00")[1:]
+        order = [chunk.split(b"\n", 1)[0].strip().decode("ascii", "replace") for chunk in chunks]
+        by_sha = {sha: hunks for name in (old, new) for sha, hunks in files.get(name, [])}
+        return [(sha, by_sha[sha]) for sha in order if sha in by_sha]
+
     def deleted_by(self, commit: str, path: str, clock: _Clock) -> str | None:
         """The commit since ``commit`` that deleted ``path`` (None: still in HEAD, deleted
         in the working tree only). The batch's other missing files come in the same call."""
@@ -541,9 +557,10 @@ def _check(tree: _Tree, git: _Git, c: Citation, clock: _Clock) -> CheckResult:
                 return done("valid", f"the file was renamed to {renamed}", new)
             if where == "big":
                 return done("unknown", f"the file was renamed to {renamed}, too large to search")
-            return done(
-                "stale", f"the file was renamed to {renamed} and the cited text is not in it"
-            )
+            history = git.history_renamed(c.commit, c.path, renamed, clock)
+            by = _changed_by(history, c.line_start, c.line_end) if history else None
+            why = f"the file was renamed to {renamed} and the cited text is not in it"
+            return done("stale", why, by=by)
         if status == "D":
             by = git.deleted_by(c.commit, c.path, clock)
             if by is None:

@@ -384,3 +384,15 @@ def test_check_many_shares_git_calls_across_files(repo: tuple[Path, Citation]) -
         ("valid", None),
         ("valid", None),
     ]
+
+
+def test_renamed_and_changed_is_stale_with_the_changing_commit(repo: tuple[Path, Citation]) -> None:
+    root, cited = repo
+    git(root, "mv", "src/mod.py", "src/moved.py")
+    commit(root, "pure rename")
+    lines = lines_of(root, "src/moved.py")
+    lines[11] = "changed after the rename"
+    write(root, "src/moved.py", lines)
+    d = commit(root, "change after rename")
+    r = check(root, cited)
+    assert (r.status, r.changed_by) == ("stale", d) and "src/moved.py" in r.reason
