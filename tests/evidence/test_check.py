@@ -396,3 +396,15 @@ def test_renamed_and_changed_is_stale_with_the_changing_commit(repo: tuple[Path,
     d = commit(root, "change after rename")
     r = check(root, cited)
     assert (r.status, r.changed_by) == ("stale", d) and "src/moved.py" in r.reason
+
+
+def test_a_check_writes_nothing_in_the_repository(repo: tuple[Path, Citation]) -> None:
+    """git diff against the working tree would refresh the index of a touched file; the
+    check's git calls take no optional locks, so .git is left exactly as it was."""
+    root, cited = repo
+    write(root, "README", ["hello"])  # same content, new stat: the index is stale
+    git(root, "mv", "src/mod.py", "src/other.py")
+    before = {p: p.read_bytes() for p in (root / ".git").rglob("*") if p.is_file()}
+    r = check(root, cited)
+    assert r.status == "valid" and r.updated is not None and r.updated.path == "src/other.py"
+    assert {p: p.read_bytes() for p in (root / ".git").rglob("*") if p.is_file()} == before
