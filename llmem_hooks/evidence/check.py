@@ -413,7 +413,12 @@ def _find_hash(
                 continue
             if i % 512 == 0 and clock.left() <= 0:
                 raise _OutOfTime
-            window = normalize(folded[i : i + k])
+            a, b = i, i + k  # `normalize` of lines already folded: drop the blank edges
+            while a < b and not folded[a]:
+                a += 1
+            while b > a and not folded[b - 1]:
+                b -= 1
+            window = "\n".join(folded[a:b])
             hit = hashlib.sha256(window.encode("utf-8")).hexdigest() == target
             if hit and (best is None or abs(i + 1 - near) < abs(best[0] - near)):
                 best = (i + 1, i + k)

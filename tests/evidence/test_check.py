@@ -408,3 +408,15 @@ def test_a_check_writes_nothing_in_the_repository(repo: tuple[Path, Citation]) -
     r = check(root, cited)
     assert r.status == "valid" and r.updated is not None and r.updated.path == "src/other.py"
     assert {p: p.read_bytes() for p in (root / ".git").rglob("*") if p.is_file()} == before
+
+
+def test_without_git_a_block_moved_without_its_blank_edges_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    write(root, "a.py", ["x = 1", "", "def g():", "    return 2", "", "y = 3"])
+    cited = capture(root, parse("a.py:2-5"))  # blank, the function, blank
+    write(root, "a.py", ["y = 3", "z = 4", "def g():", "  return   2", "x = 1"])
+    r = check(root, cited)
+    assert r.status == "valid" and r.updated is not None
+    assert (r.updated.line_start, r.updated.line_end) == (3, 4)
+    write(root, "a.py", ["def g():", "", "    return 2"])  # a blank line inside: changed
+    assert check(root, cited).status == "stale"
