@@ -32,6 +32,7 @@ Status = Literal["valid", "stale", "unknown"]
 MAX_SCAN_BYTES = 8 * 1024 * 1024  # above this, only the cited place is read (no search)
 MAX_GIT_OUTPUT = 16 * 1024 * 1024  # a batch's log larger than this is asked file by file
 BATCH = 300  # files asked about in one git call
+GIT_SHARE = 0.6  # of what is left of a check's budget, the most one git call may take
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")  # only a hash reaches git's argv (never an option)
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_CONFIG = (
@@ -105,9 +106,10 @@ class _Git:
     def run(self, args: list[str], clock: _Clock, feed: bytes | None = None) -> bytes | None:
         if not self.usable():
             return None
-        timeout = clock.left()
-        if timeout <= 0:
+        left = clock.left()
+        if left <= 0:
             raise _OutOfTime
+        timeout = left * GIT_SHARE  # the rest of the budget decides without git if it hangs
         env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
         env.pop("GIT_DIR", None)
         env.pop("GIT_WORK_TREE", None)
@@ -129,7 +131,7 @@ class _Git:
             return None
         except subprocess.TimeoutExpired:
             self.note = "git was too slow"
-            raise _OutOfTime from None
+            return None
         if out.returncode != 0:
             err = out.stderr.decode("utf-8", "replace")
             if "not a git repository" in err:

@@ -420,3 +420,22 @@ def test_without_git_a_block_moved_without_its_blank_edges_is_found(tmp_path: Pa
     assert (r.updated.line_start, r.updated.line_end) == (3, 4)
     write(root, "a.py", ["def g():", "", "    return 2"])  # a blank line inside: changed
     assert check(root, cited).status == "stale"
+
+
+def test_slow_git_leaves_the_working_tree_to_decide(
+    repo: tuple[Path, Citation], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, cited = repo
+    slow = tmp_path / "slowbin"
+    slow.mkdir()
+    (slow / "git").write_text("#!/bin/sh\nexec sleep 30\n", encoding="utf-8")
+    (slow / "git").chmod(0o755)
+    lines = lines_of(root, "src/mod.py")
+    lines[12] = "changed"
+    write(root, "src/mod.py", lines)
+    monkeypatch.setenv("PATH", f"{slow}{os.pathsep}{os.environ['PATH']}")
+    r = check(root, cited, budget_s=1.0)
+    assert r.status == "stale" and "git was too slow" in r.reason
+    (root / "src/mod.py").unlink()
+    r = check(root, cited, budget_s=1.0)
+    assert r.status == "stale" and "git was too slow" in r.reason
