@@ -110,9 +110,9 @@ class _Git:
         if left <= 0:
             raise _OutOfTime
         timeout = left * GIT_SHARE  # the rest of the budget decides without git if it hangs
-        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-        env.pop("GIT_DIR", None)
-        env.pop("GIT_WORK_TREE", None)
+        # no inherited GIT_DIR, GIT_INDEX_FILE... (a caller inside a git hook): root decides
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
         try:
             out = subprocess.run(
                 ["git", *_GIT_CONFIG, *args],
