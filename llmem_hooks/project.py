@@ -19,7 +19,8 @@ from pathlib import Path
 GIT_TIMEOUT_S = 2.0
 
 
-def _git(cwd: Path, *args: str) -> str | None:
+def git_output(cwd: Path, *args: str) -> str | None:
+    """A read-only git command's stripped output in ``cwd`` (None: failed, slow, no git)."""
     try:
         proc = subprocess.run(
             ["git", *args],
@@ -37,10 +38,10 @@ def _git(cwd: Path, *args: str) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _key_for(resolved: str) -> str:
     cwd = Path(resolved)
-    roots = _git(cwd, "rev-list", "--max-parents=0", "--all")
+    roots = git_output(cwd, "rev-list", "--max-parents=0", "--all")
     if roots:
         return sorted(roots.split())[0]
-    common = _git(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    common = git_output(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
     if common:  # no commits yet: the main worktree's folder (the parent of .git)
         path = Path(common)
         return str(path.parent if path.name == ".git" else path)
@@ -122,7 +123,7 @@ def clean_name(text: str) -> str | None:
 
 
 def _remote_name(cwd: Path) -> str | None:
-    listed = _git(cwd, "config", "--get-regexp", r"^remote\..*\.url$")
+    listed = git_output(cwd, "config", "--get-regexp", r"^remote\..*\.url$")
     if not listed:
         return None
     urls: dict[str, str] = {}
@@ -143,7 +144,7 @@ def _name_for(resolved: str) -> str | None:
     name = _remote_name(cwd)
     if name:
         return name
-    common = _git(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    common = git_output(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
     if common:  # the main worktree's folder, so every worktree of a repository agrees
         path = Path(common)
         folder = path.parent if path.name == ".git" else path

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from ..errors import ValidationError
+from ..project import git_output
 
 MAX_PATH = 1000
 MAX_LINES = 400  # a citation is a passage, not a file
 MAX_FILE_BYTES = 20 * 1024 * 1024  # a bigger file is not read (not source code one cites)
-GIT_TIMEOUT_S = 2.0
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d{1,7})(?:-(?P<end>\d{1,7}))?)?$")
 
 
@@ -105,18 +104,7 @@ def read_lines(root: Path, path: str) -> list[str] | None:
 
 
 def head_commit(root: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return git_output(root, "rev-parse", "HEAD") or None
 
 
 def capture(root: Path, citation: Citation, commit: str | None = None) -> Citation:
@@ -145,18 +133,7 @@ MAX_PER_MEMORY = 20  # citations one memory may carry
 
 def repo_root(directory: Path) -> Path | None:
     """The top folder of the git repository ``directory`` is in (None: not in one)."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    top = out.stdout.strip() if out.returncode == 0 else ""
+    top = git_output(directory, "rev-parse", "--show-toplevel")
     return Path(top) if top else None
 
 
