@@ -6,43 +6,19 @@ same shape as `store.hub.records.HubMemory` / `Mutation` (the design's)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from llmem_hooks.errors import ValidationError
 from llmem_hooks.store import MemoryStore, team
+from llmem_hooks.store.hub import HubMemory, Mutation
 
 P = "a3f0c1d2e4b5a6978877665544332211aabbccdd"
 ME = "alice"
 BOB_DEVICE = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"
-
-
-@dataclass(frozen=True)
-class HubMemory:
-    id: str
-    project: str
-    type: str
-    content: str
-    revision: int
-    updated_at: str
-    device: str
-    tags: tuple[str, ...] = ()
-    provenance: Mapping[str, Any] = field(default_factory=dict)
-    deleted_at: str | None = None
-    supersedes: str | None = None
-    author: str = ""
-    embedding: tuple[float, ...] | None = None
-    created_at: str | None = None
-
-
-@dataclass(frozen=True)
-class Mutation:
-    seq: int
-    memory: HubMemory
 
 
 def bob(hub_id: str, content: str, revision: int = 1, **kw: Any) -> HubMemory:
