@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import faults
 from ..errors import LLMemError, ValidationError
-from ..redact import redact_transcript
 from ..store import projects as project_names
 from ..store import team as local
 from ..timestamps import now_iso
@@ -119,48 +118,35 @@ class TeamSync:
 
     # -- push --------------------------------------------------------------------------------
     def _hub_item(self, item: Any) -> tuple[Any, str | None]:
-        """The hub record for an outbox item, and the new hub id when it supersedes."""
+        """The hub record for an outbox item, and the new hub id when it supersedes
+        someone else's memory changed here. Its texts were redacted by `outbox_batch`,
+        and `Hub.push` redacts them again as they leave."""
         from ..store.hub import HubMemory
 
-        deleted = item.op == "delete" or item.deleted
-        tags = tuple(redact_transcript(t) for t in (item.tags or ()))
-        provenance = {
-            "source": item.source or "manual",
-            "confidence": item.confidence,
-            "created_at": item.created_at,
-        }
-        content = redact_transcript(item.content or "") or "(removed)"
+        updated = item.updated_at or now_iso()
+        new_id = None
         if item.author is not None:  # someone else's memory, changed here: supersede it
             new_id = superseding_id(item.hub_id, item.revision, self.device)
-            record = HubMemory(
-                id=new_id,
-                project=item.project,
-                type=item.type,
-                content=content,
-                revision=1,
-                updated_at=item.updated_at or now_iso(),
-                device=self.device,
-                tags=tuple(t for t in tags if t),
-                provenance=provenance,
-                supersedes=item.hub_id,
-                created_at=item.updated_at,
-            )
-            return record, new_id
+        deleted = new_id is None and (item.op == "delete" or item.deleted)
         record = HubMemory(
-            id=item.hub_id,
+            id=new_id or item.hub_id,
             project=item.project,
-            type=item.type or "fact",
-            content=content,
-            revision=item.revision,
-            updated_at=item.updated_at or now_iso(),
+            type=item.type if new_id else item.type or "fact",
+            content=item.content or "(removed)",
+            revision=1 if new_id else item.revision,
+            updated_at=updated,
             device=self.device,
-            tags=tuple(t for t in tags if t),
-            provenance=provenance,
-            deleted_at=(item.updated_at or now_iso()) if deleted else None,
-            supersedes=item.supersedes,
-            created_at=item.created_at,
+            tags=tuple(t for t in item.tags or () if t),
+            provenance={
+                "source": item.source or "manual",
+                "confidence": item.confidence,
+                "created_at": item.created_at,
+            },
+            deleted_at=updated if deleted else None,
+            supersedes=item.hub_id if new_id else item.supersedes,
+            created_at=item.updated_at if new_id else item.created_at,
         )
-        return record, None
+        return record, new_id
 
     def _one_by_one(
         self,
