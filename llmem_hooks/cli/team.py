@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import json
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -103,6 +103,13 @@ def _project(store: MemoryStore, given: str | None) -> tuple[str, str]:
     if key == str(cwd.resolve()):
         raise ValidationError("not in a git repository: give --project KEY or run it in one")
     return key, project_name(cwd) or key[:12]
+
+
+def _project_here(inv: Invocation, given: str | None) -> tuple[str, str]:
+    """`_project` read from this invocation's store (the members commands)."""
+    inv.config()
+    with inv.open_store() as st:
+        return _project(st, given)
 
 
 def _sync(inv: Invocation, store: MemoryStore, hub: Hub) -> dict[str, Any]:
@@ -287,9 +294,7 @@ def members_add(
     if access not in ("read", "write", "admin"):
         raise ValidationError("--access must be read, write or admin")
     inv = Invocation.of(ctx)
-    inv.config()
-    with inv.open_store() as st:
-        key, shown = _project(st, project)
+    key, shown = _project_here(inv, project)
     address = _address(inv)
     password = None
     with _hub(address) as hub:
@@ -316,9 +321,7 @@ def members_remove(
     """Take ROLE out of the project: from now on the hub shows it nothing of it (what it
     already pulled stays on its machine)."""
     inv = Invocation.of(ctx)
-    inv.config()
-    with inv.open_store() as st:
-        key, shown = _project(st, project)
+    key, shown = _project_here(inv, project)
     with _hub(inv=inv) as hub:
         if not hub.remove_member(key, role):
             raise NotFoundError(f"{role} is not a member of {shown}")
@@ -329,15 +332,23 @@ def members_remove(
 def members_list(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = False) -> None:
     """The project's members and their access."""
     inv = Invocation.of(ctx)
-    inv.config()
-    with inv.open_store() as st:
-        key, shown = _project(st, project)
+    key, shown = _project_here(inv, project)
     with _hub(inv=inv) as hub:
         rows = hub.members(key)
     if as_json:
         _echo_json([{"role": r, "access": a} for r, a in rows])
         return
     typer.echo(f"{shown}: " + (", ".join(f"{r} ({a})" for r, a in rows) or "no members"))
+
+
+def _on_memory(ctx: typer.Context, memory_id: str, act: Callable[[Any, str], Any]) -> str:
+    """Run ``act(store, full id)`` on the memory ``memory_id`` names; its full id."""
+    inv = Invocation.of(ctx)
+    inv.config()
+    with inv.open_store() as st:
+        full = st.resolve_id(memory_id)
+        act(st, full)
+    return full
 
 
 def share(
@@ -347,11 +358,7 @@ def share(
     """Share a memory of an enrolled project with the team (sent at the next sync)."""
     from ..store import team as local
 
-    inv = Invocation.of(ctx)
-    inv.config()
-    with inv.open_store() as st:
-        full = st.resolve_id(memory_id)
-        local.share(st, full)
+    full = _on_memory(ctx, memory_id, local.share)
     typer.echo(f"shared {full[:12]} (sent at the next sync)")
 
 
@@ -362,11 +369,7 @@ def unshare(
     """Stop sharing a memory: yours is withdrawn from the hub at the next sync; it stays here."""
     from ..store import team as local
 
-    inv = Invocation.of(ctx)
-    inv.config()
-    with inv.open_store() as st:
-        full = st.resolve_id(memory_id)
-        local.unshare(st, full)
+    full = _on_memory(ctx, memory_id, local.unshare)
     typer.echo(f"unshared {full[:12]}")
 
 
