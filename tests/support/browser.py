@@ -50,7 +50,12 @@ def start(profile: Path, size: str = "1100,700") -> Any:
 
 
 def wait(driver: Any, cond: Any, timeout: float = 10) -> Any:
-    return WebDriverWait(driver, timeout).until(cond)
+    """``cond`` polled until true. An element the page re-rendered between finding it and
+    reading it (stale) is asked again, as a missing one is: the page is still settling."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    return WebDriverWait(driver, timeout, ignored_exceptions=ignored).until(cond)
 
 
 def cards(driver: Any, where: str = "#list") -> list[str]:
