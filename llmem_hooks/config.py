@@ -462,6 +462,26 @@ class TeamSettings(Section):
     batch: int = _setting(200, _int(1, 10_000))
 
 
+@dataclass(frozen=True)
+class CitationSettings(Section):
+    """``citations:`` checking memories' code citations and recall for the file in hand
+    (docs/citations.md)."""
+
+    section: ClassVar[str] = "citations"
+    # the sidecar checks a project's citations when a session starts there, and the dream
+    # cycle checks every project's; off: citations are kept and shown, never checked
+    check: bool = _setting(True, _bool)
+    # what one session start's check may take in all, and one citation at most (seconds)
+    start_budget_seconds: float = _setting(2.0, _number(0.05, 600.0))
+    per_citation_seconds: float = _setting(0.5, _number(0.01, 60.0))
+    # stale memories are left out of the session-start context and per-prompt recall
+    hide_stale: bool = _setting(True, _bool)
+    # the dream cycle retires a memory stale this long (0: never)
+    retire_stale_days: float = _setting(30, _number(0.0, 36_500.0))
+    # what memory knows about a file the agent reads or edits, once per file per session
+    file_recall: bool = _setting(True, _bool)
+
+
 # Section name -> its settings class, in config.yaml's order.
 SECTIONS: dict[str, type[Section]] = {
     kind.section: kind
@@ -479,6 +499,7 @@ SECTIONS: dict[str, type[Section]] = {
         DreamSettings,
         ViewerSettings,
         TeamSettings,
+        CitationSettings,
     )
 }
 
@@ -500,6 +521,7 @@ class Config:
     dream: DreamSettings = field(default_factory=DreamSettings)
     viewer: ViewerSettings = field(default_factory=ViewerSettings)
     team: TeamSettings = field(default_factory=TeamSettings)
+    citations: CitationSettings = field(default_factory=CitationSettings)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None) -> Config:

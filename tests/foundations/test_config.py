@@ -138,6 +138,14 @@ EXPECTED_DEFAULTS = {
         "interval_seconds": 30,
         "batch": 200,
     },
+    "citations": {
+        "check": True,
+        "start_budget_seconds": 2.0,
+        "per_citation_seconds": 0.5,
+        "hide_stale": True,
+        "retire_stale_days": 30,
+        "file_recall": True,
+    },
 }
 
 
