@@ -35,6 +35,7 @@ from ..store import archive, citations
 from ..store import projects as project_names
 from ..timestamps import parse_iso
 from . import agent_tools, embed, team, viewer
+from .citations import citations_app
 from .dream import dream, dream_service
 from .quick import (
     EXIT_USAGE,
@@ -676,6 +677,7 @@ app.command()(viewer.report)
 app.add_typer(team.team_app)
 app.command()(team.share)
 app.command()(team.unshare)
+app.add_typer(citations_app)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

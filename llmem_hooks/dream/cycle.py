@@ -1,6 +1,7 @@
 """The dream cycle: light, deep and rem phases over the store (docs/dream.md).
 
-- light: retire expired memories; merge near-duplicates (by embedding cosine when both
+- light: retire expired memories, and those whose citations are stale too long (checked
+  first, `dream.citations`); merge near-duplicates (by embedding cosine when both
   have a vector, else by normalized wording, `llmem_hooks.dream.likeness`), keeping the best
   text and the union of tags and provenance; prune episodes past their retention or the
   database size cap (after a backup export), then return the pages (incremental VACUUM).
@@ -390,7 +391,8 @@ class Dreamer:
 
     # -- the phases' steps ---------------------------------------------------------------
     def _light_steps(self) -> list[Any]:
-        return [self.retire_expired, self.merge_duplicates, self.prune_episodes]
+        return [self.retire_expired, self.check_citations, self.merge_duplicates,
+                self.prune_episodes]  # fmt: skip
 
     def _deep_steps(self) -> list[Any]:
         return [self.consolidate_inbox, self.supersede, self.boost, self.decay]
@@ -447,6 +449,12 @@ class Dreamer:
                 self.store, result.run_id or "", "light", "retire",
                 {m["id"]: f"expired at {m['expires_at']}" for m in found},
             )  # fmt: skip
+
+    def check_citations(self, result: DreamResult) -> None:
+        """Check every project's citations; retire memories stale too long (dream/citations.py)."""
+        from .citations import check_and_retire
+
+        check_and_retire(self, result)
 
     def similar(self) -> dict[str, list[tuple[str, str, float, str]]]:
         """(id, id, score, how) of live memories alike enough to merge ("merge") or to link

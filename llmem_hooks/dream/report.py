@@ -87,6 +87,10 @@ def row(kind: str, item: dict[str, Any]) -> dict[str, str]:
             f" {new['confidence']}, tags {_tags(old['tags'])} -> {_tags(new['tags'])},"
             f" recalls {old['access_count']} -> {new['access_count']}{text}"
         )
+    elif kind == "retired" and item.get("reason") == "stale":
+        out["change"] = (
+            f"retired: stale since {item['stale_since']}, {item['citation']} ({item['why']})"
+        )
     elif kind == "retired":
         out["change"] = f"retired: expired at {item['expires_at']} (was valid)"
     elif kind == "pruned":

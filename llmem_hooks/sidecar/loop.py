@@ -5,7 +5,9 @@ It wakes on file changes in the stores' folders (watchdog; every OpenCode commit
 ``opencode.db-wal``) and on a slow safety poll, reads new lifecycle events from each
 adapter since the cursor kept in the memory DB, and turns them into hook calls:
 
-- created -> ``on_created`` (the context file must exist before the first model call);
+- created -> the project's citation check (`session.citation_check.StartChecks`, within
+  ``citations.start_budget_seconds``), then ``on_created`` (the context file must exist
+  before the first model call);
 - turn_done + a quiet period with no new rows -> ``on_idle``;
 - compacting -> ``on_compacting``;
 - ended (deleted, archived, shut down), or no activity for ``session.end_after_minutes``
@@ -43,6 +45,8 @@ from ..config import Config
 from ..events import LifecycleEvent
 from ..paths import ensure_private_dir, get_llmem_home
 from ..redact import redact_secrets
+from ..session.citation_check import StartChecks
+from ..session.context import context_path
 from ..session.hooks import (
     RESULT_DEBOUNCED,
     RESULT_ERROR,
@@ -298,6 +302,7 @@ class Sidecar:
         self._backfill_at = 0.0  # monotonic time of the next backfill pass
         self._dream_at = 0.0  # monotonic time of the next "is a dream owed?" check
         self._started_ms = int(time.time() * 1000)
+        self.citations = StartChecks(coordinator.store, settings.citations)
         self._load_active()
 
     # -- state -----------------------------------------------------------------------------
@@ -357,7 +362,18 @@ class Sidecar:
             self._clocks.pop(sid, None)
             self.fire("ending", sid, arg or "ended", seq=seq)
         elif event in ("created", "compacting"):
+            if event == "created":  # before the context file, so it already reflects it
+                self._step("citation check", self._check_citations, sid)
             self.fire(event, sid, seq=seq)
+
+    def _check_citations(self, sid: str) -> None:
+        """The session's project's citations, checked before its context file is written
+        (not again once the file exists); one log line. A failure costs only the check."""
+        if context_path(sid, self.coord.ctx_dir).exists():
+            return
+        done = self.citations.before_context(session_state.find(self.coord.store.db, sid))
+        if done is not None:
+            log.info("session=%s citations %s", sid, done.line())
 
     def _replay_pending(self) -> None:
         """Run the hooks a crash or a stop left owed (at start), and retry failed ones

@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ValidationError
 from ..evidence.cite import MAX_LINES, MAX_PER_MEMORY, Citation, check_path
@@ -32,7 +32,7 @@ MAX_REASON = 500
 _HEX = re.compile(r"^[0-9a-f]{7,64}$")
 _COLUMNS = (
     'id, memory_id, path, line_start, line_end, text_hash, "commit", status, reason, '
-    "checked_at, changed_by, check_ms, created_at"
+    "checked_at, changed_by, check_ms, created_at, stale_since, tried_at, tried_note"
 )
 
 
@@ -51,6 +51,9 @@ class StoredCitation:
     changed_by: str | None = None  # the commit that changed the cited lines, when known
     check_ms: float | None = None
     created_at: str | None = None
+    stale_since: str | None = None  # when a check first found it stale (cleared when valid)
+    tried_at: str | None = None  # the last check's attempt, decided or not
+    tried_note: str | None = None  # why that attempt could not decide (None: it did)
 
     def citation(self) -> Citation:
         return Citation(self.path, self.line_start, self.line_end, self.text_hash, self.commit)
@@ -168,8 +171,10 @@ def record_check(
         reason = str(reason)[:MAX_REASON]
     if changed_by is not None and not _HEX.match(changed_by):
         raise ValidationError("changed_by must be a commit id")
+    at = checked_at or now_iso()
     sets = ["status = ?", "reason = ?", "changed_by = ?", "check_ms = ?", "checked_at = ?"]
-    params: list[Any] = [status, reason, changed_by, check_ms, checked_at or now_iso()]
+    sets += ["tried_at = ?", "tried_note = NULL", _STALE_SINCE]
+    params: list[Any] = [status, reason, changed_by, check_ms, at, at, status, at]
     if updated is not None:
         u = _check(updated)
         sets += ["path = ?", "line_start = ?", "line_end = ?", "text_hash = ?", '"commit" = ?']
@@ -179,6 +184,150 @@ def record_check(
             f"UPDATE citations SET {', '.join(sets)} WHERE id = ?", (*params, citation_id)
         )
     return bool(cur.rowcount)
+
+
+# Kept while a citation stays stale, set when it turns stale, cleared otherwise (SQLite
+# reads the row's old values on the right of SET).
+_STALE_SINCE = (
+    "stale_since = CASE WHEN ? = 'stale' THEN (CASE WHEN status = 'stale' AND stale_since"
+    " IS NOT NULL THEN stale_since ELSE ? END) ELSE NULL END"
+)
+
+
+class Verdict(Protocol):
+    """What a check found (`evidence.check.CheckResult` has this shape)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def updated(self) -> Citation | None: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def changed_by(self) -> str | None: ...
+    @property
+    def ms(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class _Unknown:
+    reason: str
+    status: str = "unknown"
+    updated: Citation | None = None
+    changed_by: str | None = None
+    ms: float = 0.0
+
+
+def to_check(
+    db: Database, project: str, *, with_global: bool = True, limit: int = 50_000
+) -> list[tuple[StoredCitation, str | None]]:
+    """The citations of ``project``'s live memories (and of global ones with
+    ``with_global``), each with its memory's project (None: global), the longest
+    undecided first: never decided, then by the last verdict's time (an attempt that
+    could not decide keeps its place, so the next check reaches it first), then by the
+    last attempt."""
+    scope = "(m.project = ? OR m.project IS NULL)" if with_global else "m.project = ?"
+    cols = ", ".join(f"c.{c.strip()}" for c in _COLUMNS.split(","))
+    rows = db.fetchall(
+        f"SELECT {cols}, m.project FROM citations c JOIN memories m ON m.id = c.memory_id"
+        f" WHERE m.valid_until IS NULL AND {scope}"
+        " ORDER BY c.checked_at IS NOT NULL, c.checked_at, c.tried_at IS NOT NULL,"
+        " c.tried_at, c.id LIMIT ?",
+        (project, limit),
+    )
+    return [(StoredCitation(*r[:-1]), r[-1]) for r in rows]
+
+
+def record_results(
+    db: Database, results: Sequence[tuple[StoredCitation, Verdict]], at: str | None = None
+) -> list[bool]:
+    """Record a batch of checks in one transaction; returns, for each, whether it was.
+
+    A 'valid' or 'stale' verdict replaces the last one (with the citation moved when the
+    check moved it, `stale_since` kept, set or cleared). An 'unknown' changes no verdict:
+    the status, reason and check time stay, only the attempt (`tried_at`, `tried_note`) is
+    noted. Each row is written only if it is still as it was read (path, lines, hash,
+    commit): a check that raced another one, or a fix made meanwhile, never writes a
+    result computed from an old citation (the next check sees the new one)."""
+    at = at or now_iso()
+    done: list[bool] = []
+    same = 'path = ? AND line_start = ? AND line_end = ? AND text_hash IS ? AND "commit" IS ?'
+    with db.transaction() as conn:
+        for row, v in results:
+            was = (row.path, row.line_start, row.line_end, row.text_hash, row.commit)
+            moved = None
+            if v.updated is not None:
+                try:
+                    moved = _check(v.updated)
+                except ValidationError as exc:  # a new path we may not hold: no verdict
+                    v = _Unknown(f"moved to a path not kept: {exc}")
+            if v.status == "unknown":
+                note = str(v.reason)[:MAX_REASON]
+                cur = conn.execute(
+                    f"UPDATE citations SET tried_at = ?, tried_note = ? WHERE id = ? AND {same}",
+                    (at, note, row.id, *was),
+                )
+                done.append(cur.rowcount == 1)
+                continue
+            if v.status not in ("valid", "stale"):
+                raise ValidationError(f"not a check's status: {v.status!r}")
+            by = v.changed_by if v.changed_by and _HEX.match(v.changed_by) else None
+            sets = "status = ?, reason = ?, changed_by = ?, check_ms = ?, checked_at = ?"
+            sets += f", tried_at = ?, tried_note = NULL, {_STALE_SINCE}"
+            params: list[Any] = [v.status, str(v.reason)[:MAX_REASON], by, v.ms, at, at]
+            params += [v.status, at]
+            if moved is not None:
+                u = moved
+                sets += ', path = ?, line_start = ?, line_end = ?, text_hash = ?, "commit" = ?'
+                params += [u.path, u.line_start, u.line_end, u.text_hash, u.commit]
+            cur = conn.execute(
+                f"UPDATE citations SET {sets} WHERE id = ? AND {same}", (*params, row.id, *was)
+            )
+            done.append(cur.rowcount == 1)
+    return done
+
+
+def stale_memories(db: Database, since_before: str) -> list[dict[str, Any]]:
+    """Live memories stale since ``since_before`` or earlier: the time their first citation
+    still stale turned stale (for a row without `stale_since`, an import or an older
+    writer, its check time), with that citation's spec and reason. Oldest first."""
+    rows = db.fetchall(
+        "SELECT m.id, MIN(COALESCE(c.stale_since, c.checked_at)) AS since"
+        " FROM citations c JOIN memories m ON m.id = c.memory_id"
+        " WHERE c.status = 'stale' AND m.valid_until IS NULL"
+        " AND COALESCE(c.stale_since, c.checked_at) IS NOT NULL"
+        " GROUP BY m.id HAVING since <= ? ORDER BY since, m.id",
+        (since_before,),
+    )
+    out = []
+    for mid, since in rows:
+        first = next(
+            c for c in of_memory(db, mid)
+            if c.status == "stale" and (c.stale_since or c.checked_at) == since
+        )  # fmt: skip
+        out.append({"id": mid, "stale_since": since, "citation": first.spec(),
+                    "why": first.reason or "stale"})  # fmt: skip
+    return out
+
+
+def cited_projects(db: Database) -> list[str]:
+    """The projects with live memories that carry citations."""
+    rows = db.fetchall(
+        "SELECT DISTINCT m.project FROM citations c JOIN memories m ON m.id = c.memory_id"
+        " WHERE m.valid_until IS NULL AND m.project IS NOT NULL ORDER BY m.project"
+    )
+    return [r[0] for r in rows]
+
+
+def session_directories(db: Database, project: str, limit: int = 20) -> list[str]:
+    """The directories sessions of ``project`` ran in, the most recent first."""
+    rows = db.fetchall(
+        "SELECT directory, MAX(last_activity_ms) AS last FROM sessions"
+        " WHERE project = ? AND directory IS NOT NULL AND directory != ''"
+        " GROUP BY directory ORDER BY last DESC LIMIT ?",
+        (project, limit),
+    )
+    return [r[0] for r in rows]
 
 
 def overall(cites: Sequence[StoredCitation]) -> str:

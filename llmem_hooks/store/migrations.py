@@ -688,6 +688,20 @@ def m017_citations(conn: Any) -> None:
     )
 
 
+def m018_citation_checks(conn: Any) -> None:
+    """What checking citations needs (docs/citations.md, "When checks run"): since when a
+    citation has been stale (the dream cycle retires memories stale too long), and the last
+    attempt that could not decide (an 'unknown' keeps the verdict before it)."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE citations ADD COLUMN stale_since TEXT;
+        ALTER TABLE citations ADD COLUMN tried_at TEXT;
+        ALTER TABLE citations ADD COLUMN tried_note TEXT;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -706,6 +720,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (15, "type_created", m015_type_created),
     (16, "team", m016_team),
     (17, "citations", m017_citations),
+    (18, "citation_checks", m018_citation_checks),
 ]
 
 
