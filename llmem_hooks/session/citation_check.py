@@ -25,12 +25,12 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..evidence.check import check_many
-from ..evidence.cite import repo_root
+from ..evidence.cite import head_commit, repo_root
 from ..project import project_key
 from ..store import citations as cited
 from ..timestamps import now_iso
@@ -187,6 +187,15 @@ def check_project(
         out.skipped_global = len(rows) - len(picked)
         left = max(0.0, total_s - (time.monotonic() - t0))
         found = check_many(root, [r.citation() for r in picked], per_citation_s, total_s=left)
+        if any(r.updated is not None for r in found):
+            # a moved citation is as seen now: its commit becomes HEAD, so the next check
+            # follows the file's history from its new path and lines
+            head = head_commit(root)
+            if head:
+                found = [
+                    replace(r, updated=replace(r.updated, commit=head)) if r.updated else r
+                    for r in found
+                ]
         pairs = list(zip(picked, found, strict=True))
         written = cited.record_results(store.db, pairs, now_iso())
         for (row, res), recorded in zip(pairs, written, strict=True):
