@@ -53,12 +53,12 @@ def check(
     from ..store import citations as cited
     from ..store import projects as project_names
 
-    inv = Invocation.of(ctx)
-    settings = inv.config().citations
     here = Path.cwd()
     root = repo_root(here)
-    if root is None:
+    if root is None:  # before anything is read or made (no config.yaml, no database)
         raise ValidationError(f"not in a git repository: {here} (run it inside one)")
+    inv = Invocation.of(ctx)
+    settings = inv.config().citations
     with inv.open_store() as st:
         if project is not None:
             key = project_names.resolve(st.db, project)

@@ -226,6 +226,8 @@ class StartChecks:
         last = self._last.get(rec.project)
         if last is not None and time.monotonic() - last < RECHECK_S:
             return None
+        if not cited.any_to_check(self.store.db, rec.project):
+            return None
         t0 = time.monotonic()
         budget = self.settings.start_budget_seconds
         directory = Path(rec.directory)

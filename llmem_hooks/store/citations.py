@@ -238,6 +238,17 @@ def to_check(
     return [(StoredCitation(*r[:-1]), r[-1]) for r in rows]
 
 
+def any_to_check(db: Database, project: str) -> bool:
+    """Whether ``project`` (or a global memory) has a live memory with citations: a
+    session start in a project without any asks git nothing."""
+    row = db.fetchall(
+        "SELECT 1 FROM citations c JOIN memories m ON m.id = c.memory_id"
+        " WHERE m.valid_until IS NULL AND (m.project = ? OR m.project IS NULL) LIMIT 1",
+        (project,),
+    )
+    return bool(row)
+
+
 def record_results(
     db: Database, results: Sequence[tuple[StoredCitation, Verdict]], at: str | None = None
 ) -> list[bool]:

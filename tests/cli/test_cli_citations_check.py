@@ -67,7 +67,7 @@ def test_bad_input(llmem_home: Path, tmp_path: Path) -> None:
     r = _run(llmem_home, outside, "citations", "check")
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: not in a git repository")
-    assert not (llmem_home / "memory.db").exists()  # nothing written
+    assert not llmem_home.exists()  # nothing read or made: no config.yaml, no database
 
     repo = make_repo(tmp_path / "repo")
     r = _run(llmem_home, repo, "citations", "check", "--project", "no-such-project")
