@@ -100,7 +100,8 @@ class ProjectCheck:
         )
 
 
-def _lock_file(store: MemoryStore, project: str) -> Path | None:
+def lock_file(store: MemoryStore, project: str) -> Path | None:
+    """The file whose flock says a check of ``project`` runs (None: an in-memory store)."""
     db = str(store.db_path)
     if db == ":memory:" or db.startswith("file:"):
         return None
@@ -112,7 +113,7 @@ def _lock_file(store: MemoryStore, project: str) -> Path | None:
 @contextlib.contextmanager
 def _one_check(store: MemoryStore, project: str, wait_s: float) -> Iterator[bool]:
     """Hold the project's check lock (yields False if it could not be had in ``wait_s``)."""
-    path = _lock_file(store, project)
+    path = lock_file(store, project)
     if path is None:
         yield True
         return

@@ -83,3 +83,33 @@ def test_a_session_outside_the_project_repository_checks_nothing(rig: Rig) -> No
     assert rig.stop(proc) == 0
     with MemoryStore(rig.db_path) as st:
         assert cited.of_memory(st.db, mid)[0].status == "unchecked"
+
+
+def test_a_check_that_cannot_run_costs_only_the_check(rig: Rig) -> None:
+    """Another check holds the project for longer than the start budget: the sidecar logs
+    one line and writes the context file anyway; the rows are untouched."""
+    import fcntl
+    import os
+
+    from llmem_hooks.project import project_key
+    from llmem_hooks.session.citation_check import lock_file
+
+    repo, mid, _ = _stale_memory(rig)
+    with MemoryStore(rig.db_path) as st:
+        path = lock_file(st, project_key(repo))
+    assert path is not None
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a running check would hold it
+        proc = rig.start()
+        s = rig.copilot.session(name="Task", cwd=str(repo))
+        wait_for((rig.ctx / f"{s.id}.md").exists, what="the context file")
+        assert rig.stop(proc) == 0
+    finally:
+        os.close(fd)
+    log = rig.log()
+    assert f"session={s.id} citations project" in log
+    assert "another check of it is running; skipped" in log
+    assert f"session={s.id} event=created result=success" in log
+    with MemoryStore(rig.db_path) as st:
+        assert cited.of_memory(st.db, mid)[0].status == "unchecked"
