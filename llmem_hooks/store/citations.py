@@ -8,6 +8,11 @@ with their memory (ON DELETE CASCADE). Module functions over the store's `Databa
 (``citations.of_memory(store.db, id)``); writes join the caller's transaction, so a memory
 and its citations land together (`MemoryStore.atomic`).
 
+Migration 18 adds what checking needs: ``stale_since`` (set when a check finds a citation
+stale, kept while it stays so, cleared when valid: the dream retires memories stale too
+long) and the last attempt (``tried_at``, ``tried_note``: an 'unknown' keeps the verdict).
+`to_check` / `record_results` serve `session.citation_check` (docs/citations.md).
+
 A memory's state (`overall`): 'stale' if any citation is stale, 'valid' if all are valid,
 'unchecked' while some are not checked yet, 'not checkable' when it has none: a memory
 without citations is never 'valid'.
@@ -313,9 +318,12 @@ def stale_memories(db: Database, since_before: str) -> list[dict[str, Any]]:
     out = []
     for mid, since in rows:
         first = next(
-            c for c in of_memory(db, mid)
-            if c.status == "stale" and (c.stale_since or c.checked_at) == since
+            (c for c in of_memory(db, mid)
+             if c.status == "stale" and (c.stale_since or c.checked_at) == since),
+            None,
         )  # fmt: skip
+        if first is None:  # re-checked between the two reads: the next run decides
+            continue
         out.append({"id": mid, "stale_since": since, "citation": first.spec(),
                     "why": first.reason or "stale"})  # fmt: skip
     return out
