@@ -235,7 +235,8 @@ class StartChecks:
         if not directory.is_dir():
             return None
         root = repo_root(directory)
-        if root is None or project_key(root) != rec.project:
+        # the directory's key: what `track` computed for a Copilot session (cached)
+        if root is None or project_key(directory) != rec.project:
             return None
         left = budget - (time.monotonic() - t0)
         if left <= 0:
