@@ -90,18 +90,29 @@ def project_directory(db: Database, project: str | None) -> str | None:
     return str(row[0]) if row else None
 
 
-def replace_citations(
-    db: Database, memory_id: str, cites: Sequence[Citation], reason: str = CONFIRMED
-) -> int:
-    """A memory's citations become ``cites`` (captured from the working tree just now, so
-    they hold: recorded valid with ``reason``), in one transaction: the old rows go, the
-    new ones land, or nothing changes. Returns how many it has now."""
+def rewrite(
+    db: Database,
+    memory_id: str,
+    drop: Iterable[int],
+    cites: Sequence[Citation],
+    reason: str = CONFIRMED,
+) -> None:
+    """Replace a memory's citations ``drop`` (row ids) by ``cites``, captured from the
+    working tree just now and so recorded valid with ``reason``, in one transaction: all of
+    it lands or nothing changes. A kept row at the same path and lines as a new one goes
+    too (the new capture replaces it)."""
+    new = {(c.path, c.line_start, c.line_end) for c in cites}
     with db.transaction() as conn:
-        conn.execute("DELETE FROM citations WHERE memory_id = ?", (memory_id,))
-        added = citations.add(db, memory_id, cites)
-        conn.execute(
+        rows = conn.execute(
+            "SELECT id, path, line_start, line_end FROM citations WHERE memory_id = ?",
+            (memory_id,),
+        ).fetchall()
+        gone = set(drop) | {r[0] for r in rows if (r[1], r[2], r[3]) in new}
+        conn.executemany("DELETE FROM citations WHERE id = ?", [(i,) for i in sorted(gone)])
+        citations.add(db, memory_id, cites)
+        conn.executemany(
             "UPDATE citations SET status = 'valid', reason = ?, checked_at = ?, "
-            "changed_by = NULL, check_ms = NULL WHERE memory_id = ?",
-            (reason, now_iso(), memory_id),
+            "changed_by = NULL, check_ms = NULL "
+            "WHERE memory_id = ? AND path = ? AND line_start = ? AND line_end = ?",
+            [(reason, now_iso(), memory_id, *key) for key in sorted(new)],
         )
-    return added
