@@ -68,13 +68,13 @@ def stale_memories(db: Database, limit: int, project: str | None = None) -> list
     where = "AND m.project = ?" if project is not None else ""
     params: tuple[Any, ...] = (project, limit) if project is not None else (limit,)
     rows = db.fetchall(
-        f"SELECT {MEMORY_COLUMNS}, s.checked FROM memories m JOIN ("
+        f"SELECT {MEMORY_COLUMNS} FROM memories m JOIN ("
         "SELECT memory_id, MAX(checked_at) AS checked FROM citations WHERE status = 'stale' "
         "GROUP BY memory_id) s ON s.memory_id = m.id "
         f"WHERE m.valid_until IS NULL {where} ORDER BY s.checked DESC, m.seq DESC LIMIT ?",
         params,
     )
-    return [row_to_memory(r[:-1]) for r in rows]
+    return [row_to_memory(r) for r in rows]
 
 
 def project_directory(db: Database, project: str | None) -> str | None:
