@@ -80,7 +80,7 @@ def _cites(home: Path, mid: str) -> list[tuple[str, str, str | None]]:
 
 
 def test_the_api_lists_confirms_and_fixes(setup: Any, tmp_path: Path) -> None:
-    home, ids, repo = setup
+    home, ids, _ = setup
     viewer = ViewerProcess(env_for(home, tmp_path), "--idle-exit", "120")
     try:
         status, out = api(viewer, "/api/overview")
@@ -166,7 +166,7 @@ def test_the_api_refuses_bad_input_and_changes_nothing(setup: Any, tmp_path: Pat
 
 
 def test_review_in_chromium(browser: Any, setup: Any, tmp_path: Path) -> None:
-    home, ids, repo = setup
+    home, ids, _ = setup
     viewer = ViewerProcess(env_for(home, tmp_path), "--idle-exit", "120")
     try:
         browser.get(viewer.url)
@@ -181,10 +181,8 @@ def test_review_in_chromium(browser: Any, setup: Any, tmp_path: Path) -> None:
 
         def open_card(mid: str) -> None:
             browser.find_element(By.CSS_SELECTOR, f'#stale-list .memory[data-id="{mid}"]').click()
-            wait(
-                browser,
-                lambda d: d.find_element(By.ID, "detail-panel").get_attribute("data-id") == mid,
-            )
+            panel = (By.ID, "detail-panel")
+            wait(browser, lambda d: d.find_element(*panel).get_attribute("data-id") == mid)
 
         # still holds
         open_card(ids["holds"])
