@@ -639,14 +639,15 @@ class QueryService:
         ``citation_state`` "stale" and ``stale_reason`` when its cited code changed)."""
         score = round(float(hit.score), 4)
         project = hit.memory.get("project")
-        return {
+        out = {
             **self._line(hit.memory, terms),
             "project": project,
             "project_name": project_names.name_of(self._rstore.db, project) if project else None,
             "score": score,
-            **({} if stale is None else {"citation_state": "stale"}),
-            **({} if stale is None else {"stale_reason": neutralize(stale)}),
         }
+        if stale is not None:
+            out.update(citation_state="stale", stale_reason=neutralize(stale))
+        return out
 
     def _line(self, mem: Mapping[str, Any], terms: Sequence[str] = ()) -> dict[str, Any]:
         return {
