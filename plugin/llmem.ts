@@ -415,7 +415,9 @@ const entryLine = (e: Json): string => {
   const meta = [e.type, day(e.created_at ?? e.at)].filter((x) => typeof x === "string" && x).join(", ")
   const text = e.line ?? e.summary ?? e.content ?? e.text ?? ""
   const mark = e.anchor === true || e.current === true ? "→ " : ""
-  return `${mark}[${String(e.id ?? "?")}]${meta ? ` (${meta})` : ""} ${oneLine(text)}`
+  // a memory whose cited code changed is still listed, marked (docs/citations.md)
+  const stale = e.citation_state === "stale" ? ` [stale: ${oneLine(e.stale_reason ?? "the cited code changed")}]` : ""
+  return `${mark}[${String(e.id ?? "?")}]${meta ? ` (${meta})` : ""}${stale} ${oneLine(text)}`
 }
 
 // Scoped to the caller's project (ids too: another project's memory needs any_project).

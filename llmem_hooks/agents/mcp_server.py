@@ -133,6 +133,8 @@ def _entry_line(item: Mapping[str, Any]) -> str:
     text = item.get("line") or item.get("content") or item.get("summary") or ""
     meta = ", ".join(p for p in (str(item.get("type") or ""), _date(item.get("created_at"))) if p)
     head = f"[{item.get('id', '?')}]" + (f" ({meta})" if meta else "")
+    if item.get("citation_state") == "stale":  # its cited code changed: shown, marked
+        head += f" [stale: {_line(item.get('stale_reason') or 'the cited code changed')}]"
     marker = " <-" if item.get("focus") or item.get("anchor") else ""
     return f"- {head} {_line(text)}{marker}"
 
@@ -170,6 +172,9 @@ def search_structured(result: Mapping[str, Any]) -> dict[str, Any]:
                 ),
             }
         )
+        if h.get("citation_state") == "stale":
+            hits[-1]["citation_state"] = "stale"
+            hits[-1]["stale_reason"] = _line(h.get("stale_reason"))
     return {"results": hits}
 
 

@@ -236,6 +236,7 @@ def run_search(
 
     if mode is not None and mode not in SEARCH_MODES:
         raise ValidationError(f"invalid --mode {mode!r} (use {', '.join(SEARCH_MODES)})")
+    from ..store import citation_review
     from ..store import projects as project_names
 
     with inv.open_store(read_only=True) as st:
@@ -283,9 +284,10 @@ def run_search(
             held = team_links.hub_ids(st.db, [h.id for h in hits])
             remote = team(inv, query, project, kwargs["limit"])
             hits = fuse(hits, remote, kwargs["limit"], held)
+        stale = citation_review.stale_reasons(st.db, [h.id for h in hits])
     if not full:
         attach_passages(hits, query, inv.config().retrieval.passage_chars)
-    print_hits(hits, fmt, "No memories found.", names, full=full)
+    print_hits(hits, fmt, "No memories found.", names, full=full, stale=stale)
 
 
 def run_list(

@@ -109,6 +109,12 @@ def state_mark(mem: Mapping[str, Any], now: str | None = None) -> str:
     return ""
 
 
+def stale_mark(reason: str | None) -> str:
+    """``[stale: <why>] `` for a memory whose cited code changed (docs/citations.md), else
+    "": one line, whatever the stored reason holds."""
+    return "" if reason is None else f"[stale: {' '.join(reason.split())}] "
+
+
 def _dumps(value: Any, **kwargs: Any) -> str:
     return json.dumps(value, ensure_ascii=False, **kwargs)
 
@@ -138,13 +144,16 @@ def public_hit(hit: SearchHit) -> dict[str, Any]:
 
 
 def memory_line(
-    mem: Mapping[str, Any], width: int = 100, names: Mapping[str, str] | None = None
+    mem: Mapping[str, Any],
+    width: int = 100,
+    names: Mapping[str, str] | None = None,
+    stale: str | None = None,
 ) -> str:
     """``<id prefix>  <type>  <content, cut>  [tags]  (project)``: one memory per line;
     the project by its name (`project.project_label`), none for a global memory; a
     forgotten or expired one (``list --all``) starts its text with ``[forgotten]`` /
-    ``[expired]``."""
-    text = state_mark(mem) + clip(mem["content"], width, "…")
+    ``[expired]``, a stale one (``stale``: why) with ``[stale: why]``."""
+    text = state_mark(mem) + stale_mark(stale) + clip(mem["content"], width, "…")
     tags = f"  [{', '.join(mem['tags'])}]" if mem.get("tags") else ""
     label = project_label(mem.get("project"), names)
     where = f"  ({label})" if label else ""
@@ -177,18 +186,27 @@ def print_hits(
     empty: str,
     names: Mapping[str, str] | None = None,
     full: bool = False,
+    stale: Mapping[str, str] | None = None,
 ) -> None:
     """Search results, best first: as `print_memories`, ``--json`` adds score and match.
     ``full`` (``search --full``): each result's whole text, indented under its line, where
-    plain search shows only the line."""
+    plain search shows only the line. ``stale``: memory id -> why its cited code no longer
+    holds; such a hit is shown marked (``[stale: why]``; ``--json``: ``citation_state``
+    "stale" and ``stale_reason``)."""
+    stale = stale or {}
     if fmt is Format.json:
-        echo(_dumps([named(public_hit(h), names) for h in hits], indent=1))
+        out = [named(public_hit(h), names) for h in hits]
+        for item in out:
+            if item["id"] in stale:
+                item.update(citation_state="stale", stale_reason=stale[item["id"]])
+        echo(_dumps(out, indent=1))
         return
     if full and fmt is Format.plain:
         if not hits:
             echo(empty, err=True)
         for i, hit in enumerate(hits):
-            echo(("\n" if i else "") + memory_line(hit.memory, names=names))
+            line = memory_line(hit.memory, names=names, stale=stale.get(hit.id))
+            echo(("\n" if i else "") + line)
             for line in hit.memory["content"].splitlines() or [""]:
                 echo(f"    {line}".rstrip())
         return
@@ -197,6 +215,7 @@ def print_hits(
         fmt,
         empty,
         names,
+        stale,
     )
 
 
@@ -205,19 +224,22 @@ def _print_lines(
     fmt: Format,
     empty: str,
     names: Mapping[str, str] | None = None,
+    stale: Mapping[str, str] | None = None,
 ) -> None:
     if not memories:
         echo(empty, err=True)
         return
+    stale = stale or {}
     for mem in memories:
+        why = stale.get(mem["id"])
         if fmt is Format.markdown:
             tags = f" _(tags: {', '.join(mem['tags'])})_" if mem.get("tags") else ""
             label = project_label(mem.get("project"), names)
             where = f" ({label})" if label else ""
-            text = state_mark(mem) + " ".join(mem["content"].split())
+            text = state_mark(mem) + stale_mark(why) + " ".join(mem["content"].split())
             echo(f"- **{mem['type']}** `{mem['id'][:8]}`: {text}{tags}{where}")
         else:
-            echo(memory_line(mem, names=names))
+            echo(memory_line(mem, names=names, stale=why))
 
 
 def print_memory(

@@ -59,21 +59,21 @@ from ..paths import get_context_dir
 from ..project import project_key, project_name
 from ..redact import find_secrets
 from ..registry import get_registered_types
-from ..search.passages import excerpt
 from ..search.relevance import Relevance, idf_weights, weighed_relevance
 from ..search.retriever import DocCounts, Retriever, SearchHit, terms_held
 from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
+from ..store import citation_review as review
 from ..store import citations as cited
 from ..store import projects as project_names
 from ..store import recall as given
 from ..store import sessions as session_state
 from ..store import team as team_store
 from ..store.db import is_interrupted
-from ..text.lines import clip_at_word, flatten
 from ..text.query import MAX_QUERY_CHARS, ParsedQuery, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
 from . import protocol as proto
+from .clip import clip_text
 from .params import (  # noqa: F401 - ServiceError is also this module's (callers import it here)
     MAX_GET_IDS,
     ServiceError,
@@ -129,25 +129,6 @@ HAD_MARGIN = 1.3
 # ... among the memories it was given last, this many (its context and recent blocks: what
 # it has at hand; reading every memory of a long session costs milliseconds a prompt)
 HAD_AT_HAND = 60
-
-
-def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    """One entry's text on one line, at most ``limit`` characters, anything imitating our
-    markers defused (`markers.neutralize`: the line goes between them). The one place
-    where long texts (episodes) are cut: to the lines that hold the prompt's words
-    (`passages.excerpt`), else to the opening."""
-    return neutralize(_clip(neutralize(text), prompt_words, limit))
-
-
-def _clip(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    flat = flatten(text)
-    if len(flat) <= limit:
-        return flat
-    if prompt_words:
-        flat = flatten(excerpt(text, prompt_words, limit))
-        if len(flat) <= limit:
-            return flat
-    return clip_at_word(flat, limit, "…")
 
 
 def prompt_words(prompt: str) -> list[str]:
@@ -444,7 +425,10 @@ class QueryService:
             scope = self.scope(project, directory, session_id)
             self._learn_name(project, directory)
             context, shown = session_context(
-                self._rstore, scope, self.settings.context.budget_tokens
+                self._rstore,
+                scope,
+                self.settings.context.budget_tokens,
+                hide_stale=self.settings.citations.hide_stale,
             )
             self._mark(session_id, shown)
             result = _nothing("no_prompt")
@@ -493,6 +477,9 @@ class QueryService:
         )
         query = " ".join(self._search_words(terms, df))
         hits = self._find(query, flt, limit=max(cfg.max_results * 2, 10))
+        if self.settings.citations.hide_stale:  # code they cite changed: one query for all
+            stale = review.stale_among(self._rstore.db, [h.id for h in hits])
+            hits = [h for h in hits if h.id not in stale]
         parsed = parse_query(" ".join(terms))
         relevance = self._relevance(parsed, own if follow_up else ())
         # What the session has: the best of what it was given sets the bar too, so a
@@ -644,18 +631,23 @@ class QueryService:
             except SearchTimeout as exc:
                 raise ServiceError(proto.BAD_PARAMS, str(exc)) from None
             terms = parse_query(query).terms
-            return {"results": [self._hit(h, terms) for h in hits]}
+            stale = review.stale_reasons(self._rstore.db, [h.id for h in hits])
+            return {"results": [self._hit(h, terms, stale.get(h.id)) for h in hits]}
 
-    def _hit(self, hit: SearchHit, terms: Sequence[str]) -> dict[str, Any]:
-        """A search result line, with what a client renders besides it (score, project)."""
+    def _hit(self, hit: SearchHit, terms: Sequence[str], stale: str | None) -> dict[str, Any]:
+        """A search result line, with what a client renders besides it (score, project;
+        ``citation_state`` "stale" and ``stale_reason`` when its cited code changed)."""
         score = round(float(hit.score), 4)
         project = hit.memory.get("project")
-        return {
+        out = {
             **self._line(hit.memory, terms),
             "project": project,
             "project_name": project_names.name_of(self._rstore.db, project) if project else None,
             "score": score,
         }
+        if stale is not None:
+            out.update(citation_state="stale", stale_reason=neutralize(stale))
+        return out
 
     def _line(self, mem: Mapping[str, Any], terms: Sequence[str] = ()) -> dict[str, Any]:
         return {

@@ -26,7 +26,7 @@ from ..paths import (
     write_private_file,
 )
 from ..redact import find_secrets
-from ..store import MemoryStore
+from ..store import MemoryStore, citation_review
 from ..store import projects as project_names
 
 log = logging.getLogger(__name__)
@@ -73,15 +73,22 @@ def _score(mem: Mapping[str, Any], now: float) -> float:
     )
 
 
-def select_memories(store: MemoryStore, project: str | None) -> list[dict[str, Any]]:
+def select_memories(
+    store: MemoryStore, project: str | None, *, hide_stale: bool = True
+) -> list[dict[str, Any]]:
     """The project's and global memories worth putting in front of a new session, best
-    first. Conversation and self-assessment memories are left out (noise in a prompt)."""
+    first. Conversation and self-assessment memories are left out (noise in a prompt),
+    and with ``hide_stale`` (config ``citations.hide_stale``) the stale ones: their cited
+    code changed (one query for all the candidates, `citation_review.stale_among`)."""
     types = [t for t, _ in SECTIONS]
     mems = store.list_all(
         type=types, project=project, sort="updated", order="desc", limit=CANDIDATES
     )
     if project is None:
         mems = [m for m in mems if m.get("project") is None]
+    if hide_stale:
+        stale = citation_review.stale_among(store.db, [m["id"] for m in mems])
+        mems = [m for m in mems if m["id"] not in stale]
     now = time.time()
     return sorted(mems, key=lambda m: -_score(m, now))
 
@@ -145,19 +152,29 @@ def _render(
 
 
 def build_session_context(
-    store: MemoryStore, project: str | None, budget_tokens: int = ContextSettings.budget_tokens
+    store: MemoryStore,
+    project: str | None,
+    budget_tokens: int = ContextSettings.budget_tokens,
+    *,
+    hide_stale: bool = True,
 ) -> str:
-    return session_context(store, project, budget_tokens)[0]
+    return session_context(store, project, budget_tokens, hide_stale=hide_stale)[0]
 
 
 def session_context(
-    store: MemoryStore, project: str | None, budget_tokens: int = ContextSettings.budget_tokens
+    store: MemoryStore,
+    project: str | None,
+    budget_tokens: int = ContextSettings.budget_tokens,
+    *,
+    hide_stale: bool = True,
 ) -> tuple[str, list[str]]:
     """The session-start context and the ids of the memories it gives: whoever hands it
     to a session records them as given (`store.recall.mark_given`), so per-prompt recall
-    never repeats them (by id, not by comparing rendered text)."""
+    never repeats them (by id, not by comparing rendered text). ``hide_stale``: leave out
+    memories whose cited code changed (`select_memories`)."""
     name = project_names.name_of(store.db, project) if project else None
-    return _render(select_memories(store, project), budget_tokens, name)
+    mems = select_memories(store, project, hide_stale=hide_stale)
+    return _render(mems, budget_tokens, name)
 
 
 def _header_name(name: str) -> str:

@@ -93,6 +93,7 @@ class SessionHookCoordinator:
         self.settings = _settings(config)
         self.context_dir = context_dir or get_context_dir(self.settings.context.dir)
         self.budget_tokens = self.settings.context.budget_tokens
+        self.hide_stale = self.settings.citations.hide_stale
         self.debounce_s = self.settings.session.idle_debounce_seconds
         if extractor is None:
             from ..extraction.engine import ExtractionEngine
@@ -175,7 +176,9 @@ class SessionHookCoordinator:
             rec = self.track(session_id, info)
             faults.hit("after-session-row", session_id)
             project = rec.project if rec else None
-            text, given = session_context(self.store, project, self.budget_tokens)
+            text, given = session_context(
+                self.store, project, self.budget_tokens, hide_stale=self.hide_stale
+            )
             # What the file gives is recorded first: a replay after a kill writes the file
             # (and records again, idempotent); recall never repeats it (by memory id).
             recall_given.mark_given(self.store.db, session_id, given)

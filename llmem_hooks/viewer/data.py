@@ -27,12 +27,13 @@ from ..paths import get_llmem_home, read_regular_file
 from ..project import project_label
 from ..registry import DEFAULT_MEMORY_TYPES
 from ..search.retriever import Retriever, attach_passages
-from ..store import MemoryFilter, browse, citations
+from ..store import MemoryFilter, browse, citation_review, citations
 from ..store import projects as project_names
 from ..store import sessions as session_state
 from ..store import team as team_store
 from ..text.lines import cap
 from ..timestamps import now_iso
+from . import review
 from .search_index import build
 
 if TYPE_CHECKING:
@@ -108,6 +109,10 @@ class ViewerData:
         names = project_names.display_names(self.store.db)
         listed = self._shared([slim(m, names) for m in memories])
         forgotten = [slim(m, names) for m in browse.forgotten(self.store.db, FORGOTTEN_LIMIT)]
+        stale = [
+            {**slim(m, names), "stale_reason": m["stale_reason"]}
+            for m in review.stale_list(self.store)
+        ]
         out: dict[str, Any] = {
             "generated_at": now_iso(),
             "db_path": str(self.store.db_path),
@@ -119,6 +124,7 @@ class ViewerData:
                 "listed": len(listed),
                 "conversations": stats["by_type"].get(EPISODE_TYPE, 0),
                 "conversations_listed": len(episodes),
+                "stale": len(stale),
             },
             "counts": [
                 {"project": p, "name": project_label(p, names), "type": t, "count": n}
@@ -129,6 +135,7 @@ class ViewerData:
             "memories": listed,
             "conversations": [slim(m, names) for m in episodes],
             "forgotten": forgotten,
+            "stale": stale,
             "inbox": [
                 {
                     k: item.get(k)
@@ -145,6 +152,7 @@ class ViewerData:
                 *memories,
                 *episodes,
                 *self.store.get_many([f["id"] for f in forgotten]).values(),
+                *self.store.get_many([m["id"] for m in stale]).values(),
             ]
             out["provenance"] = {m["id"]: self.provenance(m) for m in whole}
         return out
@@ -247,10 +255,13 @@ class ViewerData:
         }
 
     def _shared(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each listed memory with ``shared``: whether it is shared with a team hub."""
+        """Each listed memory with ``shared``: whether it is shared with a team hub, and
+        ``stale_reason`` when its cited code changed (None otherwise)."""
         ids = team_store.shared_ids(self.store.db, [m["id"] for m in items])
+        stale = citation_review.stale_reasons(self.store.db, [m["id"] for m in items])
         for m in items:
             m["shared"] = m["id"] in ids
+            m["stale_reason"] = stale.get(m["id"])
         return items
 
     def team_status(self) -> dict[str, Any]:
@@ -311,6 +322,16 @@ class ViewerData:
         if not self.store.invalidate(full, reason or "forgotten in the viewer"):
             raise ValidationError(f"memory {full} is already forgotten")
         return self.memory(full)
+
+    def confirm_citations(self, memory_id: Any) -> dict[str, Any]:
+        """The person says a stale memory still holds (`review.confirm`)."""
+        done = review.confirm(self.store, memory_id)
+        return {**self.memory(done["id"]), "kept": done["kept"], "dropped": done["dropped"]}
+
+    def fix_citation(self, memory_id: Any, spec: Any, replace: Any = None) -> dict[str, Any]:
+        """A stale memory's citation points at ``spec`` now (`review.fix`)."""
+        done = review.fix(self.store, memory_id, spec, replace)
+        return {**self.memory(done["id"]), "citation": done["citation"]}
 
     def restore(self, memory_id: str) -> dict[str, Any]:
         full = self.store.resolve_id(_id(memory_id))

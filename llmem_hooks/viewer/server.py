@@ -399,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._allowed(post=True) is None:
             return
         path = urlsplit(self.path).path
-        actions = {"/api/edit", "/api/forget", "/api/restore"}
+        actions = {"/api/edit", "/api/forget", "/api/restore", "/api/confirm", "/api/fix-citation"}
         if path not in actions:
             self._error(404, "not found")
             return
@@ -436,6 +436,10 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif path == "/api/forget":
             self._call(data.forget, body.get("id"), body.get("reason"))
+        elif path == "/api/confirm":  # a stale memory still holds (docs/viewer.md)
+            self._call(data.confirm_citations, body.get("id"))
+        elif path == "/api/fix-citation":
+            self._call(data.fix_citation, body.get("id"), body.get("spec"), body.get("replace"))
         else:
             self._call(data.restore, body.get("id"))
 

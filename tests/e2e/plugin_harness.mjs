@@ -238,6 +238,7 @@ const svc = net.createServer((conn) => {
     const p = req.params
     if (req.method === "start") return void reply({ result: { context: START_CTX, block: mode === "empty" ? "" : BLOCK, ids: ["1a2b3c4d"], tokens: 20 } })
     if (req.method === "recall") return void reply({ result: { block: mode === "empty" ? "" : BLOCK, ids: ["1a2b3c4d"], tokens: 20 } })
+    if (req.method === "search" && p.query === "stale one") return void reply({ result: { results: [{ id: "5e6f7a8b", type: "fact", line: "The retry limit is 5", created_at: "2026-01-02T03:04:05Z", citation_state: "stale", stale_reason: "net/retry.py:2 the cited text is no longer in the file" }] } })
     if (req.method === "search") return void reply({ result: { results: [{ id: "1a2b3c4d", type: "fact", line: "MARKER-FOUND " + p.query, session_id: "ses_x", created_at: "2026-01-02T03:04:05Z" }] } })
     if (req.method === "get") return void reply({ result: { memories: p.ids.slice(0, 2).map((id) => ({ id, full_id: id + "-full", type: "fact", agent: "opencode", session_id: "ses_x", created_at: "2026-01-02T03:04:05Z", content: "FULL TEXT of " + id })), missing: p.ids.slice(2).map((id) => ({ id, reason: "no such memory" })) } })
     if (req.method === "timeline") return void reply({ result: { id: p.id, session_id: "ses_x", items: [{ id: "00000001", type: "episode", line: "before it", created_at: "2026-01-02T03:04:05Z", anchor: false }, { id: p.id, type: "fact", line: "the anchor", created_at: "2026-01-02T03:04:06Z", anchor: true }] } })
@@ -333,6 +334,8 @@ let res = await hooks.tool.memory_search.execute({ query: "deploy staging", limi
 const sreq = asked.at(-1)
 check("tools: search forwards query, limit, directory; drops nulls", sreq.method === "search" && sreq.params.query === "deploy staging" && sreq.params.limit === 50 && !("type" in sreq.params) && sreq.params.directory === "/work/proj", JSON.stringify(sreq))
 check("tools: search result is one line per hit with its id", res === "[1a2b3c4d] (fact, 2026-01-02) MARKER-FOUND deploy staging", res)
+res = await hooks.tool.memory_search.execute({ query: "stale one" }, tctx)
+check("tools: a stale hit is listed, marked with why after its id and type", res === "[5e6f7a8b] (fact, 2026-01-02) [stale: net/retry.py:2 the cited text is no longer in the file] The retry limit is 5", res)
 res = await hooks.tool.memory_get.execute({ ids: "1a2b3c4d, 5e6f7a8b 0bad0bad" }, tctx)
 check("tools: get takes ids as one string too, scoped to the directory", JSON.stringify(asked.at(-1).params) === '{"ids":["1a2b3c4d","5e6f7a8b","0bad0bad"],"directory":"/work/proj"}', JSON.stringify(asked.at(-1)))
 check("tools: get shows the full text and what is missing", res.includes("FULL TEXT of 1a2b3c4d") && res.includes("FULL TEXT of 5e6f7a8b") && res.includes("session_id: ses_x") && !res.includes("-full") && res.includes("not found: 0bad0bad (no such memory)"), res)

@@ -71,11 +71,13 @@ function card(m) {
                        on: {click: () => select(m.id)}},
     el('div', {cls: 'head'}, el('span', {cls: 'badge'}, m.type),
        m.shared ? el('span', {cls: 'badge shared', title: 'shared with the team'}, 'shared') : null,
+       m.stale_reason ? el('span', {cls: 'badge stale', title: 'its cited code changed: review it in the Stale tab'}, 'stale') : null,
        el('span', {cls: 'proj', title: m.project || ''}, proj(m.project, m.project_name)),
        el('span', {cls: 'when', title: m.created_at || ''}, when(m.created_at)),
        el('span', {}, 'by ' + (m.entered_by || '?')),
        m.score !== undefined ? el('span', {}, 'score ' + m.score) : null,
        el('span', {}, m.id.slice(0, 8))),
+    m.stale_reason ? el('div', {cls: 'stale-reason'}, '[stale: ' + m.stale_reason + ']') : null,
     el('div', {cls: 'text clamp'}, m.passage || m.content));
   if (m.tags && m.tags.length) c.appendChild(el('div', {cls: 'tags'}, m.tags.map((t) => '#' + t).join(' ')));
   return c;
@@ -179,7 +181,7 @@ async function select(id) {
     catch (e) { if (view === S.view) setNote(e.message, true); return; }
     if (view !== S.view || S.selected !== id) return;
   } else {
-    const m = D.overview.memories.concat(D.overview.conversations || [], D.overview.forgotten, D.overview.searchable || []).find((x) => x.id === id);
+    const m = D.overview.memories.concat(D.overview.conversations || [], D.overview.forgotten, D.overview.stale || [], D.overview.searchable || []).find((x) => x.id === id);
     info = {memory: m, provenance: D.overview.provenance[id]};
   }
   render(); detail(info);
@@ -204,6 +206,7 @@ function detail(info) {
     el('h2', {}, 'Memory'), el('div', {cls: 'text', id: 'detail-content'}, m.content), dl);
   if (p.episode) panel.append(el('h2', {}, 'Learned in this episode'),
     el('div', {cls: 'episode', id: 'episode'}, p.episode.content));
+  if (LIVE && p.citation_state === 'stale' && !m.valid_until) panel.append(review(m, p));
   if (LIVE) panel.append(actions(m));
   box.appendChild(panel);
 }
@@ -229,6 +232,23 @@ function actions(m) {
   row.append(edit, forget);
   return row;
 }
+// A stale memory (its cited code changed): the person says it still holds (its citations
+// read again from the working tree), points its citation at where the code is now, or
+// forgets it (the Forget button below).
+function review(m, p) {
+  const row = el('div', {cls: 'row', id: 'review'});
+  const stale = (p.citations || []).filter((c) => c.status === 'stale');
+  const keep = el('button', {cls: 'act primary', id: 'confirm', on: {click: () =>
+    mutate('/api/confirm', {id: m.id}, (r) => 'confirmed' + (r.dropped && r.dropped.length ? ` (dropped ${r.dropped.join(', ')}: file gone)` : ''))}}, 'Still holds');
+  const fix = el('button', {cls: 'act', id: 'fix', on: {click: () => {
+    const spec = el('input', {id: 'fix-spec', placeholder: 'path:12-30 where the code is now'});
+    if (stale.length) spec.value = stale[0].spec;
+    row.replaceChildren(spec, el('button', {cls: 'act primary', id: 'fix-save', on: {click: () =>
+      mutate('/api/fix-citation', {id: m.id, spec: spec.value, replace: stale.length === 1 ? stale[0].spec : null}, 'citation fixed')}}, 'Save citation'));
+  }}}, 'Fix citation');
+  row.append(el('span', {cls: 'note'}, 'Its cited code changed:'), keep, fix);
+  return row;
+}
 async function mutate(path, body, done) {
   const view = S.view;
   try {
@@ -236,7 +256,7 @@ async function mutate(path, body, done) {
     D.overview = await api('/api/overview');
     if (view !== S.view) { refreshList(); return; }  // done, but shown in another view
     if (S.query) await search(); else S.shown = pool().filter(inScope);
-    S.note = `${done}: ${info.memory.id.slice(0, 8)}`;
+    S.note = `${typeof done === 'function' ? done(info) : done}: ${info.memory.id.slice(0, 8)}`;
     render(); detail(info);
   } catch (e) { if (view === S.view) setNote(e.message, true); }
 }
@@ -257,6 +277,14 @@ function forgottenTab(c) {
   const list = el('div', {id: 'forgotten-list'});
   for (const m of D.overview.forgotten) list.appendChild(card(m));
   if (!D.overview.forgotten.length) list.appendChild(el('p', {cls: 'note'}, 'Nothing forgotten.'));
+  c.appendChild(list); clampCards(list);
+}
+function staleTab(c) {
+  c.append(el('h2', {}, 'Stale memories (the code they cite changed): confirm, fix the citation, or forget'),
+    el('div', {id: 'note', cls: 'note'}, S.note));
+  const list = el('div', {id: 'stale-list'}), all = D.overview.stale || [];
+  for (const m of all) if (inScope(m)) list.appendChild(card(m));
+  if (!list.children.length) list.appendChild(el('p', {cls: 'note'}, 'No stale memories.'));
   c.appendChild(list); clampCards(list);
 }
 function inboxTab(c) {
@@ -283,7 +311,7 @@ function dreamTab(c) {
   else f.srcdoc = D.dream_html || '';
   c.append(f);
 }
-const TABS = {memories: ['Memories', memoriesTab], conversations: ['Conversations', memoriesTab], forgotten: ['Forgotten', forgottenTab], inbox: ['Inbox', inboxTab],
+const TABS = {memories: ['Memories', memoriesTab], conversations: ['Conversations', memoriesTab], forgotten: ['Forgotten', forgottenTab], stale: ['Stale', staleTab], inbox: ['Inbox', inboxTab],
               usage: ['Model usage', usageTab], dream: ['Dream report', dreamTab]};
 function render() {
   const nav = $('tabs'); nav.replaceChildren();
@@ -293,7 +321,7 @@ function render() {
   sidebar();
   const c = $('content'); c.replaceChildren();
   TABS[S.tab][1](c);
-  if (!['memories', 'conversations', 'forgotten'].includes(S.tab)) $('detail').replaceChildren();
+  if (!['memories', 'conversations', 'forgotten', 'stale'].includes(S.tab)) $('detail').replaceChildren();
 }
 $('generated').textContent = (LIVE ? 'live, ' : 'report, ') + when(D.overview.generated_at) + ' - ' + D.overview.db_path;
 render();
