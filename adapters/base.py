@@ -229,29 +229,30 @@ def file_touch(
 
 
 def patch_touches(patch: str) -> list[FileTouch]:
-    """One edit touch per hunk of an ``*** Begin Patch`` text: its file and the lines the
-    hunk adds (what the file holds afterwards, to be located later)."""
+    """The files of an ``*** Begin Patch`` text: one edit touch per hunk that adds lines
+    (its added lines: what the file holds afterwards, to be located later), one without
+    text for a file with none (a deletion); an added file is a write (no text kept: its
+    lines are all of it, not a passage)."""
     out: list[FileTouch] = []
-    path: str | None = None
-    kind: TouchKind = "edit"
+    files: list[tuple[str, TouchKind, list[str]]] = []  # (path, kind, hunks' added texts)
     added: list[str] = []
 
-    def flush() -> None:
-        # A new file's lines are all of it: a write, not a passage (no text kept).
-        text = "\n".join(added) if kind == "edit" else None
-        touch = file_touch(path, kind, text=text) if path else None
-        if touch is not None:
-            out.append(touch)
+    def end_hunk() -> None:
+        if files and added and files[-1][1] == "edit":
+            files[-1][2].append("\n".join(added))
         added.clear()
 
     for line in patch.splitlines():
         header = PATCH_FILE.match(line)
         if header or line.startswith(("@@", "*** End Patch", "*** Move to: ")):
-            flush()
+            end_hunk()
             if header:
-                path = header.group(1).strip()
-                kind = "write" if line.startswith("*** Add File") else "edit"
+                kind: TouchKind = "write" if line.startswith("*** Add File") else "edit"
+                files.append((header.group(1).strip(), kind, []))
         elif line.startswith("+"):
             added.append(line[1:])
-    flush()
+    end_hunk()
+    for path, kind, texts in files:
+        found = [file_touch(path, kind, text=t) for t in texts] or [file_touch(path, kind)]
+        out.extend(t for t in found if t)
     return out

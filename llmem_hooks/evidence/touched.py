@@ -91,7 +91,8 @@ def _identifier(word: str) -> bool:
     core = word.strip("_")
     if len(core) < 3 or not any(c.isalpha() for c in core):
         return False
-    return "_" in core or bool(_CAMEL.search(core)) or (core.isupper() and len(core) >= 4)
+    # All capitals: a constant (TIMEOUT) from five letters, shorter ones are acronyms (HTTP).
+    return "_" in core or bool(_CAMEL.search(core)) or (core.isupper() and len(core) >= 5)
 
 
 def tokens(text: str, paths: Sequence[str] = ()) -> _Tokens:
@@ -213,7 +214,7 @@ def _read_file(root: Path, rel: str) -> list[str] | None:
 
 def _files(window: Sequence[Message], cwd: Path, root: Path) -> list[_File]:
     """The exchange's files, latest touch last: tool calls' and attachments' files, then
-    paths named in the text (kept only if they exist, which `_read` decides)."""
+    paths named in the text that are files of the repository."""
     by_rel: dict[str, _File] = {}
 
     def note(given: str, touch: FileTouch | None) -> None:
@@ -234,8 +235,9 @@ def _files(window: Sequence[Message], cwd: Path, root: Path) -> list[_File]:
                 note(path, FileTouch(path, "read"))  # a file tool without details
     for m in window:
         for named in _NAMED_PATH.findall(m.text):
-            if _relative(named, cwd, root) not in by_rel:
-                note(named, None)
+            rel = _relative(named, cwd, root)
+            if rel is not None and rel not in by_rel and (root / rel).is_file():
+                note(named, None)  # named and there (a word like "e.g" names no file)
     return list(by_rel.values())[-MAX_FILES:]
 
 

@@ -40,6 +40,7 @@ from .context import (
 )
 
 if TYPE_CHECKING:  # the engine and the model client load only when a hook needs them
+    from ..evidence.cite import Citation
     from ..extraction.candidates import Assessment, Candidate, Extractor
     from ..model.embed import BatchEmbedder
 
@@ -501,10 +502,11 @@ class SessionHookCoordinator:
         candidates = staged.memories
         # Outside the write transaction: the embedder may take a while to answer.
         vectors = self._embed([c.content for c in candidates])
+        cites = self._citations(rec, session_id, msgs, candidates)
 
         stored = 0
         with self.store.atomic():
-            for c, vec in zip(candidates, vectors, strict=True):
+            for c, vec, cited in zip(candidates, vectors, cites, strict=True):
                 added = self._add_unit(
                     "candidate memory",
                     session_id,
@@ -520,6 +522,8 @@ class SessionHookCoordinator:
                     embedding=vec,
                 )
                 stored += bool(added)
+                if added and cited:
+                    self._cite(session_id, added, cited)
                 if added and c.replaces:  # "we moved from X to Y": what says X is stale now
                     supersede_replaced(self.store, added, c, rec.project)
             for c in staged.inbox:
@@ -532,6 +536,44 @@ class SessionHookCoordinator:
                 message_count=len(msgs),
             )
         return stored
+
+    def _citations(
+        self,
+        rec: session_state.SessionRecord,
+        session_id: str,
+        msgs: list[Message],
+        candidates: list[Candidate],
+    ) -> list[list[Citation]]:
+        """Each candidate's citations from what its exchange touched
+        (`evidence.touched`), captured now, before the write transaction; none when that
+        fails (a memory without citations is still stored)."""
+        if not candidates or not rec.directory:
+            return [[] for _ in candidates]
+        from ..evidence.touched import cite_memories, needs_earlier
+        from ..redact import redact_transcript
+
+        try:
+            context = msgs
+            ids = [i for c in candidates for i in c.source_message_ids]
+            if needs_earlier(msgs, ids) and self.store.get_extraction(rec.agent, session_id):
+                # The exchange before the first new one was read in an earlier pass.
+                context = self._messages(rec, session_id) or msgs
+            texts = [redact_transcript(c.content) for c in candidates]
+            pairs = [(t, c.source_message_ids) for t, c in zip(texts, candidates, strict=True)]
+            return cite_memories(rec.directory, pairs, context)
+        except Exception as exc:  # citations never cost the memories
+            log.warning("session %s: memories stored without citations: %s", session_id, exc)
+            return [[] for _ in candidates]
+
+    def _cite(self, sid: str, memory_id: str, cited: list[Citation]) -> None:
+        """Attach citations in the memory's transaction; refused ones (the memory, an
+        older duplicate, holds the most it may) cost only themselves."""
+        from ..store import citations
+
+        try:
+            citations.add(self.store.db, memory_id, cited)
+        except ValidationError as exc:
+            log.info("session %s: citations of %s not added: %s", sid, memory_id, exc)
 
     def _stage_unsure(
         self, rec: session_state.SessionRecord, sid: str, c: Candidate, content: str
