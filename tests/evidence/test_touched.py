@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from llmem_hooks.events import FileTouch, Message
 from llmem_hooks.evidence import touched
 from llmem_hooks.evidence.cite import MAX_PER_MEMORY, Citation, capture
-from llmem_hooks.events import FileTouch, Message
 
 RETRY = """\
 import time
