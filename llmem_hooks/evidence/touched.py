@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -56,6 +56,9 @@ FALLBACK_LINES = 80  # a read range or located edit longer than this is no passa
 MAX_FILES = 30  # files looked at per memory (the exchange's latest)
 MAX_FILE_BYTES = 2 * 1024 * 1024  # a bigger file is not read (not source code one cites)
 MAX_TOKENS = 40  # distinctive tokens of one memory
+MAX_TOUCHES = 200  # touches and named paths of an exchange looked at (its latest)
+MAX_TEXT = 200_000  # characters of a message searched for named paths
+MAX_HITS = 10_000  # token occurrences counted per file
 
 # Path-like words of an exchange's text: with a folder or a file extension.
 _NAMED_PATH = re.compile(
@@ -182,7 +185,7 @@ def _relative(path: str, cwd: Path, root: Path) -> str | None:
     return None if rel.split("/", 1)[0] == ".git" else rel
 
 
-def _read(root: Path, rel: str, cache: dict[str, list[str] | None]) -> list[str] | None:
+def _read(root: Path, rel: str, cache: dict[str, _Body | None]) -> _Body | None:
     """The file's lines, read once per exchange: a regular file inside the repository
     (symlinks out of it are not followed), at most `MAX_FILE_BYTES`."""
     if rel not in cache:
@@ -190,7 +193,7 @@ def _read(root: Path, rel: str, cache: dict[str, list[str] | None]) -> list[str]
     return cache[rel]
 
 
-def _read_file(root: Path, rel: str) -> list[str] | None:
+def _read_file(root: Path, rel: str) -> _Body | None:
     try:
         real = Path(os.path.realpath(root / rel))
         real.relative_to(os.path.realpath(root))
@@ -209,7 +212,7 @@ def _read_file(root: Path, rel: str) -> list[str] | None:
         os.close(fd)
     if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
         return None  # grew meanwhile, or binary
-    return data.decode("utf-8", errors="replace").splitlines()
+    return _Body.of(data.decode("utf-8", errors="replace").splitlines())
 
 
 def _files(window: Sequence[Message], cwd: Path, root: Path) -> list[_File]:
@@ -227,17 +230,19 @@ def _files(window: Sequence[Message], cwd: Path, root: Path) -> list[_File]:
             f.touches.append(touch)
         by_rel[rel] = f  # re-inserted: the latest touched file comes last
 
+    given: list[tuple[str, FileTouch]] = []
     for m in window:
-        for t in m.touches:
-            note(t.path, t)
-        for path in m.files:
-            if path not in by_rel and not any(t.path == path for t in m.touches):
-                note(path, FileTouch(path, "read"))  # a file tool without details
-    for m in window:
-        for named in _NAMED_PATH.findall(m.text):
-            rel = _relative(named, cwd, root)
-            if rel is not None and rel not in by_rel and (root / rel).is_file():
-                note(named, None)  # named and there (a word like "e.g" names no file)
+        given.extend((t.path, t) for t in m.touches)
+        paths = {t.path for t in m.touches}
+        # A file tool without details (another adapter): a read of the whole file.
+        given.extend((p, FileTouch(p, "read")) for p in m.files if p not in paths)
+    for path, touch in given[-MAX_TOUCHES:]:
+        note(path, touch)
+    named = [p for m in window for p in _NAMED_PATH.findall(m.text[:MAX_TEXT])]
+    for path in dict.fromkeys(named[-MAX_TOUCHES:]):
+        rel = _relative(path, cwd, root)
+        if rel is not None and rel not in by_rel and (root / rel).is_file():
+            note(path, None)  # named and there (a word like "e.g" names no file)
     return list(by_rel.values())[-MAX_FILES:]
 
 
@@ -256,21 +261,59 @@ def _names(text: str, f: _File, unique_base: bool) -> bool:
     return False
 
 
-def _hits(line: str, tok: _Tokens, strong: re.Pattern[str] | None) -> tuple[int, int]:
-    """(strong + quoted tokens on the line, numbers on it)."""
-    found = set(strong.findall(line)) if strong else set()
-    found.update(q for q in tok.quoted if q in line)
-    if not found:
-        return 0, 0
-    nums = sum(1 for n in tok.numbers if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", line))
-    return len(found), nums
+@dataclass(frozen=True)
+class _Body:
+    """A file's (or an edit's) lines, and its text joined once for whole-text searches."""
+
+    lines: list[str]
+    text: str
+
+    @classmethod
+    def of(cls, lines: list[str]) -> _Body:
+        return cls(lines, "\n".join(lines))
 
 
-def _strong_pattern(tok: _Tokens) -> re.Pattern[str] | None:
-    if not tok.strong:
+def _occurrences(text: str, token: str, whole_word: bool) -> Iterator[int]:
+    """The 1-based line numbers where ``token`` occurs (``whole_word``: not inside a longer
+    word), in order, at most `MAX_HITS`: `str.find` and newline counts, no regex."""
+    pos, line, last, n = text.find(token), 1, 0, 0
+    while pos >= 0 and n < MAX_HITS:
+        end = pos + len(token)
+        if not whole_word or (
+            (pos == 0 or not _word_char(text[pos - 1]))
+            and (end == len(text) or not _word_char(text[end]))
+        ):
+            line += text.count("\n", last, pos)
+            last = pos
+            n += 1
+            yield line
+        pos = text.find(token, pos + 1)
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _scores(tok: _Tokens, body: _Body) -> dict[int, int]:
+    """Line number -> score for the lines holding a strong or quoted token: two per
+    distinct such token, one per distinct number beside them."""
+    found: dict[int, set[str]] = {}
+    for words, whole in ((tok.strong, True), (tok.quoted, False)):
+        for t in words:
+            for line in _occurrences(body.text, t, whole):
+                found.setdefault(line, set()).add(t)
+    nums = _number_pattern(tok)
+    return {
+        line: 2 * len(toks) + (len(set(nums.findall(body.lines[line - 1]))) if nums else 0)
+        for line, toks in found.items()
+    }
+
+
+def _number_pattern(tok: _Tokens) -> re.Pattern[str] | None:
+    if not tok.numbers:
         return None
-    alts = "|".join(re.escape(t) for t in sorted(tok.strong, key=len, reverse=True))
-    return re.compile(rf"(?<![\w])(?:{alts})(?![\w])")
+    alts = "|".join(re.escape(n) for n in sorted(tok.numbers, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])(?:{alts})(?![\w])")
 
 
 def _seen(f: _File, n_lines: int) -> list[tuple[int, int]]:
@@ -311,43 +354,30 @@ def _locate(lines: list[str], text: str) -> tuple[int, int] | None:
     return None
 
 
-def _about(tok: _Tokens, strong: re.Pattern[str] | None, f: _File, lines: list[str]) -> bool:
+def _about(tok: _Tokens, f: _File, scores: dict[int, int]) -> bool:
     """Whether a memory's identifiers or quoted strings occur in what the session saw or
-    wrote of the file."""
+    wrote of the file (``scores``: the file's lines holding them)."""
     if not tok:
         return False
     for t in f.touches:
-        if (
-            t.kind == "edit"
-            and t.text
-            and any(_hits(x, tok, strong)[0] for x in t.text.split("\n"))
-        ):
+        if t.kind == "edit" and t.text and _scores(tok, _Body.of(t.text.split("\n"))):
             return True
-    for a, b in _seen(f, len(lines)):
-        if any(_hits(x, tok, strong)[0] for x in lines[a - 1 : b]):
-            return True
-    return False
+    n_lines = max(scores, default=0)
+    seen = _seen(f, n_lines)
+    return any(a <= line <= b for line in scores for a, b in seen)
 
 
-def _range(
-    tok: _Tokens, strong: re.Pattern[str] | None, f: _File, lines: list[str]
-) -> tuple[int, int] | None:
+def _range(f: _File, lines: list[str], scores: dict[int, int]) -> tuple[int, int] | None:
     """The lines to cite (see the module docstring, rule 3)."""
     seen = _seen(f, len(lines))
-    scored: list[tuple[int, int]] = []  # (line number, score)
-    best: tuple[float, int, int] | None = None  # (score, seen, -line)
-    for i, line in enumerate(lines, 1):
-        n, nums = _hits(line, tok, strong) if tok else (0, 0)
-        if not n:
-            continue
-        score = n * 2 + nums
-        scored.append((i, score))
+    best: tuple[int, int, int] | None = None  # (score, seen, -line)
+    for i, score in scores.items():
         key = (score, int(any(a <= i <= b for a, b in seen)), -i)
         if best is None or key > best:
             best = key
     if best is not None:
         lo = hi = -best[2]
-        hit = {i for i, _ in scored}
+        hit = set(scores)
         while any(lo - d in hit for d in range(1, GAP + 1)):
             lo = min(lo - d for d in range(1, GAP + 1) if lo - d in hit)
         while any(hi + d in hit for d in range(1, GAP + 1)):
@@ -376,8 +406,8 @@ def _root_and_head(directory: Path) -> tuple[Path, str | None] | None:
     if out:
         top, _, head = out.partition("\n")
         return Path(top), head.strip() or None
-    top = git_output(directory, "rev-parse", "--show-toplevel")  # no HEAD yet
-    return (Path(top), None) if top else None
+    only = git_output(directory, "rev-parse", "--show-toplevel")  # no HEAD yet
+    return (Path(only), None) if only else None
 
 
 def _maybe(memory: str, window: Sequence[Message]) -> bool:
@@ -407,22 +437,25 @@ def cite_memories(
     if found is None:
         return out
     root, commit = found
-    cache: dict[str, list[str] | None] = {}  # one read per file for the whole exchange
+    cache: dict[str, _Body | None] = {}  # one read per file for the whole exchange
     for i in todo:
         text = memories[i][0]
         files = _files(windows[i], cwd, root)
         bases = [PurePosixPath(f.rel).name for f in files]
         tok = tokens(text, [form for f in files for form in f.named_as | {f.rel}])
-        strong = _strong_pattern(tok)
         cites: list[tuple[bool, Citation]] = []
         for f in files:
             named = _names(text, f, bases.count(PurePosixPath(f.rel).name) == 1)
-            if not named and not f.touches:
-                continue  # only named in the exchange: the memory must name it too
-            lines = _read(root, f.rel, cache)
-            if not lines or not (named or _about(tok, strong, f, lines)):
+            if not named and (not f.touches or not tok):
+                continue  # only named in the exchange, or nothing to find: not about it
+            body = _read(root, f.rel, cache)
+            if body is None or not body.lines:
                 continue
-            span = _range(tok, strong, f, lines)
+            scores = _scores(tok, body) if tok else {}
+            if not (named or _about(tok, f, scores)):
+                continue
+            lines = body.lines
+            span = _range(f, lines, scores)
             if span is None:
                 continue
             a, b = span
