@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support.opencode_db import OpenCodeDB, text, tool
 
 from llmem_hooks import MemoryStore, SessionHookCoordinator
