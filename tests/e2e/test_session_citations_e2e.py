@@ -1,11 +1,13 @@
 """End-to-end: a memory learned in a real agent session cites the lines the agent read
 (issue 22, section 1; docs/citations.md "Citations learned from sessions").
 
-In the world's git repository, the agent reads ``src/net/retry.py`` with its own read tool
-(the fake provider asks for it: OpenCode ``read`` with offset/limit, Copilot ``view`` with
-view_range); in the next prompt of the same session the user says what to remember. The
-sidecar stores the memory with a citation of the ``MAX_RETRIES`` line: that line's hash and
-HEAD's commit. Real OpenCode 1.18.33 / Copilot CLI 1.0.102 against the fake provider.
+In the world's git repository, the agent reads lines 1-4 of ``src/net/retry.py`` with its
+own read tool (the fake provider asks for it: OpenCode ``read`` with offset/limit, Copilot
+``view`` with view_range); in the next prompt of the same session the user says what to
+remember. The sidecar stores the memory with a citation of the ``MAX_RETRIES`` line (line
+4): that line's hash and HEAD's commit. A memory about ``BACKOFF`` (line 5, not read) in
+another such session cites nothing: the read's range was understood. Real OpenCode
+1.18.33 / Copilot CLI 1.0.102 against the fake provider.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ pytestmark = [pytest.mark.e2e]
 
 RETRY = "import time\n\n\nMAX_RETRIES = 5\nBACKOFF = 0.5\n\n\ndef retry(fn):\n    pass\n"
 WAIT_S = 30
+ABOUT = "the retry limit is set in src/net/retry.py (MAX_RETRIES = 5)"
+UNSEEN = "failed calls wait BACKOFF seconds between tries"
 
 
 def commit_retry(world: OpenCodeEnv | CopilotEnv) -> tuple[Path, str]:
@@ -76,18 +80,17 @@ def test_opencode_read_then_remember_cites_the_line(
     oc_env: OpenCodeEnv, oc_sidecar: SidecarProcess
 ) -> None:
     path, head = commit_retry(oc_env)
-    args = json.dumps({"filePath": str(path), "offset": 1, "limit": 20})
-    sid = oc_env.run(f"USE-TOOL read {args}")
-    oc_env.run(
-        "Remember: the retry limit is set in src/net/retry.py (MAX_RETRIES = 5)",
-        "--session",
-        sid,
-        split=False,
-    )
+    # Lines 1-4 read: MAX_RETRIES (line 4) was seen, BACKOFF (line 5) was not.
+    args = json.dumps({"filePath": str(path), "offset": 1, "limit": 4})
+    for words in (ABOUT, UNSEEN):
+        sid = oc_env.run(f"USE-TOOL read {args}")
+        oc_env.run(f"Remember: {words}", "--session", sid, split=False)
     shown = wait_until(
         lambda: cited(oc_env, "MAX_RETRIES"), WAIT_S, 0.3, f"the memory\n{oc_sidecar.log()}"
     )
     check(shown, head)
+    unseen = wait_until(lambda: cited(oc_env, "BACKOFF"), WAIT_S, 0.3, "the BACKOFF memory")
+    assert unseen["citations"] == [] and unseen["citation_state"] == "not checkable"
 
 
 @pytest.mark.copilot
@@ -95,13 +98,13 @@ def test_copilot_view_then_remember_cites_the_line(
     cp_env: CopilotEnv, cp_sidecar: SidecarProcess
 ) -> None:
     path, head = commit_retry(cp_env)
-    args = json.dumps({"path": str(path), "view_range": [1, 20]})
-    run = cp_env.prompt(f"USE-TOOL view {args}")
-    cp_env.prompt(
-        "Remember: the retry limit is set in src/net/retry.py (MAX_RETRIES = 5)",
-        resume=run.session_id,
-    )
+    args = json.dumps({"path": str(path), "view_range": [1, 4]})
+    for words in (ABOUT, UNSEEN):
+        run = cp_env.prompt(f"USE-TOOL view {args}")
+        cp_env.prompt(f"Remember: {words}", resume=run.session_id)
     shown = wait_until(
         lambda: cited(cp_env, "MAX_RETRIES"), WAIT_S, 0.3, f"the memory\n{cp_env.sidecar_log()}"
     )
     check(shown, head)
+    unseen = wait_until(lambda: cited(cp_env, "BACKOFF"), WAIT_S, 0.3, "the BACKOFF memory")
+    assert unseen["citations"] == [] and unseen["citation_state"] == "not checkable"
