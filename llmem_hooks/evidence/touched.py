@@ -143,6 +143,13 @@ def exchange(msgs: Sequence[Message], source_ids: Sequence[str]) -> list[Message
     return [msgs[i] for i in sorted(keep)]
 
 
+def last_exchange(msgs: Sequence[Message], limit: int = 50) -> list[Message]:
+    """The last exchange of ``msgs`` (at most its last ``limit`` messages): what a memory
+    of the next pass may be about."""
+    starts = _exchange_starts(msgs)
+    return list(msgs[starts[-1] :][-limit:]) if starts else []
+
+
 def needs_earlier(msgs: Sequence[Message], source_ids: Sequence[str]) -> bool:
     """Whether a source message is in the first exchange of ``msgs``: the exchange
     before it (which it may be about) is then not in ``msgs``."""

@@ -117,3 +117,39 @@ def test_a_session_outside_git_stores_the_memory_without_citations(
     assert citations.of_memory(store.db, mem["id"]) == []
     assert citations.state(store.db, mem["id"]) == "not checkable"
     db.close()
+
+
+def test_what_an_earlier_pass_read_is_found_by_the_same_or_a_restarted_coordinator(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """The read is extracted in one pass, "remember" in the next: the same coordinator
+    keeps the earlier exchange; a new one (a restarted sidecar) reads the transcript again."""
+    root = repo_with_retry(tmp_path)
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    path = str(root / "src/net/retry.py")
+    sids = []
+    for _ in range(2):
+        sid = db.session("Retry", directory=str(root))
+        u = db.user(sid, "show me the retry code")
+        db.assistant(sid, u, tool("read", filePath=path, offset=3, limit=3), finish="tool-calls")
+        db.assistant(sid, u, text("Here it is."))
+        sids.append(sid)
+    first = coordinator(store, db, tmp_path)
+    for sid in sids:
+        assert first.on_idle(sid)[0] == "no_memories"
+    said = ("BACKOFF = 0.5 is the pause", "MAX_RETRIES = 5 is the cap")
+    for sid, words in zip(sids, said, strict=True):
+        u2 = db.user(sid, f"Remember: {words}")
+        db.assistant(sid, u2, text("Noted."))
+    assert first.on_idle(sids[0])[0] == "success"  # the kept exchange
+    restarted = coordinator(store, db, tmp_path)
+    assert restarted.on_idle(sids[1])[0] == "success"  # read again
+    got = {}
+    for m in store.list_all():
+        for c in citations.of_memory(store.db, m["id"]):
+            got[m["content"]] = (c.path, c.line_start)
+    assert got == {
+        "BACKOFF = 0.5 is the pause.": ("src/net/retry.py", 5),
+        "MAX_RETRIES = 5 is the cap.": ("src/net/retry.py", 4),
+    }
+    db.close()
