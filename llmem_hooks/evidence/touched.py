@@ -18,9 +18,9 @@ about. The rule (docs/citations.md, "Where citations come from"):
    ``MAX_RETRIES``, ``retryLimit`` or `` `backoff` ``, quoted strings; numbers only
    beside those) occur in the file: the best line (most distinct tokens, a line the
    session saw first), grown by the hits at most `GAP` lines from it (a definition
-   spread over a few lines), so an edit elsewhere in the file leaves it alone. Else the tool call's
-   own range: the read's lines or the edit's new text found in the file, when it is at
-   most `FALLBACK_LINES` long. Else no citation: never the whole file, which any edit
+   spread over a few lines), so an edit elsewhere in the file leaves it alone. Else the
+   tool call's own range: the read's lines or the edit's new text found in the file, when
+   it is at most `FALLBACK_LINES` long. Else no citation: never the whole file, which any edit
    anywhere would make stale.
 4. **Captured** from the working tree now: the hash of those lines (`cite.text_hash`,
    what `cite.capture` computes) and HEAD's commit, at most `cite.MAX_PER_MEMORY` per
@@ -67,7 +67,8 @@ _NAMED_PATH = re.compile(
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
-_QUOTED = re.compile(r"\"([^\"\n]{3,120})\"|'([^'\n]{3,120})'")
+# Quoted strings; a quote inside a word is an apostrophe ("the user's", "isn't").
+_QUOTED = re.compile(r"(?<!\w)\"([^\"\n]{3,120})\"(?!\w)|(?<!\w)'([^'\n]{3,120})'(?!\w)")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 
@@ -172,10 +173,13 @@ def _relative(path: str, cwd: Path, root: Path) -> str | None:
     raw = path.replace("\\", "/")
     if raw.startswith("~"):
         return None
-    candidate = Path(raw) if raw.startswith("/") else cwd / raw
+    candidate = Path(os.path.normpath(Path(raw) if raw.startswith("/") else cwd / raw))
+    # As written, then with its folder's symlinks resolved (a session folder reached
+    # through a link; git names the real one). A file that is a link keeps its own name.
+    forms = (candidate, Path(os.path.realpath(candidate.parent)) / candidate.name)
     found: str | None = None
     for base in (root, Path(os.path.realpath(root))):
-        for form in (candidate, Path(os.path.normpath(candidate))):
+        for form in forms:
             try:
                 found = PurePosixPath(form.relative_to(base).as_posix()).as_posix()
                 break

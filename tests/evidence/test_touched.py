@@ -243,3 +243,13 @@ def test_tokens_are_code_like_words_not_english() -> None:
     assert tok.strong == ("backoff", "retryLimit", "MAX_RETRIES")
     assert tok.quoted == ("connection refused",) and tok.numbers == ("5",)
     assert not touched.tokens("We always deploy on Tuesdays after lunch.")
+
+
+def test_a_session_folder_reached_through_a_link_still_cites(repo: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(repo)
+    memory = "src/net/retry.py: MAX_RETRIES = 5"
+    msgs = exchange_after(FileTouch(str(link / "src/net/retry.py"), "read"), remember=memory)
+    assert cite(repo, msgs, memory, cwd=link) == [[expected(repo, "src/net/retry.py", 4, 4)]]
+    dotted = exchange_after(FileTouch("src/../src/net/retry.py", "read"), remember=memory)
+    assert cite(repo, dotted, memory) == [[expected(repo, "src/net/retry.py", 4, 4)]]
