@@ -310,7 +310,8 @@ def _touches(tool: str, inp: dict[str, Any]) -> list[FileTouch]:
     if tool == "edit":
         return [t for t in [file_touch(path, "edit", text=inp.get("newString"))] if t]
     if tool == "multiedit":
-        edits = [as_dict(e).get("newString") for e in inp.get("edits") or []]
+        raw = inp.get("edits")
+        edits = [as_dict(e).get("newString") for e in raw] if isinstance(raw, list) else []
         found = [file_touch(path, "edit", text=e) for e in edits if isinstance(e, str)]
         return [t for t in found if t] or [t for t in [file_touch(path, "edit")] if t]
     if tool == "write":

@@ -140,3 +140,48 @@ def test_a_touch_never_holds_a_huge_text_or_an_unencodable_path() -> None:
     assert file_touch("/r/a.py", "read", 2.0, 4) == FileTouch("/r/a.py", "read", 2, 4)
     touch = file_touch("/r/\ud83d.py", "read")
     assert touch is not None and touch.path == "/r/\ufffd.py"
+
+
+def test_odd_tool_inputs_cost_only_their_touch(tmp_path: Path) -> None:
+    """Shapes no agent writes (a model can put anything in a tool call's input): the
+    message and its other touches are kept."""
+    db = OpenCodeDB(tmp_path / "opencode.db")
+    sid = db.session()
+    u = db.user(sid, "go")
+    db.assistant(
+        sid,
+        u,
+        tool("multiedit", filePath=f"{REPO}/a.py", edits=5),
+        tool("multiedit", filePath=f"{REPO}/b.py", edits=[{"newString": "B = 2"}, "x", None]),
+        tool("read", filePath=["not", "a", "path"], offset=1),
+        tool("read", filePath=f"{REPO}/c.py", offset=10**12, limit=5),
+        tool("edit", filePath=f"{REPO}/d.py", newString={"not": "text"}),
+        tool("apply_patch", patchText=7),
+        text("done"),
+    )
+    with OpenCodeAdapter(db.path) as a:
+        (msg,) = a.get_messages(sid)[1:]
+    assert msg.touches == (
+        FileTouch(f"{REPO}/a.py", "edit"),
+        FileTouch(f"{REPO}/b.py", "edit", text="B = 2"),
+        FileTouch(f"{REPO}/c.py", "read"),
+        FileTouch(f"{REPO}/d.py", "edit"),
+    )
+    db.close()
+
+
+def test_odd_copilot_arguments_give_no_range_and_no_crash() -> None:
+    from llmem_hooks.adapters.copilot_tools import tool_touches
+
+    assert tool_touches("view", {"path": "/r/a.py", "view_range": [True, 5]}) == [
+        FileTouch("/r/a.py", "read")
+    ]
+    assert tool_touches("view", {"path": "/r/a.py", "view_range": ["1", "2", "3"]}) == [
+        FileTouch("/r/a.py", "read")
+    ]
+    assert tool_touches("edit", {"path": "/r/a.py", "new_str": ["x"]}) == [
+        FileTouch("/r/a.py", "edit")
+    ]
+    assert tool_touches("view", "not json") == [] and tool_touches("view", None) == []
+    assert tool_touches("grep", {"path": "/r/src", "pattern": "x"}) == []
+    assert tool_touches("apply_patch", PATCH)[0].path == "src/net/retry.py"
