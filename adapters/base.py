@@ -18,7 +18,14 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from llmem_hooks.config import Config
-from llmem_hooks.events import LifecycleEvent, Message, SessionInfo
+from llmem_hooks.events import (
+    MAX_TOUCH_TEXT,
+    FileTouch,
+    LifecycleEvent,
+    Message,
+    SessionInfo,
+    TouchKind,
+)
 from llmem_hooks.registry import Registry
 from llmem_hooks.text.lines import clip
 
@@ -177,8 +184,10 @@ def make_message(
     created_ms: int,
     files: Iterable[str] | None = None,
     commands: Iterable[str] | None = None,
+    touches: Iterable[FileTouch] | None = None,
 ) -> Message:
-    """A `Message` from transcript lines; files and commands deduplicated in order."""
+    """A `Message` from transcript lines; files, commands and touches deduplicated in
+    order."""
     return Message(
         id=mid,
         session_id=session_id,
@@ -187,4 +196,63 @@ def make_message(
         created_ms=created_ms,
         files=tuple(dict.fromkeys(files or ())),
         commands=tuple(dict.fromkeys(commands or ())),
+        touches=tuple(dict.fromkeys(touches or ())),
     )
+
+
+def _line_number(value: Any) -> int | None:
+    """A 1-based line number from an agent's JSON (None: absent, not a whole number, < 1)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        return None
+    return int(value) if 1 <= value <= 10_000_000 else None
+
+
+def file_touch(
+    path: Any,
+    kind: TouchKind = "read",
+    start: Any = None,
+    end: Any = None,
+    text: Any = None,
+) -> FileTouch | None:
+    """A `FileTouch` from a tool call's untrusted arguments (None: no usable path). A range
+    that is not two sensible line numbers is dropped (``end`` None: to the end of the
+    file); ``text`` is kept only when it is a non-blank string of at most
+    `MAX_TOUCH_TEXT` characters."""
+    if not isinstance(path, str) or not path.strip() or len(path) > 4096:
+        return None
+    first, last = _line_number(start), _line_number(end)
+    if first is None or (end is not None and (last is None or last < first)):
+        first = last = None
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TOUCH_TEXT:
+        text = None
+    return FileTouch(path.strip(), kind, first, last, text)
+
+
+def patch_touches(patch: str) -> list[FileTouch]:
+    """The files of an ``*** Begin Patch`` text: one edit touch per hunk that adds lines
+    (its added lines: what the file holds afterwards, to be located later), one without
+    text for a file with none (a deletion); an added file is a write (no text kept: its
+    lines are all of it, not a passage)."""
+    out: list[FileTouch] = []
+    files: list[tuple[str, TouchKind, list[str]]] = []  # (path, kind, hunks' added texts)
+    added: list[str] = []
+
+    def end_hunk() -> None:
+        if files and added and files[-1][1] == "edit":
+            files[-1][2].append("\n".join(added))
+        added.clear()
+
+    for line in patch.splitlines():
+        header = PATCH_FILE.match(line)
+        if header or line.startswith(("@@", "*** End Patch", "*** Move to: ")):
+            end_hunk()
+            if header:
+                kind: TouchKind = "write" if line.startswith("*** Add File") else "edit"
+                files.append((header.group(1).strip(), kind, []))
+        elif line.startswith("+"):
+            added.append(line[1:])
+    end_hunk()
+    for path, kind, texts in files:
+        found = [file_touch(path, kind, text=t) for t in texts] or [file_touch(path, kind)]
+        out.extend(t for t in found if t)
+    return out

@@ -30,6 +30,7 @@ from llmem_hooks.config import Config, CopilotSettings, section_of
 from llmem_hooks.events import (
     BadRecord,
     EventKind,
+    FileTouch,
     LifecycleEvent,
     Message,
     SessionInfo,
@@ -40,7 +41,14 @@ from llmem_hooks.events import (
 )
 from llmem_hooks.paths import copilot_home
 
-from .base import SessionAdapter, as_dict, make_message, summary_line, text_or_none
+from .base import (
+    SessionAdapter,
+    as_dict,
+    file_touch,
+    make_message,
+    summary_line,
+    text_or_none,
+)
 from .copilot_jsonl import (
     F_CRASHED,
     F_CREATED,
@@ -59,7 +67,7 @@ from .copilot_jsonl import (
     valid_session_id,
 )
 from .copilot_share import DOC_FILE_BYTES, read_share_transcript
-from .copilot_tools import tool_command, tool_files, tool_summary
+from .copilot_tools import tool_command, tool_files, tool_summary, tool_touches
 
 log = logging.getLogger(__name__)
 
@@ -752,6 +760,7 @@ class CopilotAdapter(SessionAdapter):
                             at,
                             tool_files(name, args),
                             [c for c in [tool_command(name, args)] if c],
+                            [] if failed_here else tool_touches(name, args),
                         )
                     )
                 elif typ == "assistant.reasoning":
@@ -827,7 +836,8 @@ def _user_message(mid: str, sid: str, data: Mapping[str, Any], at: int) -> Messa
         for a in data.get("attachments") or []
         if isinstance(a, dict) and isinstance(a.get("path"), str) and a["path"]
     ]
-    return make_message(mid, sid, "user", [f"User: {content.strip()}"], at, files)
+    touches = [t for t in (file_touch(f, "attach") for f in files) if t]
+    return make_message(mid, sid, "user", [f"User: {content.strip()}"], at, files, (), touches)
 
 
 def _assistant_message(
@@ -836,6 +846,7 @@ def _assistant_message(
     lines: list[str] = []
     files: list[str] = []
     commands: list[str] = []
+    touches: list[FileTouch] = []
     reasoning = data.get("reasoningText")
     if isinstance(reasoning, str) and reasoning.strip():
         lines.append(f"Assistant: Reasoning: {reasoning.strip()}")
@@ -850,11 +861,14 @@ def _assistant_message(
         if isinstance(args, str) and args.lstrip().startswith("{"):
             with contextlib.suppress(ValueError, RecursionError):
                 args = json.loads(args)
-        lines.append(_tool_line(name, args, req.get("toolCallId") in failed))
+        failed_here = req.get("toolCallId") in failed
+        lines.append(_tool_line(name, args, failed_here))
         files.extend(tool_files(name, args))
+        if not failed_here:  # a failed call touched nothing
+            touches.extend(tool_touches(name, args))
         command = tool_command(name, args)
         if command:
             commands.append(command)
     if not lines:
         return None
-    return make_message(mid, sid, "assistant", lines, at, files, commands)
+    return make_message(mid, sid, "assistant", lines, at, files, commands, touches)

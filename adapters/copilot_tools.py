@@ -8,10 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import COMMAND_CHARS, PATCH_FILE, as_dict, summary_line
+from llmem_hooks.events import FileTouch
+
+from .base import (
+    COMMAND_CHARS,
+    PATCH_FILE,
+    as_dict,
+    file_touch,
+    patch_touches,
+    summary_line,
+)
 
 SHELL_TOOLS = frozenset({"bash", "shell", "powershell", "pwsh", "sh", "zsh"})
 SEARCH_TOOLS = frozenset({"grep", "glob", "rg", "search", "find", "ls"})  # path = where to look
+WRITE_TOOLS = frozenset({"create", "write", "write_file"})
 _FILE_KEYS = ("path", "file_path", "filePath", "filename", "file")
 _SUMMARY_KEYS = (
     "command",
@@ -65,6 +75,34 @@ def tool_files(name: str, args: Any) -> list[str]:
         if isinstance(value, str) and "*** Begin Patch" in value:
             out.extend(_patch_files(value))
     return out
+
+
+def tool_touches(name: str, args: Any) -> list[FileTouch]:
+    """What a tool call says about the files it touched (Copilot CLI 1.0.102's tools):
+    ``view`` {path, view_range: [start, end] (1-based; end -1: to the end)}, ``edit``
+    {path, old_str, new_str}, ``create`` {path, file_text} (the whole file: no text kept),
+    ``apply_patch`` (a patch text). Search tools touch no file."""
+    if isinstance(args, str):
+        return patch_touches(args) if "*** Begin Patch" in args else []
+    args = as_dict(args)
+    out: list[FileTouch] = []
+    for value in args.values():
+        if isinstance(value, str) and "*** Begin Patch" in value:
+            out.extend(patch_touches(value))
+    if name in SEARCH_TOOLS:
+        return out
+    path = next((args[k] for k in _FILE_KEYS if isinstance(args.get(k), str)), None)
+    view = args.get("view_range")
+    if isinstance(view, list) and len(view) == 2:
+        start, end = view
+        touch = file_touch(path, "read", start, None if end == -1 else end)
+    elif "new_str" in args:
+        touch = file_touch(path, "edit", text=args.get("new_str"))
+    elif name in WRITE_TOOLS or "file_text" in args:
+        touch = file_touch(path, "write")
+    else:
+        touch = file_touch(path, "read")
+    return [*out, touch] if touch else out
 
 
 def tool_command(name: str, args: Any) -> str | None:

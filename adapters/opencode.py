@@ -29,6 +29,7 @@ from llmem_hooks.events import (
     MAX_JSON_BYTES,
     BadRecord,
     EventKind,
+    FileTouch,
     LifecycleEvent,
     Message,
     SessionInfo,
@@ -45,7 +46,9 @@ from .base import (
     PATCH_FILE,
     SessionAdapter,
     as_dict,
+    file_touch,
     make_message,
+    patch_touches,
     summary_line,
     text_or_none,
 )
@@ -61,6 +64,7 @@ _SESSION_COLUMNS = (
     "id, project_id, directory, parent_id, title, time_created, time_updated, time_archived"
 )
 _FILE_PATH_TOOLS = frozenset({"read", "edit", "write", "multiedit"})
+READ_DEFAULT_LIMIT = 2000  # lines OpenCode's read tool returns when no limit is given
 _SUMMARY_KEYS = ("command", "filePath", "pattern", "url", "query", "path", "description")
 
 T = TypeVar("T")
@@ -288,12 +292,43 @@ def _tool_summary(tool: str, inp: dict[str, Any]) -> str:
     return ""
 
 
-def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
-    """Transcript lines, files and commands of one message (see ``get_messages``)."""
+def _touches(tool: str, inp: dict[str, Any]) -> list[FileTouch]:
+    """What a tool call says about the files it touched (OpenCode 1.18's tools): ``read``
+    {filePath, offset (1-based), limit (default 2000)}, ``edit`` {filePath, newString},
+    ``multiedit`` {filePath, edits: [{newString}]}, ``write`` {filePath, content} (the
+    whole file: no text kept), ``apply_patch`` {patchText}."""
+    path = inp.get("filePath")
+    if tool == "read":
+        offset, limit = inp.get("offset"), inp.get("limit")
+        if offset is None and limit is None:  # the whole file (its first 2000 lines)
+            return [t for t in [file_touch(path)] if t]
+        start = offset if offset is not None else 1
+        count = limit if limit is not None else READ_DEFAULT_LIMIT
+        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, count))
+        end = start + count - 1 if ok else 0  # 0: no range (an odd offset or limit)
+        return [t for t in [file_touch(path, "read", start, end)] if t]
+    if tool == "edit":
+        return [t for t in [file_touch(path, "edit", text=inp.get("newString"))] if t]
+    if tool == "multiedit":
+        raw = inp.get("edits")
+        edits = [as_dict(e).get("newString") for e in raw] if isinstance(raw, list) else []
+        found = [file_touch(path, "edit", text=e) for e in edits if isinstance(e, str)]
+        return [t for t in found if t] or [t for t in [file_touch(path, "edit")] if t]
+    if tool == "write":
+        return [t for t in [file_touch(path, "write")] if t]
+    if tool in ("apply_patch", "patch") and isinstance(inp.get("patchText"), str):
+        return patch_touches(inp["patchText"])
+    return []
+
+
+def _render(msg: _Msg) -> tuple[list[str], list[str], list[str], list[FileTouch]]:
+    """Transcript lines, files, commands and file touches of one message (see
+    ``get_messages``)."""
     prefix = "User" if msg.data.get("role") == "user" else "Assistant"
     lines: list[str] = []
     files: list[str] = []
     commands: list[str] = []
+    touches: list[FileTouch] = []
     for part in msg.parts:
         kind = part.get("type")
         if kind == "text":
@@ -320,6 +355,8 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
                     files.append(inp[key])
             if tool in ("apply_patch", "patch") and isinstance(inp.get("patchText"), str):
                 files.extend(PATCH_FILE.findall(inp["patchText"]))
+            if state.get("status") != "error":  # a failed call touched nothing
+                touches.extend(_touches(tool, inp))
             if tool == "bash" and isinstance(inp.get("command"), str) and inp["command"].strip():
                 commands.append(inp["command"].strip()[:COMMAND_CHARS])
         elif kind == "patch":
@@ -331,13 +368,14 @@ def _render(msg: _Msg) -> tuple[list[str], list[str], list[str]]:
             path = source.get("path") or part.get("filename")
             if isinstance(path, str) and path:
                 files.append(path)
+                touches.extend(t for t in [file_touch(path, "attach")] if t)
         # step-start, step-finish, snapshot, compaction, agent, retry, subtask: bookkeeping,
         # not conversation.
     error = as_dict(msg.data.get("error"))
     if error:
         detail = as_dict(error.get("data")).get("message") or error.get("name") or "error"
         lines.append(f"{prefix}: Error: {summary_line(str(detail))}")
-    return lines, list(dict.fromkeys(files)), list(dict.fromkeys(commands))
+    return lines, list(dict.fromkeys(files)), list(dict.fromkeys(commands)), touches
 
 
 # -- the adapter -------------------------------------------------------------------------
@@ -609,14 +647,16 @@ class OpenCodeAdapter(SessionAdapter):
         out: list[Message] = []
         for m in selected:
             try:
-                lines, files, commands = _render(m)
+                lines, files, commands, touches = _render(m)
             except Exception as exc:  # odd shapes in one message cost only that message
                 self._skip("message", f"unrenderable ({type(exc).__name__})", m.id)
                 continue
             if lines:
                 role = m.data["role"]
                 out.append(
-                    make_message(m.id, session_id, role, lines, m.created_ms, files, commands)
+                    make_message(
+                        m.id, session_id, role, lines, m.created_ms, files, commands, touches
+                    )
                 )
         return out
 

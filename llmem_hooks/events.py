@@ -85,13 +85,40 @@ class LifecycleEvent:
         _clean_fields(self, ("detail",))
 
 
+TouchKind = Literal["read", "edit", "write", "attach"]
+MAX_TOUCH_TEXT = 20_000  # an edit's new text kept to locate it in the file (longer: not kept)
+
+
+@dataclass(frozen=True)
+class FileTouch:
+    """One file a message's tool call read, edited or wrote, as the call said it.
+
+    ``path`` as the agent gave it (absolute, or relative to the session's folder).
+    ``line_start``/``line_end`` (1-based, inclusive) when the call named lines: OpenCode's
+    ``read`` offset/limit, Copilot's ``view`` view_range. ``text``: an edit's new text
+    (newString / new_str), to be found in the file when a memory is cited
+    (`llmem_hooks.evidence.touched`); None when the call gave none or it was too long.
+    """
+
+    path: str
+    kind: TouchKind = "read"
+    line_start: int | None = None
+    line_end: int | None = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        _clean_fields(self, ("path", "text"))
+
+
 @dataclass(frozen=True)
 class Message:
     """One message of a transcript, normalized.
 
     ``text`` is already in transcript form (``User: ...`` / ``Assistant: ...`` lines,
     ``Reasoning:``, ``Tool: <name>``, ``Patch``). ``files`` and ``commands`` are what the
-    message's tool calls touched and ran, for the resume pack.
+    message's tool calls touched and ran, for the resume pack. ``touches`` says more about
+    the files where the tool call did (which lines were read, what an edit wrote), for
+    the citations of memories learned from the exchange (docs/citations.md).
     """
 
     id: str
@@ -101,6 +128,7 @@ class Message:
     created_ms: int = 0
     files: tuple[str, ...] = field(default_factory=tuple)
     commands: tuple[str, ...] = field(default_factory=tuple)
+    touches: tuple[FileTouch, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         _clean_fields(self, ("text",))

@@ -40,6 +40,7 @@ from .context import (
 )
 
 if TYPE_CHECKING:  # the engine and the model client load only when a hook needs them
+    from ..evidence.cite import Citation
     from ..extraction.candidates import Assessment, Candidate, Extractor
     from ..model.embed import BatchEmbedder
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # importing the adapters loads YAML: the Copilot hook's fast 
 log = logging.getLogger(__name__)
 
 BACKFILL_BATCH = 32  # memories given a vector per backfill pass
+TAILS_KEPT = 256  # sessions whose last exchange is kept for the next pass's citations
 BACKFILL_SESSIONS = 100_000  # past sessions indexed as episodes, at most, on the first start
 
 RESULT_SUCCESS = "success"
@@ -106,6 +108,10 @@ class SessionHookCoordinator:
         self.retention_skipped = 0  # exchanges too old to store, since this coordinator began
         self._backfilling = False
         self._named: set[tuple[str, str]] = set()  # (key, directory) named by this coordinator
+        # Per session, the last exchange of the last extraction pass (the next pass's
+        # memories may be about what it touched: `_citations`); the oldest dropped past
+        # TAILS_KEPT sessions.
+        self._tails: dict[str, list[Message]] = {}
 
     # -- session bookkeeping -------------------------------------------------------------
     @property
@@ -504,10 +510,12 @@ class SessionHookCoordinator:
         candidates = staged.memories
         # Outside the write transaction: the embedder may take a while to answer.
         vectors = self._embed([c.content for c in candidates])
+        cites = self._citations(rec, session_id, msgs, candidates)
+        self._keep_tail(session_id, msgs)
 
         stored = 0
         with self.store.atomic():
-            for c, vec in zip(candidates, vectors, strict=True):
+            for c, vec, cited in zip(candidates, vectors, cites, strict=True):
                 added = self._add_unit(
                     "candidate memory",
                     session_id,
@@ -523,6 +531,8 @@ class SessionHookCoordinator:
                     embedding=vec,
                 )
                 stored += bool(added)
+                if added and cited:
+                    self._cite(session_id, added, cited)
                 if added and c.replaces:  # "we moved from X to Y": what says X is stale now
                     supersede_replaced(self.store, added, c, rec.project)
             for c in staged.inbox:
@@ -535,6 +545,59 @@ class SessionHookCoordinator:
                 message_count=len(msgs),
             )
         return stored
+
+    def _citations(
+        self,
+        rec: session_state.SessionRecord,
+        session_id: str,
+        msgs: list[Message],
+        candidates: list[Candidate],
+    ) -> list[list[Citation]]:
+        """Each candidate's citations from what its exchange touched
+        (`evidence.touched`), captured now, before the write transaction; none when that
+        fails (a memory without citations is still stored)."""
+        if not candidates or not rec.directory:
+            return [[] for _ in candidates]
+        from ..evidence.touched import cite_memories, needs_earlier
+        from ..redact import redact_transcript
+
+        try:
+            context = msgs
+            ids = [i for c in candidates for i in c.source_message_ids]
+            done = self.store.get_extraction(rec.agent, session_id)
+            if needs_earlier(msgs, ids) and done:
+                # The exchange before the first new one was read in an earlier pass: kept
+                # from it when this coordinator ran it, else read again.
+                tail = self._tails.get(session_id)
+                if tail and tail[-1].id == done["cursor"]:
+                    context = tail + msgs
+                else:
+                    context = self._messages(rec, session_id) or msgs
+            texts = [redact_transcript(c.content) for c in candidates]
+            pairs = [(t, c.source_message_ids) for t, c in zip(texts, candidates, strict=True)]
+            return cite_memories(rec.directory, pairs, context)
+        except Exception as exc:  # citations never cost the memories
+            log.warning("session %s: memories stored without citations: %s", session_id, exc)
+            return [[] for _ in candidates]
+
+    def _keep_tail(self, session_id: str, msgs: list[Message]) -> None:
+        """Remember the last exchange of ``msgs`` for the session's next pass."""
+        from ..evidence.touched import last_exchange
+
+        self._tails.pop(session_id, None)
+        self._tails[session_id] = last_exchange(msgs)
+        while len(self._tails) > TAILS_KEPT:
+            del self._tails[next(iter(self._tails))]
+
+    def _cite(self, sid: str, memory_id: str, cited: list[Citation]) -> None:
+        """Attach citations in the memory's transaction; refused ones (the memory, an
+        older duplicate, holds the most it may) cost only themselves."""
+        from ..store import citations
+
+        try:
+            citations.add(self.store.db, memory_id, cited)
+        except ValidationError as exc:
+            log.info("session %s: citations of %s not added: %s", sid, memory_id, exc)
 
     def _stage_unsure(
         self, rec: session_state.SessionRecord, sid: str, c: Candidate, content: str
