@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECHECK_S = 10.0  # a project checked this recently is not checked again at a session start
+RECHECK_S = 2.0  # a project checked this recently is not checked again at a session start
 LOCK_POLL_S = 0.05
 _HEX = frozenset("0123456789abcdef")
 

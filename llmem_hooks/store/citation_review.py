@@ -4,7 +4,9 @@ of them in the viewer (docs/citations.md, "What an agent and a person see").
 Reads for the hot paths take a list of candidate ids and ask one indexed query
 (``idx_citations_memory``) for all of them: recall and the session-start context filter
 what they found, never one query per memory. A memory is stale when any of its citations
-is (`citations.overall`); one without citations, unchecked or valid is kept.
+is (`citations.overall`); one without citations, unchecked or valid is kept. An episode
+(the raw exchange) is never cited, but it says what a memory learned from it says: the
+episode whose messages a stale memory was learned from is stale with it.
 """
 
 from __future__ import annotations
@@ -17,23 +19,50 @@ from ..evidence.cite import Citation
 from ..timestamps import now_iso
 from . import citations
 from .db import Database
+from .episodes import EPISODE_WHERE
 from .records import MEMORY_COLUMNS, row_to_memory
 
 MAX_STALE_REASON = 300  # one memory's reason as a search result shows it
 CONFIRMED = "confirmed by a person in the viewer"
 
 
+# The episodes among the candidates (?1) whose exchange a stale memory was learned from:
+# same session, and one of the memory's source messages among the episode's. Indexed by
+# the candidates' ids, memories' session, and citations' memory.
+_STALE_EPISODES = (
+    "SELECT DISTINCT e.id, m.id FROM memories e "
+    "JOIN memories m ON m.session_id = e.session_id AND m.id != e.id "
+    "JOIN citations c ON c.memory_id = m.id AND c.status = 'stale' "
+    "WHERE e.id IN (SELECT value FROM json_each(?1)) "
+    f"AND e.{EPISODE_WHERE.replace(' AND ', ' AND e.')} "
+    "AND m.valid_until IS NULL AND EXISTS (SELECT 1 FROM json_each(m.source_message_ids) s "
+    "WHERE s.value IN (SELECT value FROM json_each(e.source_message_ids)))"
+)
+
+
 def stale_among(db: Database, memory_ids: Iterable[str]) -> set[str]:
-    """The ids among ``memory_ids`` with a stale citation (one query)."""
+    """The ids among ``memory_ids`` with a stale citation, and the episodes among them that
+    a stale memory was learned from (two indexed queries)."""
     ids = list(dict.fromkeys(memory_ids))
     if not ids:
         return set()
+    arg = json.dumps(ids)
     rows = db.fetchall(
         "SELECT DISTINCT memory_id FROM citations "
         "WHERE memory_id IN (SELECT value FROM json_each(?)) AND status = 'stale'",
-        (json.dumps(ids),),
+        (arg,),
     )
-    return {str(r[0]) for r in rows}
+    return {str(r[0]) for r in rows} | set(stale_episodes(db, ids))
+
+
+def stale_episodes(db: Database, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+    """``{episode id: [stale memory ids]}`` for the episodes among ``memory_ids`` that a
+    stale memory was learned from."""
+    out: dict[str, list[str]] = {}
+    if memory_ids:
+        for eid, mid in db.fetchall(_STALE_EPISODES, (json.dumps(list(memory_ids)),)):
+            out.setdefault(str(eid), []).append(str(mid))
+    return out
 
 
 def stale_reasons(db: Database, memory_ids: Iterable[str]) -> dict[str, str]:
@@ -55,6 +84,10 @@ def stale_reasons(db: Database, memory_ids: Iterable[str]) -> dict[str, str]:
         if changed_by:
             text += f" (changed in {str(changed_by)[:10]})"
         parts.setdefault(str(mid), []).append(text)
+    for eid, learned in stale_episodes(db, ids).items():
+        if eid not in parts:
+            mine = stale_reasons(db, learned)
+            parts[eid] = [f"says what {m[:8]} said: {mine.get(m, 'stale')}" for m in learned]
     out = {}
     for mid, texts in parts.items():
         line = " ".join("; ".join(texts).split())

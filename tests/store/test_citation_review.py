@@ -80,3 +80,46 @@ def test_rewrite_is_whole_or_nothing(store: MemoryStore) -> None:
         ("w.py:3-4", "b" * 64),
         ("y.py:1-2", "c" * 64),
     ]
+
+
+def test_the_episode_a_stale_memory_was_learned_from_is_stale_with_it(store: MemoryStore) -> None:
+    """The raw exchange says what the memory learned from it says: recall must not give
+    back "Remember: ... MAX_RETRIES = 5" as an episode once the memory is stale."""
+    said = store.add(
+        "conversation",
+        "User: Remember: the retry limit is MAX_RETRIES = 5 in src/net/retry.py",
+        source="episode",
+        session_id="s1",
+        source_message_ids=["m1", "m2"],
+        dedupe=False,
+    )
+    other = store.add(
+        "conversation",
+        "User: and the timeout? Assistant: 30 s",
+        source="episode",
+        session_id="s1",
+        source_message_ids=["m3", "m4"],
+        dedupe=False,
+    )
+    elsewhere = store.add(
+        "conversation",
+        "User: Remember: the retry limit is MAX_RETRIES = 5 (another session)",
+        source="episode",
+        session_id="s2",
+        source_message_ids=["m1"],
+        dedupe=False,
+    )
+    learned = store.add(
+        "fact", "The retry limit is MAX_RETRIES = 5.", session_id="s1", source_message_ids=["m2"]
+    )
+    _cite(store, learned, "src/net/retry.py", "valid")
+    ids = [said, other, elsewhere, learned]
+    assert citation_review.stale_among(store.db, ids) == set()
+    (row,) = citations.of_memory(store.db, learned)
+    citations.record_check(store.db, row.id, "stale", reason="the cited lines changed")
+    assert citation_review.stale_among(store.db, ids) == {said, learned}
+    why = citation_review.stale_reasons(store.db, ids)
+    assert set(why) == {said, learned}
+    assert why[said] == f"says what {learned[:8]} said: {why[learned]}"
+    store.invalidate(learned, "wrong")  # a forgotten memory no longer speaks for the episode
+    assert citation_review.stale_among(store.db, ids) == {learned}
