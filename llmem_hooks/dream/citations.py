@@ -9,16 +9,23 @@ back; its citations stay stale, so unless they are fixed or confirmed meanwhile 
 run retires it again. The checks themselves are observations of the working tree, written
 as the sidecar's are (not dream changes: an undo does not put an old verdict back).
 ``citations.check: false`` turns the step off (no check, no retiring).
+
+Branches: a memory is retired only when every stale citation's commit is in the history
+of the checkout it was judged against (``git merge-base --is-ancestor``). A memory learned
+on a branch not merged here is stale *here* (left out of this checkout's sessions) but kept:
+back on its branch its citations check out again. Nothing is thrown away because a
+branch changed; when git cannot tell, the memory is kept.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..evidence.cite import repo_root
-from ..project import project_key, project_label
+from ..project import git_output, project_key, project_label
 from ..session.citation_check import check_project
 from ..store import citations as cited
 from ..store import dream as book
@@ -28,6 +35,7 @@ from ..timestamps import to_iso
 if TYPE_CHECKING:
     from .cycle import Dreamer, DreamResult
 
+_HEX = re.compile(r"[0-9a-f]{7,64}")
 PROJECT_BUDGET_S = 30.0  # at least this long per project (more if a session start may)
 
 
@@ -52,6 +60,7 @@ def check_and_retire(dreamer: Dreamer, result: DreamResult) -> None:
         return
     names = projects.display_names(dreamer.store.db)
     budget = max(PROJECT_BUDGET_S, settings.start_budget_seconds)
+    roots: dict[str, Path] = {}
     for project in cited.cited_projects(dreamer.store.db):
         label = project_label(project, names)
         root = project_root(dreamer, project)
@@ -60,6 +69,7 @@ def check_and_retire(dreamer: Dreamer, result: DreamResult) -> None:
                 f"citations of {label}: not checked (no session directory of it exists here)"
             )
             continue
+        roots[project] = root
         done = check_project(
             dreamer.store,
             project,
@@ -73,6 +83,13 @@ def check_and_retire(dreamer: Dreamer, result: DreamResult) -> None:
         return
     found = cited.stale_memories(dreamer.store.db, to_iso(dreamer.now() - timedelta(days=days)))
     rows = book.memory_rows(dreamer.store, [m["id"] for m in found]) if found else {}
+    elsewhere = _off_branch(dreamer, found, rows, roots)
+    if elsewhere:
+        result.notes.append(
+            f"citations: {len(elsewhere)} stale memory(ies) kept: learned on a branch not"
+            " merged into the checkout they were judged against"
+        )
+        found = [m for m in found if m["id"] not in elsewhere]
     for m in found:
         row = rows.get(m["id"]) or {}
         result.retired.append(
@@ -87,3 +104,34 @@ def check_and_retire(dreamer: Dreamer, result: DreamResult) -> None:
             {m["id"]: f"stale since {m['stale_since']}: {m['citation']} ({m['why']})"[:500]
              for m in found},
         )  # fmt: skip
+
+
+def _off_branch(
+    dreamer: Dreamer,
+    found: list[dict[str, object]],
+    rows: dict[str, dict[str, object]],
+    roots: dict[str, Path],
+) -> set[str]:
+    """The ids among ``found`` with a stale citation whose commit is not (or not known to
+    be) in the history of HEAD of their project's checkout: one git call per commit."""
+    answers: dict[tuple[Path, str], bool] = {}
+    out: set[str] = set()
+    for m in found:
+        mid = str(m["id"])
+        project = (rows.get(mid) or {}).get("project")
+        root = roots.get(project) if isinstance(project, str) else None
+        for c in cited.of_memory(dreamer.store.db, mid):
+            if c.status != "stale" or not c.commit or not _HEX.fullmatch(c.commit):
+                continue
+            if root is None:
+                out.add(mid)
+                break
+            key = (root, c.commit)
+            if key not in answers:
+                answers[key] = (
+                    git_output(root, "merge-base", "--is-ancestor", c.commit, "HEAD") is not None
+                )
+            if not answers[key]:
+                out.add(mid)
+                break
+    return out

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from support.git_repo import CITED, LIMIT, commit, make_repo, remember
+from support.git_repo import CITED, LIMIT, commit, git, make_repo, remember
 
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.dream.cycle import Dreamer
@@ -107,3 +107,39 @@ def test_a_project_without_a_session_directory_is_skipped_and_said(tmp_path: Pat
         notes = run.results[0].notes
         assert any("not checked (no session directory of it exists here)" in n for n in notes)
         assert cited.of_memory(st.db, stale)[0].status == "unchecked"
+
+
+def test_a_memory_learned_on_an_unmerged_branch_is_never_retired(
+    tmp_path: Path, llmem_home: Path
+) -> None:
+    """Stale on main (its file is only on the feature branch), kept by the dream however
+    long; valid again back on the branch. A memory stale on its own line of history is
+    retired as before."""
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "src" / "flags.py").write_text("FEATURE_FLAG_LIMIT = 7\n")
+    commit(repo, "feature flags")
+    with MemoryStore(tmp_path / "m.db") as st:
+        on_branch = remember(st, repo, "the flag limit is FEATURE_FLAG_LIMIT", "src/flags.py:1")
+        git(repo, "checkout", "-q", "main")
+        changed = remember(st, repo)  # learned on main; then main changes the line
+        (repo / CITED).write_text((repo / CITED).read_text().replace(LIMIT, "MAX_RETRIES = 2\n"))
+        commit(repo, "change the limit")
+        session_state.save(
+            st.db,
+            session_state.SessionRecord(
+                "copilot", "s1", project_key(repo), str(repo), last_activity_ms=1
+            ),
+        )
+        Dreamer(st, config(retire_stale_days=30)).run(["light"], apply=True)
+        assert cited.of_memory(st.db, on_branch)[0].status == "stale"  # not here
+        assert cited.of_memory(st.db, changed)[0].status == "stale"
+        st.conn.execute("UPDATE citations SET stale_since = ?", (LONG_AGO,))
+        run = Dreamer(st, config(retire_stale_days=30)).run(["light"], apply=True)
+        assert [r["id"] for r in run.results[0].retired] == [changed]
+        assert any("learned on a branch not merged" in n for n in run.results[0].notes)
+        assert not _retired(st, on_branch) and _retired(st, changed)
+
+        git(repo, "checkout", "-q", "feature")  # back on its branch: it holds again
+        Dreamer(st, config(retire_stale_days=30)).run(["light"], apply=True)
+        assert cited.of_memory(st.db, on_branch)[0].status == "valid"
