@@ -48,6 +48,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, RecallSettings
@@ -59,7 +60,6 @@ from ..paths import get_context_dir
 from ..project import project_key, project_name
 from ..redact import find_secrets
 from ..registry import get_registered_types
-from ..search.passages import excerpt
 from ..search.relevance import Relevance, idf_weights, weighed_relevance
 from ..search.retriever import DocCounts, Retriever, SearchHit, terms_held
 from ..session.context import session_context
@@ -70,10 +70,11 @@ from ..store import recall as given
 from ..store import sessions as session_state
 from ..store import team as team_store
 from ..store.db import is_interrupted
-from ..text.lines import clip_at_word, flatten
 from ..text.query import MAX_QUERY_CHARS, ParsedQuery, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
+from . import file_recall as on_file
 from . import protocol as proto
+from .entry import clip_text
 from .params import (  # noqa: F401 - ServiceError is also this module's (callers import it here)
     MAX_GET_IDS,
     ServiceError,
@@ -129,25 +130,6 @@ HAD_MARGIN = 1.3
 # ... among the memories it was given last, this many (its context and recent blocks: what
 # it has at hand; reading every memory of a long session costs milliseconds a prompt)
 HAD_AT_HAND = 60
-
-
-def clip_text(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    """One entry's text on one line, at most ``limit`` characters, anything imitating our
-    markers defused (`markers.neutralize`: the line goes between them). The one place
-    where long texts (episodes) are cut: to the lines that hold the prompt's words
-    (`passages.excerpt`), else to the opening."""
-    return neutralize(_clip(neutralize(text), prompt_words, limit))
-
-
-def _clip(text: str, prompt_words: Sequence[str], limit: int) -> str:
-    flat = flatten(text)
-    if len(flat) <= limit:
-        return flat
-    if prompt_words:
-        flat = flatten(excerpt(text, prompt_words, limit))
-        if len(flat) <= limit:
-            return flat
-    return clip_at_word(flat, limit, "…")
 
 
 def prompt_words(prompt: str) -> list[str]:
@@ -360,6 +342,7 @@ class QueryService:
             "get": self.get,
             "timeline": self.timeline,
             "status": self.status,
+            "file_recall": partial(on_file.file_recall, self),
         }
 
     # -- scoping ------------------------------------------------------------------------
@@ -619,23 +602,29 @@ class QueryService:
     # -- agent tools ----------------------------------------------------------------------
     def search(
         self,
-        query: str,
+        query: str | None = None,
         limit: int = 10,
         type: str | None = None,
         project: str | None = None,
         directory: str | None = None,
+        path: str | None = None,
     ) -> dict[str, Any]:
         """``{"results": [{"id", "type", "line", "session_id", "created_at", "project",
         "project_name", "score"}]}``, best first; the caller's project plus global
         memories. An unknown ``type`` is an error (it would match nothing, which reads as
-        "no such memory")."""
-        query = _text(query, "query", MAX_QUERY_CHARS)
+        "no such memory"). With a ``path``: what is known about that file
+        (`file_recall.search_file`; ``query`` optional)."""
         limit = _bounded(limit, "limit", 1, MAX_LIMIT)
         if type is not None:
             type = _text(type, "type", 100)
             if type not in get_registered_types():
                 known = ", ".join(sorted(get_registered_types()))
                 raise ServiceError(proto.BAD_PARAMS, f"unknown memory type {type!r} ({known})")
+        if path is not None:
+            return on_file.search_file(self, path, query, limit, type, project, directory)
+        if query is None:
+            raise ServiceError(proto.BAD_PARAMS, "missing required parameter(s): query")
+        query = _text(query, "query", MAX_QUERY_CHARS)
         with self._reading():
             self._learn_name(project, directory)
             flt = MemoryFilter(type=type, project=self.scope(project, directory))
@@ -891,7 +880,8 @@ _REACH = ("project", "directory", "session_id", "any_project")  # which memories
 METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
     "start": ("session_id", "prompt", "project", "directory"),
-    "search": ("query", "limit", "type", "project", "directory"),
+    "search": ("query", "limit", "type", "project", "directory", "path"),
+    "file_recall": ("session_id", "path", "directory", "project", "agent", "budget_tokens"),
     "remember": ("content", "type", "tags", *_REACH[:3], "agent", "share", "citations"),
     "forget": ("id", "reason", *_REACH),
     "get": ("ids", *_REACH),
