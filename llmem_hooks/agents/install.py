@@ -194,13 +194,15 @@ COPILOT_HOOKS_FILE = "llmem.json"
 COPILOT_HOOK_EVENTS = (
     "sessionStart",
     "userPromptSubmitted",
+    "postToolUse",
     "agentStop",
     "preCompact",
     "sessionEnd",
 )
 # Events whose output Copilot uses: it waits for these. The others only (re)start the
-# sidecar, so their command returns at once and the hook runs detached.
-COPILOT_SYNC_EVENTS = frozenset({"sessionStart", "userPromptSubmitted"})
+# sidecar, so their command returns at once and the hook runs detached. postToolUse is
+# recall for the file in hand (the plugin's launcher starts Python only for file tools).
+COPILOT_SYNC_EVENTS = frozenset({"sessionStart", "userPromptSubmitted", "postToolUse"})
 COPILOT_HOOK_TIMEOUT_S = 5  # the hook gives up after ~1.5 s on its own
 COPILOT_MARKER = "llmem-hooks hook copilot"  # in every command we write
 PLUGIN_LAUNCHER = "bin/llmem-hook"  # the repository's launcher (hooks.json, plugin.json)
