@@ -176,24 +176,17 @@ def main() -> int:
                 )
                 outs.append(proc.stdout.decode())
 
-            rows = [
-                row(
-                    "`git rev-parse --show-toplevel` (bare git, subprocess)", timed(git, args.runs)
-                ),
-                row(
-                    "`file_recall` over the socket: a cited file, new session",
-                    timed(first, args.runs),
-                ),
-                row("`file_recall` over the socket: the same file again", timed(repeat, args.runs)),
-                row(
-                    "`bin/llmem-hook copilot postToolUse`, `view` of a cited file",
-                    timed(hook, args.runs),
-                ),
-                row(
-                    "`bin/llmem-hook copilot postToolUse`, `bash` (no Python)",
-                    timed(lambda i: hook(i, "bash"), args.runs),
-                ),
+            def bash(i: int) -> None:
+                hook(i, "bash")
+
+            cases = [
+                ("`git rev-parse --show-toplevel` (bare git, subprocess)", git),
+                ("`file_recall` over the socket: a cited file, new session", first),
+                ("`file_recall` over the socket: the same file again", repeat),
+                ("`bin/llmem-hook copilot postToolUse`, `view` of a cited file", hook),
+                ("`bin/llmem-hook copilot postToolUse`, `bash` (no Python)", bash),
             ]
+            rows = [row(name, timed(fn, args.runs)) for name, fn in cases]
             recalled = sum(1 for g in got if g.get("reason") == "recalled")
             blocks = sum(1 for o in outs if "<llmem-recall>" in o)
         finally:
