@@ -20,7 +20,10 @@ from llmem_hooks.agents.copilot_hook import FILE_TOOLS, tool_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "bin" / "llmem-hook"
-PATCH = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: src/b.py\n+z\n*** End Patch"
+PATCH = (
+    "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: src/b.py\n+z\n"
+    "*** End Patch"
+)
 
 
 @pytest.mark.parametrize(
