@@ -246,6 +246,16 @@ def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
     for event in COPILOT_HOOK_EVENTS:
         if event == "sessionStart":  # a command that is gone is said once, not swallowed
             bash = f"{command} hook copilot {event} 2>/dev/null || printf '%s\\n' {MISSING_NOTICE}"
+        elif event == "postToolUse":  # every tool call: Python only for the file tools
+            from .copilot_hook import FILE_TOOLS
+
+            names = "|".join(
+                f'*\'"toolName":"{t}"\'*|*\'"toolName": "{t}"\'*' for t in sorted(FILE_TOOLS)
+            )
+            bash = (
+                f"p=$(cat); case $p in {names}) printf '%s' \"$p\" | {command} hook copilot"
+                f" {event} 2>/dev/null ;; esac; true"
+            )
         elif event in COPILOT_SYNC_EVENTS:
             bash = f"{command} hook copilot {event} 2>/dev/null || true"
         else:

@@ -110,3 +110,24 @@ def test_the_real_command_fails_open_on_a_huge_or_odd_path(llmem_home: Path, rep
             timeout=30,
         )
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+
+
+def test_the_installed_hook_starts_python_only_for_file_tools(tmp_path: Path, repo: Path) -> None:
+    """`install --copilot`'s postToolUse command (no launcher there): the same filter, in
+    the command itself; a stand-in for llmem-hooks records being started."""
+    from llmem_hooks.agents.install import copilot_hooks
+
+    started = tmp_path / "started"
+    exe = tmp_path / "llmem-hooks"
+    exe.write_text(f'#!/bin/sh\necho "$@" >> {started}\ncat >> {started}\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    cmd = copilot_hooks(str(exe))["hooks"]["postToolUse"][0]["bash"]
+    for tool in ("bash", "glob", "view"):
+        proc = subprocess.run(
+            ["/bin/bash", "-c", cmd], input=_payload(tool, "src/app.py", repo),
+            capture_output=True, timeout=30,
+        )  # fmt: skip
+        assert proc.returncode == 0 and proc.stdout == b""
+    lines = started.read_text().splitlines()
+    assert lines[0] == "hook copilot postToolUse" and '"toolName": "view"' in lines[1]
+    assert len(lines) == 2
