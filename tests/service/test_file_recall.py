@@ -272,3 +272,34 @@ def test_given_rows_are_pruned(service: QueryService) -> None:
     assert not touches.mark_given(db, "s", "a.py")
     assert touches.prune_given(db, now_iso().replace("20", "30", 1)) == 1
     assert not touches.was_given(db, "s", "a.py")
+
+
+def test_two_asks_at_once_give_the_block_once(
+    tmp_path: Path, llmem_home: Path, code_repo: Path
+) -> None:
+    """Eight threads ask for the same file of the same session at once (each on a read
+    connection of its own, as in the sidecar): one block."""
+    import threading
+
+    svc = QueryService(MemoryStore(tmp_path / "m.db"), owns_store=True, readers=True)
+    try:
+        _cited(svc, code_repo, "LIMIT in app.py is the retry limit", "src/app.py:3")
+        reasons: list[str] = []
+        gate = threading.Barrier(8)
+
+        def ask() -> None:
+            gate.wait()
+            got = svc.call(
+                "file_recall",
+                {"session_id": "s", "path": "src/app.py", "directory": str(code_repo)},
+            )
+            reasons.append(got["reason"])
+
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert sorted(reasons) == ["already_given"] * 7 + ["recalled"]
+    finally:
+        svc.close()
