@@ -21,13 +21,14 @@ process); a path outside that repository gets nothing (``outside_repository``).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SearchTimeout
+from ..errors import SearchTimeout, ValidationError
 from ..evidence.in_repo import check_tool_path, relative
 from ..markers import RECALL_CLOSE, RECALL_OPEN, neutralize
 from ..redact import find_secrets
@@ -44,6 +45,8 @@ from .params import ServiceError, _bounded, _no_nul, _text
 
 if TYPE_CHECKING:
     from .operations import QueryService
+
+log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
 MAX_EPISODES = 3  # the last episodes that touched the file
@@ -69,7 +72,7 @@ def _directory(directory: Any) -> str | None:
 def _repo_path(path: Any, directory: str | None) -> str | None:
     try:
         return relative(directory, check_tool_path(path))
-    except Exception as exc:  # ValidationError: one line, bad_params
+    except ValidationError as exc:  # one line, bad_params
         raise ServiceError(proto.BAD_PARAMS, str(exc)) from None
 
 
@@ -92,9 +95,9 @@ def file_recall(
     cfg = service.recall_settings
     budget = cfg.budget_tokens if budget_tokens is None else budget_tokens
     budget = _bounded(budget, "budget_tokens", 0, 100_000)
-    rel = _repo_path(path, directory)
     if not service.settings.citations.file_recall or budget == 0:
-        return _nothing("disabled", rel)
+        return _nothing("disabled")
+    rel = _repo_path(path, directory)
     if rel is None:
         return _nothing("outside_repository")
     _prune(service)
@@ -111,8 +114,11 @@ def file_recall(
                 raise
             return _nothing("too_slow", rel)
         block, shown = _render(service, rel, mems, budget)
-    if not touches.mark_given(service.store.db, session_id, rel):
-        return _nothing("already_given", rel)  # another call for the same file won
+    try:
+        if not touches.mark_given(service.store.db, session_id, rel):
+            return _nothing("already_given", rel)  # another call for the same file won
+    except Exception as exc:  # a busy database costs a possible repeat, never this answer
+        log.warning("file recall: could not record %s for session %s: %s", rel, session_id, exc)
     if not shown:
         return _nothing("no_match", rel)
     full = [m["id"] for m in shown]
