@@ -54,14 +54,16 @@ def episodes_touching(
     None) that touched ``path``, leaving out those of ``exclude_session`` (what the
     session said itself is in its own context) and ``exclude_ids``."""
     scope = "" if project is None else "AND (m.project = ? OR m.project IS NULL)"
+    own = "" if exclude_session is None else "AND coalesce(m.session_id, '') != ?"
     params: list[object] = [path]
     if project is not None:
         params.append(project)
-    params += [exclude_session or "", json.dumps(list(exclude_ids)), limit]
+    if exclude_session is not None:
+        params.append(exclude_session)
+    params += [json.dumps(list(exclude_ids)), limit]
     rows = db.fetchall(
         "SELECT m.id FROM file_touches t JOIN memories m ON m.id = t.memory_id "
-        f"WHERE t.path = ? {scope} AND m.valid_until IS NULL "
-        "AND coalesce(m.session_id, '') != ? "
+        f"WHERE t.path = ? {scope} AND m.valid_until IS NULL {own} "
         "AND m.id NOT IN (SELECT value FROM json_each(?)) "
         "ORDER BY t.touched_at DESC, m.seq DESC LIMIT ?",
         tuple(params),

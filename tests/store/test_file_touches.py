@@ -67,3 +67,12 @@ def test_given_once_per_session_and_file(tmp_path: Path) -> None:
         assert touches.was_given(db, "s", "src/app.py") and not touches.was_given(db, "u", "b.py")
         assert touches.prune_given(db, "9999") == 3
         assert not touches.was_given(db, "s", "src/app.py")
+
+
+def test_an_episode_without_a_session_is_found(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "m.db") as store:
+        ep = store.add("conversation", "User: imported exchange about app", dedupe=False)
+        with store.atomic():
+            touches.add_touches(store.db, ep, ["src/app.py"], "2026-11-01T00:00:00Z")
+        assert touches.episodes_touching(store.db, "src/app.py", None) == [ep]
+        assert touches.episodes_touching(store.db, "src/app.py", None, exclude_session="s") == [ep]
