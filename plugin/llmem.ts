@@ -16,6 +16,11 @@
 //   message as one synthetic text part (<llmem-recall> ... </llmem-recall>). Stored with the
 //   message, the block is part of the history: every earlier byte of the prompt stays the
 //   same from turn to turn. No answer in time: no block (fail open).
+// * tool.execute.after: after a read / edit / write / multiedit / patch tool call, asks the
+//   query service (`file_recall`, time-boxed by recall_timeout_ms) what memory knows about
+//   the file (memories citing it, episodes that touched it; once per file per session) and
+//   appends that block to the tool's output, which is what the model reads next (the tool
+//   result part of the next request). No answer in time: the output is left as it was.
 // * tool: memory_search, memory_remember, memory_forget, memory_get, memory_timeline, each
 //   one call to the query service with compact results.
 // * At start: launches the sidecar (detached) unless one is running.
@@ -288,6 +293,25 @@ const promptText = (parts: unknown[]): string =>
     .map((p) => (p as { text: string }).text)
     .join("\n")
     .trim()
+
+// -- recall for the file in hand -----------------------------------------------------------
+
+const FILE_TOOLS = new Set(["read", "edit", "write", "multiedit", "patch", "apply_patch"])
+const PATCH_HEADER = /^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm
+const MAX_FILES_PER_CALL = 5
+const MAX_TOOL_PATH = 4096
+
+// The files a tool call read or wrote, as its arguments name them (adapters/opencode.py's rule).
+const toolFiles = (tool: string, args: unknown): string[] => {
+  if (!FILE_TOOLS.has(tool) || !isObject(args)) return []
+  const out: string[] = []
+  for (const key of ["filePath", "path"]) {
+    const v = args[key]
+    if (typeof v === "string" && v.trim() && v.length <= MAX_TOOL_PATH) out.push(v.trim())
+  }
+  if (typeof args.patchText === "string") for (const m of args.patchText.matchAll(PATCH_HEADER)) out.push(m[1].trim())
+  return [...new Set(out)].filter((f) => f && f.length <= MAX_TOOL_PATH).slice(0, MAX_FILES_PER_CALL)
+}
 
 // -- agent tools -----------------------------------------------------------------------------
 
@@ -834,6 +858,33 @@ export const LlmemPlugin: Plugin = async (pluginInput, options) => {
         })
       } catch (err) {
         log(`chat.message ${input?.sessionID}: ${String(err)}`)
+      }
+    },
+
+    "tool.execute.after": async (input, output) => {
+      try {
+        if (!settings.recall) return
+        const sid = input?.sessionID
+        if (!sid || !SESSION_ID.test(sid) || !isObject(output) || typeof output.output !== "string") return
+        const files = toolFiles(String(input?.tool ?? ""), (input as { args?: unknown })?.args)
+        const blocks: string[] = []
+        const directory = pluginInput?.directory ?? process.cwd()
+        for (const file of files) {
+          const t0 = Date.now()
+          const params = { session_id: rootSession(sid), path: file, directory, agent: "opencode" }
+          const reply = await callService(settings.socket, "file_recall", params, settings.recall_timeout_ms)
+          if (!reply.ok) {
+            log(`file recall ${sid}: ${reply.error} (${Date.now() - t0} ms)`)
+            if (reply.unreachable) break
+            continue
+          }
+          const r = reply.result
+          const block = isObject(r) && typeof r.block === "string" ? sealRecall(r.block) : ""
+          if (block) blocks.push(block)
+        }
+        if (blocks.length) output.output = `${output.output}\n\n${blocks.join("\n\n")}`
+      } catch (err) {
+        log(`tool.execute.after ${input?.sessionID}: ${String(err)}`)
       }
     },
 

@@ -74,6 +74,7 @@ EVENT_ALIASES = {
     "SubagentStart": "subagentStart",
     "SubagentStop": "subagentStop",
     "ErrorOccurred": "errorOccurred",
+    "PostToolUse": "postToolUse",
 }
 EVENTS = (
     "sessionStart",
@@ -84,6 +85,7 @@ EVENTS = (
     "subagentStart",
     "subagentStop",
     "errorOccurred",
+    "postToolUse",
 )
 # Events on which a missing sidecar is started (not userPromptSubmitted: it runs at the
 # same time as sessionStart, and one start attempt per process launch is enough).
@@ -681,6 +683,72 @@ def prompt_context(
     return join_blocks(pack, block)
 
 
+# -- recall for the file in hand -------------------------------------------------------------
+# Copilot's tools that read or write a file (bin/llmem-hook starts no Python for others).
+FILE_TOOLS = frozenset(
+    {"view", "create", "edit", "str_replace", "str_replace_editor", "insert", "apply_patch"}
+)
+FILE_KEYS = ("path", "file_path", "filePath", "filename", "file")  # as adapters/copilot_tools
+MAX_FILES_PER_CALL = 5
+FILE_RECALL_TIMEOUT_S = 0.3  # per file; the sidecar only (no in-process store per tool call)
+
+
+def tool_paths(args: Any) -> list[str]:
+    """The files of a tool call's ``toolArgs`` (`adapters.copilot_tools.tool_files`'s rule
+    without importing the adapters: ~100 ms of every call)."""
+    if isinstance(args, str):  # some models send the arguments as JSON text
+        try:
+            args = json.loads(args) if args.lstrip().startswith("{") else args
+        except ValueError:
+            return []
+    out: list[str] = []
+    if isinstance(args, Mapping):
+        out += [v.strip() for k in FILE_KEYS if isinstance(v := args.get(k), str) and v.strip()]
+        paths = args.get("paths")
+        if isinstance(paths, list):
+            out += [p.strip() for p in paths if isinstance(p, str) and p.strip()]
+        args = " ".join(v for v in args.values() if isinstance(v, str) and "*** Begin Patch" in v)
+    if isinstance(args, str) and "*** " in args:
+        import re
+
+        pattern = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"
+        out += [f.strip() for f in re.findall(pattern, args, re.M) if f.strip()]
+    return list(dict.fromkeys(out))[:MAX_FILES_PER_CALL]
+
+
+def file_context(sid: str, payload: Mapping[str, Any], settings: Settings, deadline: float) -> str:
+    """postToolUse: what memory knows about the files a read or edit tool call touched
+    (the query service's ``file_recall``: once per file per session), '' for any other
+    tool. Only the sidecar is asked, briefly; no answer is no context (fail open)."""
+    if not (settings.raw.get("citations") or {}).get("file_recall", True):
+        return ""
+    name = _field(payload, "toolName", "tool_name")
+    cwd = _field(payload, "cwd")
+    if name not in FILE_TOOLS or not isinstance(cwd, str):
+        return ""
+    from ..markers import seal_recall
+    from ..service.client import ServiceCallError, ServiceUnavailable, query
+
+    blocks = []
+    for path in tool_paths(_field(payload, "toolArgs", "tool_input")):
+        left = deadline - time.monotonic() - RECALL_MARGIN_S
+        if left <= 0:
+            break
+        params = {"session_id": sid, "path": path, "directory": cwd, "agent": AGENT}
+        try:
+            reply = query(
+                "file_recall", params, fallback=False, timeout=min(left, FILE_RECALL_TIMEOUT_S)
+            )
+        except (ServiceUnavailable, ServiceCallError) as exc:
+            log_line(f"file recall session={sid}: {type(exc).__name__}: {str(exc)[:200]}")
+            if isinstance(exc, ServiceUnavailable):
+                break
+            continue
+        block = reply.get("block") if isinstance(reply, Mapping) else None
+        blocks.append(seal_recall(block) if isinstance(block, str) else "")
+    return join_blocks(*blocks)
+
+
 class _NoExtractor:
     """on_created never extracts; this spares importing the extraction engine."""
 
@@ -765,6 +833,8 @@ def handle(agent: str, event_arg: str | None, stream: BinaryIO, deadline: float)
         text = session_start(sid, payload, settings, deadline)
     elif event == "userPromptSubmitted" and not subagent:
         text = prompt_context(sid, payload, settings, deadline)
+    elif event == "postToolUse" and not subagent:
+        text = file_context(sid, payload, settings, deadline)
     if event in AUTOSTART_EVENTS:
         try:
             maybe_start_sidecar(settings)

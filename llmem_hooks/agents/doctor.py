@@ -282,8 +282,12 @@ def _resolvable(command: str) -> str | None:
 
 
 def _first_word(bash: str) -> str | None:
-    """The program a hook's shell line runs (after an ``exec 3<&0;`` prefix)."""
+    """The program a hook's shell line runs (after an ``exec 3<&0;`` prefix, or the
+    ``p=$(cat); case ...`` filter of postToolUse: the program the payload is piped to)."""
     import shlex
+
+    if bash.startswith("p=$(cat);") and "| " in bash:
+        bash = bash.split("| ", 1)[1]
 
     try:
         words = shlex.split(bash.split(";", 1)[1] if bash.startswith("exec 3<&0;") else bash)

@@ -194,13 +194,15 @@ COPILOT_HOOKS_FILE = "llmem.json"
 COPILOT_HOOK_EVENTS = (
     "sessionStart",
     "userPromptSubmitted",
+    "postToolUse",
     "agentStop",
     "preCompact",
     "sessionEnd",
 )
 # Events whose output Copilot uses: it waits for these. The others only (re)start the
-# sidecar, so their command returns at once and the hook runs detached.
-COPILOT_SYNC_EVENTS = frozenset({"sessionStart", "userPromptSubmitted"})
+# sidecar, so their command returns at once and the hook runs detached. postToolUse is
+# recall for the file in hand (the plugin's launcher starts Python only for file tools).
+COPILOT_SYNC_EVENTS = frozenset({"sessionStart", "userPromptSubmitted", "postToolUse"})
 COPILOT_HOOK_TIMEOUT_S = 5  # the hook gives up after ~1.5 s on its own
 COPILOT_MARKER = "llmem-hooks hook copilot"  # in every command we write
 PLUGIN_LAUNCHER = "bin/llmem-hook"  # the repository's launcher (hooks.json, plugin.json)
@@ -244,6 +246,16 @@ def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
     for event in COPILOT_HOOK_EVENTS:
         if event == "sessionStart":  # a command that is gone is said once, not swallowed
             bash = f"{command} hook copilot {event} 2>/dev/null || printf '%s\\n' {MISSING_NOTICE}"
+        elif event == "postToolUse":  # every tool call: Python only for the file tools
+            from .copilot_hook import FILE_TOOLS
+
+            names = "|".join(
+                f'*\'"toolName":"{t}"\'*|*\'"toolName": "{t}"\'*' for t in sorted(FILE_TOOLS)
+            )
+            bash = (
+                f"p=$(cat); case $p in {names}) printf '%s' \"$p\" | {command} hook copilot"
+                f" {event} 2>/dev/null ;; esac; true"
+            )
         elif event in COPILOT_SYNC_EVENTS:
             bash = f"{command} hook copilot {event} 2>/dev/null || true"
         else:

@@ -139,13 +139,26 @@ def _entry_line(item: Mapping[str, Any]) -> str:
     return f"- {head} {_line(text)}{marker}"
 
 
-def render_search(result: Mapping[str, Any], query: str) -> str:
+def render_search(result: Mapping[str, Any], query: str | None) -> str:
     hits = list(result.get("results") or [])
+    if result.get("path"):  # search with a path: what is known about that file
+        about = _line(result["path"]) + (f" matching {query!r}" if query else "")
+        if not hits:
+            return f"Nothing known about {about}."
+        lines = [f"{len(hits)} memories about {about}, citing it then episodes that touched it:"]
+        return "\n".join([*lines, *(_entry_line(h) + _cite_mark(h) for h in hits)])
     if not hits:
         return f"No memory matches {query!r}."
     lines = [f"{len(hits)} memories for {query!r} (full text: memory_get):"]
     lines += [_entry_line(h) for h in hits]
     return "\n".join(lines)
+
+
+def _cite_mark(hit: Mapping[str, Any]) -> str:
+    """`` (stale: why)`` for a hit whose citations no longer hold; '' otherwise."""
+    if hit.get("citation_state") != "stale":
+        return ""
+    return " (stale: " + _line(hit.get("citations") or "the cited code changed") + ")"
 
 
 def _project_label(name: Any) -> str | None:
@@ -367,10 +380,15 @@ def build_server(call: Call) -> FastMCP:
     server = Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     server._mcp_server.version = __version__  # initialize reports ours, not the SDK's
 
-    def memory_search(query: str, limit: int = 10, type: str | None = None) -> Any:
-        params: dict[str, Any] = {"query": query, "limit": int(limit)}
-        if type:
-            params["type"] = type
+    def memory_search(
+        query: str | None = None, limit: int = 10, type: str | None = None, path: str | None = None
+    ) -> Any:
+        params: dict[str, Any] = {"limit": int(limit)}
+        for key, value in (("query", query), ("type", type), ("path", path)):
+            if value:
+                params[key] = value
+        if path is None and not query:
+            raise ToolFailure("memory_search needs a query, or a path to ask about a file")
         result = call("search", params)
         text: list[ContentBlock] = [TextContent(type="text", text=render_search(result, query))]
         if _client_name(server) in TEXT_ONLY_CLIENTS:

@@ -48,6 +48,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, RecallSettings
@@ -72,8 +73,9 @@ from ..store import team as team_store
 from ..store.db import is_interrupted
 from ..text.query import MAX_QUERY_CHARS, ParsedQuery, is_stop_word, parse_query, quote, words
 from ..timestamps import to_iso
+from . import file_recall as on_file
 from . import protocol as proto
-from .clip import clip_text
+from .entry import clip_text
 from .params import (  # noqa: F401 - ServiceError is also this module's (callers import it here)
     MAX_GET_IDS,
     ServiceError,
@@ -341,6 +343,7 @@ class QueryService:
             "get": self.get,
             "timeline": self.timeline,
             "status": self.status,
+            "file_recall": partial(on_file.file_recall, self),
         }
 
     # -- scoping ------------------------------------------------------------------------
@@ -606,23 +609,27 @@ class QueryService:
     # -- agent tools ----------------------------------------------------------------------
     def search(
         self,
-        query: str,
+        query: str | None = None,
         limit: int = 10,
         type: str | None = None,
         project: str | None = None,
         directory: str | None = None,
+        path: str | None = None,
     ) -> dict[str, Any]:
-        """``{"results": [{"id", "type", "line", "session_id", "created_at", "project",
-        "project_name", "score"}]}``, best first; the caller's project plus global
-        memories. An unknown ``type`` is an error (it would match nothing, which reads as
-        "no such memory")."""
-        query = _text(query, "query", MAX_QUERY_CHARS)
+        """``{"results": [{"id", "type", "line", ..., "score"}]}``, best first; the caller's
+        project plus global memories. An unknown ``type`` is an error (matching nothing reads
+        as "no such memory"). With a ``path``: what is known about that file."""
         limit = _bounded(limit, "limit", 1, MAX_LIMIT)
         if type is not None:
             type = _text(type, "type", 100)
             if type not in get_registered_types():
                 known = ", ".join(sorted(get_registered_types()))
                 raise ServiceError(proto.BAD_PARAMS, f"unknown memory type {type!r} ({known})")
+        if path is not None:
+            return on_file.search_file(self, path, query, limit, type, project, directory)
+        if query is None:
+            raise ServiceError(proto.BAD_PARAMS, "missing required parameter(s): query")
+        query = _text(query, "query", MAX_QUERY_CHARS)
         with self._reading():
             self._learn_name(project, directory)
             flt = MemoryFilter(type=type, project=self.scope(project, directory))
@@ -635,8 +642,7 @@ class QueryService:
             return {"results": [self._hit(h, terms, stale.get(h.id)) for h in hits]}
 
     def _hit(self, hit: SearchHit, terms: Sequence[str], stale: str | None) -> dict[str, Any]:
-        """A search result line, with what a client renders besides it (score, project;
-        ``citation_state`` "stale" and ``stale_reason`` when its cited code changed)."""
+        """A search result line, with its score, project, and stale mark (if its code changed)."""
         score = round(float(hit.score), 4)
         project = hit.memory.get("project")
         out = {
@@ -883,7 +889,8 @@ _REACH = ("project", "directory", "session_id", "any_project")  # which memories
 METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "recall": ("session_id", "prompt", "project", "directory", "budget_tokens"),
     "start": ("session_id", "prompt", "project", "directory"),
-    "search": ("query", "limit", "type", "project", "directory"),
+    "search": ("query", "limit", "type", "project", "directory", "path"),
+    "file_recall": ("session_id", "path", "directory", "project", "agent", "budget_tokens"),
     "remember": ("content", "type", "tags", *_REACH[:3], "agent", "share", "citations"),
     "forget": ("id", "reason", *_REACH),
     "get": ("ids", *_REACH),

@@ -340,6 +340,7 @@ class SessionHookCoordinator:
         if cursor is not None:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
+        from ..evidence.in_repo import touched_paths
         from ..store.episodes import (
             count_noise,
             count_retention,
@@ -347,6 +348,8 @@ class SessionHookCoordinator:
             retention_cutoff_ms,
             set_episode_after,
         )
+        from ..store.file_touches import add_touches
+        from ..timestamps import now_iso
         from .episodes import after_words
 
         known = episode_message_ids(self.store.db, session_id)
@@ -368,23 +371,25 @@ class SessionHookCoordinator:
                 when = (
                     to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None
                 )
-                stored += bool(
-                    self._add_unit(
-                        "episode",
-                        session_id,
-                        "conversation",
-                        ep.content,
-                        source="episode",
-                        metadata=ep.metadata(),
-                        entered_by=rec.agent,
-                        project=rec.project,
-                        session_id=session_id,
-                        source_message_ids=ep.message_ids,
-                        created_at=when,
-                        embedding=vectors[i] if vectors else None,
-                        dedupe=False,
-                    )
+                mid = self._add_unit(
+                    "episode",
+                    session_id,
+                    "conversation",
+                    ep.content,
+                    source="episode",
+                    metadata=ep.metadata(),
+                    entered_by=rec.agent,
+                    project=rec.project,
+                    session_id=session_id,
+                    source_message_ids=ep.message_ids,
+                    created_at=when,
+                    embedding=vectors[i] if vectors else None,
+                    dedupe=False,
                 )
+                stored += bool(mid)
+                if mid and ep.files:  # the files it touched: recall for the file in hand
+                    touched = touched_paths(rec.directory, ep.files)
+                    add_touches(self.store.db, mid, touched, when or now_iso())
             count_retention(self.store.db, skipped=len(too_old))
             count_noise(self.store.db, exchanges=noise)
             self.store.log_extraction(

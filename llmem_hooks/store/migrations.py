@@ -702,6 +702,31 @@ def m018_citation_checks(conn: Any) -> None:
     )
 
 
+def m019_file_touches(conn: Any) -> None:
+    """Which files each episode touched (repository-relative; deleted with the episode)
+    and which files a session was already told about: recall for the file in hand
+    (docs/citations.md)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE file_touches (
+            memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            path TEXT NOT NULL CHECK (length(path) BETWEEN 1 AND 1000),
+            touched_at TEXT NOT NULL,
+            PRIMARY KEY (memory_id, path)
+        );
+        CREATE INDEX idx_file_touches_path ON file_touches(path, touched_at);
+        CREATE TABLE file_recall_given (
+            session_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            given_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, path)
+        );
+        CREATE INDEX idx_file_recall_given_at ON file_recall_given(given_at);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -721,6 +746,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (16, "team", m016_team),
     (17, "citations", m017_citations),
     (18, "citation_checks", m018_citation_checks),
+    (19, "file_touches", m019_file_touches),
 ]
 
 

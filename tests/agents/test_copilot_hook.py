@@ -572,6 +572,7 @@ def test_repo_hooks_json_and_plugin_manifest() -> None:
     assert set(hooks["hooks"]) == {
         "sessionStart",
         "userPromptSubmitted",
+        "postToolUse",
         "agentStop",
         "preCompact",
         "sessionEnd",

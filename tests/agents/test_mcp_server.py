@@ -32,8 +32,9 @@ def test_the_five_tools_and_their_descriptions(repo: Path, llmem_home: Path) -> 
     assert "BEFORE" in search and "conventions" in search and "failure" in search
     remember = by_name["memory_remember"].description or ""
     assert "decision" in remember and "preference" in remember and "worked" in remember
-    assert set(by_name["memory_search"].inputSchema["properties"]) == {"query", "limit", "type"}
-    assert by_name["memory_search"].inputSchema["required"] == ["query"]
+    search_schema = by_name["memory_search"].inputSchema
+    assert set(search_schema["properties"]) == {"query", "limit", "type", "path"}
+    assert search_schema["required"] == []  # a query, or a path (issue 22)
     assert set(by_name["memory_remember"].inputSchema["required"]) == {"content"}
     assert set(by_name["memory_forget"].inputSchema["required"]) == {"id", "reason"}
 

@@ -106,7 +106,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("memory_search", {"query": "ports", "limit": "many"}, "limit: 'many' is not of type"),
     ("memory_search", {"query": "ports", "type": "facts"}, "type: 'facts' is not one of"),
     ("memory_remember", {"content": "x y z", "type": "note"}, "type: 'note' is not one of"),
-    ("memory_search", {"limit": 3}, "'query' is a required property"),
+    ("memory_search", {"limit": 3}, "memory_search needs a query, or a path"),
     ("memory_search", {"query": "ports", "max": 3}, "('max' was unexpected)"),
     ("memory_remember", {"content": "   "}, "Not stored: "),
     ("memory_get", {"ids": ["ffffffff"]}, "Not found: ffffffff"),

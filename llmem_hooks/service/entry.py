@@ -1,5 +1,5 @@
-"""One entry's text as a result line of the query service (recall blocks, search and
-timeline lines): flat, cut to the words that matter, markers defused."""
+"""One memory's text as a line of an answer (recall blocks, search and timeline lines,
+file recall): on one line, cut to a limit, our markers defused."""
 
 from __future__ import annotations
 
