@@ -12,12 +12,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.copilot_home import CopilotHome
+from support.waiting import wait_for
 
 from llmem_hooks import MemoryStore, register_session_hook
 from llmem_hooks.registry import (
@@ -64,16 +64,6 @@ ollama:
 copilot:
   autostart_sidecar: false
 """
-
-
-def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not in {timeout} s: {what}")
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from support.git_repo import CITED, LIMIT, commit, git, make_repo, remember
-from test_durability import CONFIG, Rig, wait_for
+from support.waiting import wait_for
+from test_durability import CONFIG, Rig
 
 from llmem_hooks import MemoryStore
 from llmem_hooks.store import citations as cited

@@ -15,13 +15,14 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.copilot_home import CopilotHome, Session
 from support.opencode_db import OpenCodeDB
+from support.waiting import wait_for
 
 from llmem_hooks import MemoryStore
 
@@ -38,16 +39,6 @@ ollama:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def wait_for(cond: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not in {timeout} s: {what}")
 
 
 class Rig:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from support.copilot_home import CopilotHome
 from support.opencode_db import OpenCodeDB, text, tool
+from support.waiting import wait_for
 
 RETRY = "import time\n\n\nMAX_RETRIES = 5\nBACKOFF = 0.5\n\n\ndef retry(fn):\n" + "".join(
     f"    step_{i}()\n" for i in range(30)
@@ -51,16 +52,6 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True
     ).stdout.strip()
-
-
-def wait_for(cond: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not in {timeout} s: {what}")
 
 
 class Rig:
@@ -210,9 +201,9 @@ def learn(rig: Rig, agent: str, words: str, key: str) -> str:
     memory in it), the user says ``words``, which refer to what was read in that earlier
     pass. The id of the memory learned."""
     sid, say = (opencode_session if agent == "opencode" else copilot_session)(rig)
-    wait_for(lambda: rig.cursor(sid), "the first turn's extraction")
+    wait_for(lambda: rig.cursor(sid), 30.0, "the first turn's extraction")
     say(f"Remember: {words}")
-    found: str = wait_for(lambda: rig.memory(key), f"the memory {words!r}")
+    found: str = wait_for(lambda: rig.memory(key), 30.0, f"the memory {words!r}")
     return found
 
 
