@@ -7,7 +7,9 @@ episodes into passages *before* ranking loses the words that made the right epis
 first (measured on DevMemBench: -8 points of answer coverage). So ranking sees whole
 memories, and only what is *shown* is cut, across the whole list at once:
 
-1. every text is split into units (lines; long lines into sentences);
+1. every text is split into units (lines; long lines into sentences; a run-on sentence
+   longer than `_MAX_UNIT` into pieces at word boundaries, so one unit never takes the
+   whole budget);
 2. a unit scores the question words it holds (stems, so inflections count), a word found
    in most units of the list counting less than a rare one (IDF within the list);
 3. each result first gets its best unit (a result never shows nothing), then units are
@@ -34,6 +36,7 @@ ELLIPSIS = "…"
 WHOLE_CHARS = 120  # texts this short are shown whole
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9`\"'(\[*-])")
 _LONG_LINE = 220  # lines longer than this are split into sentences
+_MAX_UNIT = 300  # ... and sentences longer than this into pieces at word boundaries
 _SHORT_UNIT = 12  # units shorter than this ("```", "User:") are never chosen for a match
 _NOVELTY = 0.9  # a unit whose words were shown already at this share adds nothing
 _FOLLOW = 2  # lines taken after a matching unit
@@ -58,7 +61,26 @@ def _units(content: str) -> list[_Unit]:
         if not text:
             continue
         parts = _SENTENCE.split(text) if len(text) > _LONG_LINE else [text]
-        out.extend(_Unit(p.strip(), n) for p in parts if p.strip())
+        for part in parts:
+            out.extend(_Unit(piece, n) for piece in _pieces(part.strip()) if piece)
+    return out
+
+
+def _pieces(sentence: str) -> list[str]:
+    """``sentence`` cut at word boundaries into pieces of at most `_MAX_UNIT` characters
+    (a word longer than that is cut inside); a shorter one whole."""
+    if len(sentence) <= _MAX_UNIT:
+        return [sentence]
+    out: list[str] = []
+    rest = sentence
+    while len(rest) > _MAX_UNIT:
+        cut = rest.rfind(" ", _MAX_UNIT // 2, _MAX_UNIT + 1)
+        if cut < 0:
+            cut = _MAX_UNIT
+        out.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        out.append(rest)
     return out
 
 

@@ -145,3 +145,23 @@ def test_passage_chars_zero_in_config_shows_results_whole(
     (llmem_home / "config.yaml").write_text("retrieval:\n  passage_chars: 0\n")
     assert main(["search", "stripe webhook", "--json"]) == 0
     assert "excerpt" not in json.loads(capsys.readouterr().out)[0]
+
+
+def test_a_run_on_sentence_longer_than_the_budget_is_cut_inside() -> None:
+    """One 2,600-character sentence (no line breaks, no sentence ends) used to be one unit:
+    a result's best unit is always shown, so the list ran far past its budget. It is cut
+    at word boundaries; the piece holding the answer is shown, within the budget."""
+    filler = "and then we looked at the other dashboards again while the build kept running "
+    answer = "the ledger database finally moved to port 6543 on the staging cluster "
+    run_on = filler * 16 + answer + filler * 16
+    assert "." not in run_on and len(run_on) > 2500
+    shown = fit([run_on, "short note about ports"], ["ledger", "port"], 600)
+    assert sum(len(s) for s in shown) <= 600 + 2 * len(ELLIPSIS) + 4
+    assert "port 6543" in shown[0] and shown[1] == "short note about ports"
+
+
+def test_a_word_longer_than_a_unit_is_cut_inside_it() -> None:
+    blob = "token=" + "x" * 1000 + " the deploy key lives in vault"
+    (shown,) = fit([blob], ["deploy", "vault"], 400)
+    assert len(shown) <= 400 + 2 * len(ELLIPSIS) + 4
+    assert "deploy key lives in vault" in shown
