@@ -1,0 +1,313 @@
+"""Technical conversations: a developer and a coding assistant over many sessions, questions
+whose evidence is specific messages (issue 23), ours beside the plain keyword floor.
+
+The set is ``tests/fixtures/techconv/*.json`` (format in the README there): long sessions
+with a coding assistant, one project each, questions of eight kinds (single, update, multi,
+second_hop, referent, speaker, temporal, paraphrase). ``dev`` conversations are what tuning
+looks at; ``heldout`` ones are scored only at the end.
+
+The real path: every session becomes an OpenCode session (tests/support/opencode_db.py: a
+real ``opencode.db``) in a git repository named after the project; a real ``llmem-hooks
+run`` stores episodes and whatever the heuristics extract; each question is asked with
+``llmem-hooks search Q --json --limit 10`` (what a person or an agent reads: results cut to
+their passages). ``--db DIR`` reuses a home kept by ``--keep DIR`` and asks in process
+(`Retriever.find_hybrid_or_keywords` + `attach_passages`, what the CLI runs), for quick
+comparisons.
+
+Scoring. A result *holds* an evidence turn when it is the episode of that turn's exchange
+(its ``source_message_ids``) or its content holds the turn's whole text (folded). recall@k:
+the share of a question's evidence turns held by the top k, averaged. Coverage: the share
+of the answer's distinctive words in the text of the top five as shown, and the characters
+that text takes. The floor (`keyword_floor.KeywordFloor`): one row per exchange, whole, in
+plain FTS5, bm25 over an OR of the question's non-stop words; scored the same way.
+
+    .venv/bin/python bench/techconv.py [--split dev|heldout|all] [--json] [--show-misses]
+        [--keep DIR | --db DIR] [--only t1,t3]
+
+Skips cleanly (exit 0, a message) when the fixtures are absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "techconv"
+TURN_MS = 90_000  # a turn every minute and a half
+KS = (1, 5, 10)
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from keyword_floor import KeywordFloor, at_k, exchanges  # noqa: E402
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z0-9]")
+_STOP_TEXT = (
+    "the and for with that this from have what which when where were does did you your our"
+    " ours about into then than them they there their will would should could been being"
+    " because after before also just only over under while more most some such very"
+)
+_STOP = frozenset(_STOP_TEXT.split())
+
+
+def load(split: str = "dev", only: Sequence[str] = ()) -> list[dict[str, Any]]:
+    convs = [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))]
+    if only:
+        return [c for c in convs if c["id"] in only]
+    return [c for c in convs if split == "all" or c["split"] == split]
+
+
+def session_ms(session: dict[str, Any]) -> int:
+    when = datetime.fromisoformat(session["date"].replace("Z", "+00:00")).astimezone(UTC)
+    return int(when.timestamp() * 1000)
+
+
+def fold(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def answer_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in _STOP}
+
+
+# -- the real path ------------------------------------------------------------------------
+def store_real(
+    convs: Sequence[dict[str, Any]], home: Path
+) -> tuple[dict[str, str], dict[str, str], float]:
+    """The sessions in a real opencode.db, stored by a real `llmem-hooks run`. Returns the
+    CLI's environment, OpenCode message id -> turn id, and the sidecar's seconds."""
+    from devmem import run_sidecar
+    from support.opencode_db import OpenCodeDB, text
+
+    db = OpenCodeDB(home / "opencode" / "opencode.db")
+    msg_turn: dict[str, str] = {}
+    sessions = 0
+    for conv in convs:
+        repo = home / "repos" / conv["project"]
+        repo.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        db.project(conv["id"], str(repo))
+        for session in conv["sessions"]:
+            start = session_ms(session)
+            db.ms = max(db.ms, start - TURN_MS)
+            sid = db.session(conv["title"], project=conv["id"], directory=str(repo))
+            sessions += 1
+            last_user = ""
+            for i, turn in enumerate(session["turns"]):
+                db.ms = max(db.ms, start + i * TURN_MS)
+                if turn["role"] == "user":
+                    last_user = db.user(sid, turn["text"])
+                    msg_turn[last_user] = turn["id"]
+                else:
+                    msg_turn[db.assistant(sid, last_user, text(turn["text"]))] = turn["id"]
+    db.close()
+    (home / "llmem").mkdir()
+    cfg = {
+        "opencode": {"db_path": str(db.path), "autostart_sidecar": False},
+        "copilot": {"enabled": False},
+        "ollama": {"enabled": False},
+        "session": {"idle_quiet_seconds": 0, "idle_debounce_seconds": 0},
+        "episodes": {"enabled": True, "retention_days": 0},
+    }
+    (home / "llmem" / "config.yaml").write_text(json.dumps(cfg))
+    (home / "msg_turn.json").write_text(json.dumps(msg_turn))
+    took = run_sidecar(home / "llmem", environment(home), sessions)
+    return environment(home), msg_turn, took
+
+
+def environment(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "LLMEM_HOME": str(home / "llmem"),
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "xdg"),
+    }
+
+
+Asker = Callable[[str], list[dict[str, Any]]]
+
+
+def cli_asker(env: dict[str, str]) -> Asker:
+    cli = str(Path(sys.executable).parent / "llmem-hooks")
+
+    def ask(question: str) -> list[dict[str, Any]]:
+        out = subprocess.run(
+            [cli, "search", question, "--json", "--limit", "10"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        return json.loads(out.stdout or "[]") if out.returncode == 0 else []
+
+    return ask
+
+
+def in_process_asker(home: Path) -> Asker:
+    """What `llmem-hooks search Q --json --limit 10` runs, in this process (keywords)."""
+    from llmem_hooks import MemoryStore
+    from llmem_hooks.config import load_settings
+    from llmem_hooks.search.retriever import Retriever, attach_passages
+
+    os.environ["LLMEM_HOME"] = str(home / "llmem")
+    cfg = load_settings(home / "llmem" / "config.yaml", create=False)
+    store = MemoryStore(home / "llmem" / "memory.db")
+    retriever = Retriever.from_settings(store, cfg.retrieval)
+
+    def ask(question: str) -> list[dict[str, Any]]:
+        hits = retriever.find(question, limit=10, search_mode="fts", track_access=False)
+        attach_passages(hits, question, cfg.retrieval.passage_chars)
+        return [
+            {**h.memory, "content": h.passage if h.passage is not None else h.memory["content"]}
+            for h in hits
+        ]
+
+    return ask
+
+
+# -- scoring ------------------------------------------------------------------------------
+def evaluate(
+    convs: Sequence[dict[str, Any]], ask: Asker, msg_turn: dict[str, str]
+) -> list[dict[str, Any]]:
+    """One row per question: the rank of each evidence turn in ours and in the floor, and
+    the answer's coverage and characters in each top five."""
+    floor = KeywordFloor()
+    turn_exchange: dict[str, str] = {}
+    for conv in convs:
+        for session in conv["sessions"]:
+            turns = [(t["id"], t["role"], t["text"]) for t in session["turns"]]
+            for ids, body in exchanges(turns):
+                floor.add(ids[0], body)
+                for tid in ids:
+                    turn_exchange[tid] = ids[0]
+    rows: list[dict[str, Any]] = []
+    for conv in convs:
+        turns = {t["id"]: t for s in conv["sessions"] for t in s["turns"]}
+        for q in conv["questions"]:
+            results = ask(q["question"])
+            held: list[set[str]] = []
+            for r in results:
+                got = {msg_turn[m] for m in r.get("source_message_ids") or () if m in msg_turn}
+                if r.get("type") != "conversation":
+                    got = set()  # a derived memory counts only by the text it holds
+                content = fold(r.get("content", ""))
+                got |= {e for e in q["evidence"] if fold(turns[e]["text"]) in content}
+                held.append(got)
+            ours = {
+                e: next((i for i, g in enumerate(held, 1) if e in g), None) for e in q["evidence"]
+            }
+            fl = floor.search(q["question"], 10)
+            flr = {
+                e: next((i for i, (k, _) in enumerate(fl, 1) if k == turn_exchange[e]), None)
+                for e in q["evidence"]
+            }
+            target = answer_words(q["answer"])
+            in_ev = answer_words(" ".join(turns[e]["text"] for e in q["evidence"]))
+            target &= in_ev
+            top5 = " ".join(r.get("content", "") for r in results[:5])
+            ftop5 = " ".join(t for _, t in fl[:5])
+            rows.append(
+                {
+                    "id": q["id"],
+                    "split": conv["split"],
+                    "kind": q["kind"],
+                    "question": q["question"],
+                    "ours": ours,
+                    "floor": flr,
+                    "cov": len(target & answer_words(top5)) / len(target) if target else None,
+                    "fcov": len(target & answer_words(ftop5)) / len(target) if target else None,
+                    "chars": sum(len(r.get("content", "")) for r in results[:5]),
+                    "fchars": sum(len(t) for _, t in fl[:5]),
+                    "top": [
+                        f"{r.get('type')}: " + " ".join(r.get("content", "").split())[:100]
+                        for r in results
+                    ],
+                }
+            )
+    floor.close()
+    return rows
+
+
+def measures(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    n = max(len(rows), 1)
+    out: dict[str, float] = {"n": len(rows)}
+    for k in KS:
+        out[f"@{k}"] = round(sum(at_k(list(r["ours"].values()), k) for r in rows) / n, 3)
+        out[f"floor@{k}"] = round(sum(at_k(list(r["floor"].values()), k) for r in rows) / n, 3)
+    covs = [r for r in rows if r["cov"] is not None]
+    out["cov"] = round(sum(r["cov"] for r in covs) / max(len(covs), 1), 3)
+    out["floor_cov"] = round(sum(r["fcov"] for r in covs) / max(len(covs), 1), 3)
+    out["chars"] = round(sum(r["chars"] for r in rows) / n)
+    out["floor_chars"] = round(sum(r["fchars"] for r in rows) / n)
+    return out
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    by: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        for split in (row["split"], "all"):
+            by[split]["all"].append(row)
+            by[split][row["kind"]].append(row)
+    return {s: {k: measures(rs) for k, rs in kinds.items()} for s, kinds in by.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--split", default="dev", choices=("dev", "heldout", "all"))
+    ap.add_argument("--only", default="", help="conversation ids, comma-separated")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", help="keep the stored home here (for --db)")
+    ap.add_argument("--db", help="a home kept by --keep: ask in process, no sidecar")
+    ap.add_argument("--show-misses", action="count", default=0, help="twice: with their top 10")
+    args = ap.parse_args(argv)
+    convs = load(args.split, [c for c in args.only.split(",") if c])
+    if not convs:
+        print(f"techconv: no conversations in {FIXTURES}; skipped")
+        return 0
+    extra: dict[str, Any] = {}
+    if args.db:
+        home = Path(args.db)
+        msg_turn = json.loads((home / "msg_turn.json").read_text())
+        rows = evaluate(convs, in_process_asker(home), msg_turn)
+        extra["mode"] = "in-process over a kept store"
+    else:
+        with tempfile.TemporaryDirectory(prefix="techconv-") as tmp:
+            env, msg_turn, took = store_real(convs, Path(tmp))
+            extra.update(mode="real", sidecar_seconds=round(took, 1))
+            rows = evaluate(convs, cli_asker(env), msg_turn)
+            if args.keep:
+                shutil.copytree(tmp, args.keep, dirs_exist_ok=True)
+    scores = summarize(rows)
+    if args.json:
+        print(json.dumps({**extra, "scores": scores}, indent=1))
+    else:
+        print(extra)
+        for split, kinds in scores.items():
+            for kind, m in sorted(kinds.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+                cols = "  ".join(f"{k} {v}" for k, v in m.items())
+                print(f"{split:>8} {kind:>10}  {cols}")
+    if args.show_misses:
+        for row in rows:
+            missed = [e for e, r in row["ours"].items() if not r or r > 5]
+            if missed:
+                print(
+                    f"MISS@5 {row['id']} [{row['kind']}] {row['question']}"
+                    f" ours={row['ours']} floor={row['floor']}"
+                )
+                if args.show_misses > 1:
+                    print("".join(f"    {i}. {t}\n" for i, t in enumerate(row["top"], 1)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
