@@ -45,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "conversations"
 TURN_MS = 60_000  # a turn a minute
-KS = (5, 10)
+KS = (1, 5, 10)
 
 
 def load(split: str = "all", only: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -121,9 +121,12 @@ def store_in_process(store: Any, convs: Sequence[dict[str, Any]]) -> int:
     return n
 
 
-def in_process_asker(store: Any) -> Callable[[str], list[str]]:
+def in_process_asker(store: Any) -> Callable[[str], list[dict[str, Any]]]:
+    """What ``llmem-hooks search Q --json --limit 10`` runs (keywords), in this process:
+    results cut to their passages, as a person or an agent reads them."""
     from llmem_hooks import Retriever
     from llmem_hooks.config import DEFAULT_CONFIG
+    from llmem_hooks.search.retriever import attach_passages
 
     r = DEFAULT_CONFIG["retrieval"]
     retriever = Retriever(
@@ -134,23 +137,31 @@ def in_process_asker(store: Any) -> Callable[[str], list[str]]:
         rrf_k_semantic=r["rrf_k_semantic"],
     )
 
-    def ask(question: str) -> list[str]:
+    def ask(question: str) -> list[dict[str, Any]]:
         hits = retriever.find(question, limit=10, search_mode="fts", track_access=False)
-        return [h.memory["content"] for h in hits]
+        attach_passages(hits, question, r["passage_chars"])
+        return [
+            {**h.memory, "content": h.memory["content"] if h.passage is None else h.passage}
+            for h in hits
+        ]
 
     return ask
 
 
 # -- the real path ------------------------------------------------------------------------
-def store_real(convs: Sequence[dict[str, Any]], home: Path) -> tuple[dict[str, str], float]:
+def store_real(
+    convs: Sequence[dict[str, Any]], home: Path
+) -> tuple[dict[str, str], dict[str, str], float]:
     """The sessions in a real opencode.db, stored by a real `llmem-hooks run`; returns the
-    environment to run the CLI in and the sidecar's seconds."""
+    environment to run the CLI in, OpenCode message id -> turn id, and the sidecar's
+    seconds."""
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(ROOT / "bench"))
     from devmem import run_sidecar
     from support.opencode_db import OpenCodeDB, text
 
     db = OpenCodeDB(home / "opencode" / "opencode.db")
+    msg_turn: dict[str, str] = {}
     sessions = 0
     for conv in convs:
         repo = home / "repos" / conv["id"]
@@ -166,8 +177,9 @@ def store_real(convs: Sequence[dict[str, Any]], home: Path) -> tuple[dict[str, s
                 db.ms = max(db.ms, ms)
                 if role == "user":
                     last_user = db.user(sid, said(turn))
+                    msg_turn[last_user] = turn["id"]
                 else:
-                    db.assistant(sid, last_user, text(said(turn)))
+                    msg_turn[db.assistant(sid, last_user, text(said(turn)))] = turn["id"]
     db.close()
     (home / "llmem").mkdir()
     cfg = {
@@ -186,41 +198,76 @@ def store_real(convs: Sequence[dict[str, Any]], home: Path) -> tuple[dict[str, s
         "XDG_DATA_HOME": str(home / "xdg"),
     }
     took = run_sidecar(home / "llmem", env, sessions)
-    return env, took
+    return env, msg_turn, took
 
 
-def cli_asker(env: dict[str, str]) -> Callable[[str], list[str]]:
+def cli_asker(
+    env: dict[str, str], msg_turn: dict[str, str]
+) -> Callable[[str], list[dict[str, Any]]]:
+    """``llmem-hooks search Q --json --limit 10``; message ids read as the turns they are."""
     cli = str(Path(sys.executable).parent / "llmem-hooks")
 
-    def ask(question: str) -> list[str]:
+    def ask(question: str) -> list[dict[str, Any]]:
         out = subprocess.run(
-            [cli, "search", question, "--json", "--full", "--limit", "10"],
+            [cli, "search", question, "--json", "--limit", "10"],
             env=env,
             capture_output=True,
             text=True,
         )
         hits = json.loads(out.stdout or "[]") if out.returncode == 0 else []
-        return [h.get("content", "") for h in hits]
+        for h in hits:
+            h["source_message_ids"] = [
+                msg_turn.get(m, m) for m in h.get("source_message_ids") or ()
+            ]
+        return list(hits)
 
     return ask
 
 
 # -- scoring ------------------------------------------------------------------------------
 def evaluate(
-    convs: Sequence[dict[str, Any]], ask: Callable[[str], list[str]]
+    convs: Sequence[dict[str, Any]], ask: Callable[[str], list[dict[str, Any]]]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Scores per split and kind, and one row per question (rank of each evidence turn)."""
+    """Scores per split and kind, and one row per question: the rank of each evidence turn
+    in ours and in the plain keyword floor (bench/keyword_floor.py), and the characters of
+    each top five. A result holds a turn when it is that turn's episode (its
+    ``source_message_ids``) or its content holds the turn's text."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from keyword_floor import KeywordFloor, exchanges
+
+    floor = KeywordFloor()
+    key_of: dict[str, str] = {}
+    for conv in convs:
+        for session in conv["sessions"]:
+            turns = [(t["id"], role, said(t)) for t, role, _ in roles(session)]
+            for ids, body in exchanges(turns):
+                floor.add(ids[0], body)
+                key_of.update((tid, ids[0]) for tid in ids)
     rows: list[dict[str, Any]] = []
     for conv in convs:
         turns = {t["id"]: t for s in conv["sessions"] for t in s["turns"]}
         for q in conv["questions"]:
             results = ask(q["question"])
-            top = [" ".join(c.split())[:110] for c in results]
-            ranks = {}
-            for ev in q["evidence"]:
-                ranks[ev] = next(
-                    (i for i, c in enumerate(results, 1) if holds(c, turns[ev]["text"])), None
+            top = [" ".join(r.get("content", "").split())[:110] for r in results]
+            held = []
+            for r in results:
+                own = (
+                    set(r.get("source_message_ids") or ())
+                    if r.get("type") == "conversation"
+                    else set()
                 )
+                held.append(
+                    own
+                    | {e for e in q["evidence"] if holds(r.get("content", ""), turns[e]["text"])}
+                )
+            ranks = {
+                e: next((i for i, g in enumerate(held, 1) if e in g), None) for e in q["evidence"]
+            }
+            fl = floor.search(q["question"], 10)
+            franks = {
+                e: next((i for i, (k, _) in enumerate(fl, 1) if k == key_of[e]), None)
+                for e in q["evidence"]
+            }
             rows.append(
                 {
                     "id": q["id"],
@@ -228,29 +275,34 @@ def evaluate(
                     "kind": q["kind"],
                     "question": q["question"],
                     "ranks": ranks,
+                    "floor": franks,
+                    "chars": sum(len(r.get("content", "")) for r in results[:5]),
+                    "floor_chars": sum(len(t) for _, t in fl[:5]),
                     "top": top,
                 }
             )
+    floor.close()
     return summarize(rows), rows
 
 
+def _share(ranks: dict[str, int | None], k: int) -> float:
+    return sum(1 for r in ranks.values() if r and r <= k) / len(ranks)
+
+
 def _measures(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    n = max(len(rows), 1)
     out: dict[str, float] = {"questions": len(rows)}
     for k in KS:
-        out[f"recall@{k}"] = round(
-            sum(
-                sum(1 for r in row["ranks"].values() if r and r <= k) / len(row["ranks"])
-                for row in rows
-            )
-            / max(len(rows), 1),
-            3,
-        )
+        out[f"recall@{k}"] = round(sum(_share(row["ranks"], k) for row in rows) / n, 3)
+    for k in KS:
+        out[f"floor@{k}"] = round(sum(_share(row["floor"], k) for row in rows) / n, 3)
     out["any@10"] = round(
-        sum(any(r and r <= 10 for r in row["ranks"].values()) for row in rows) / max(len(rows), 1),
-        3,
+        sum(any(r and r <= 10 for r in row["ranks"].values()) for row in rows) / n, 3
     )
     firsts = [min((r for r in row["ranks"].values() if r), default=0) for row in rows]
-    out["mrr"] = round(sum(1 / f for f in firsts if f) / max(len(rows), 1), 3)
+    out["mrr"] = round(sum(1 / f for f in firsts if f) / n, 3)
+    out["chars"] = round(sum(row["chars"] for row in rows) / n)
+    out["floor_chars"] = round(sum(row["floor_chars"] for row in rows) / n)
     return out
 
 
@@ -291,9 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="convo-") as tmp:
         if args.real:
-            env, took = store_real(convs, Path(tmp))
+            env, msg_turn, took = store_real(convs, Path(tmp))
             extra["sidecar_seconds"] = round(took, 1)
-            scores, rows = evaluate(convs, cli_asker(env))
+            scores, rows = evaluate(convs, cli_asker(env, msg_turn))
         else:
             from llmem_hooks import MemoryStore
 

@@ -40,6 +40,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.opencode_db import OpenCodeDB, text  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from keyword_floor import KeywordFloor, exchanges  # noqa: E402
+
 CLI = [str(Path(sys.executable).parent / "llmem-hooks")]
 STOP = set(
     [
@@ -244,6 +247,16 @@ def main(argv: list[str] | None = None) -> int:
         found = answerable = 0
         cov_num = cov_den = 0
         chars: list[int] = []
+        # the plain keyword floor (bench/keyword_floor.py), scored the same way
+        floor = KeywordFloor()
+        for s in sessions:
+            turns = [(f"{i}", m["role"], m["content"]) for i, m in enumerate(s["messages"])]
+            for tids, body in exchanges(turns):
+                floor.add(f"{s['sessionId']}#{tids[0]}", body)
+        at = {k: 0 for k in (1, 5, 10)}
+        fat = {k: 0 for k in (1, 5, 10)}
+        fcov_num = 0
+        fchars: list[int] = []
         per_type: dict[str, list[float]] = {}
         for q in questions:
             out = subprocess.run(
@@ -267,12 +280,19 @@ def main(argv: list[str] | None = None) -> int:
             answerable += 1
             got = {ids.get(h.get("session_id") or "", "") for h in hits[:10]}
             found += bool(got & evidence)
+            fl = floor.search(q["question"], 10)
+            for k in at:
+                at[k] += bool({ids.get(h.get("session_id") or "", "") for h in hits[:k]} & evidence)
+                fat[k] += bool({key.split("#")[0] for key, _ in fl[:k]} & evidence)
+            ftop5 = " ".join(body for _, body in fl[:5])
+            fchars.append(len(ftop5))
             top5 = " ".join(h["content"] for h in hits[:5])
             chars.append(sum(len(h["content"]) for h in hits[:5]))
             in_evidence = set().union(*(session_words[e] for e in evidence if e in session_words))
             target = {w for w in distinctive(q["groundTruth"]) if w in in_evidence}
             if target:
                 hit = len(target & words(top5))
+                fcov_num += len(target & words(ftop5))
                 cov_num += hit
                 cov_den += len(target)
                 per_type.setdefault(q["questionType"], []).append(hit / len(target))
@@ -292,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             src.backup(dst)
             src.close()
             dst.close()
+            Path(args.keep_db + ".ids.json").write_text(json.dumps(ids))
         out = subprocess.run([*CLI, "stats", "--json"], env=env, capture_output=True, text=True)
         ep = json.loads(out.stdout).get("episodes", {}) if out.returncode == 0 else {}
         result = {
@@ -300,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
             "recall@10": round(found / max(answerable, 1), 3),
             "coverage": round(cov_num / max(cov_den, 1), 3),
             "top5_chars_mean": round(sum(chars) / max(len(chars), 1)),
+            "ours@1/5/10": [round(at[k] / max(answerable, 1), 3) for k in at],
+            "floor@1/5/10": [round(fat[k] / max(answerable, 1), 3) for k in fat],
+            "floor_coverage": round(fcov_num / max(cov_den, 1), 3),
+            "floor_top5_chars_mean": round(sum(fchars) / max(len(fchars), 1)),
             "sidecar_seconds": round(took, 1),
             "db_bytes": db_bytes,
             "episodes_stored": ep.get("count"),

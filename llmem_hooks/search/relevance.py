@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..text.query import ParsedQuery
-from .retriever import terms_held
+from .matching import terms_held
 
 Relevance = Callable[[Mapping[str, Any], Mapping[str, Sequence[str]] | None], float]
 GUESSED_WEIGHT = 0.5  # a word matched only through a guessed spelling counts this much

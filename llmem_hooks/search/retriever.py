@@ -20,7 +20,6 @@ how it matched); which memories may match is one `MemoryFilter`.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import re
@@ -38,6 +37,7 @@ from ..store import Memory, MemoryFilter, MemoryStore, pack_embedding
 from ..store.db import is_interrupted
 from ..text import fuzzy
 from ..text.query import ParsedQuery, parse_query, quote, words
+from .matching import evidence_scorer
 from .passages import fit
 
 if TYPE_CHECKING:
@@ -59,7 +59,12 @@ DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
 # hit, "paging" for "staging" adds noise, not answers (a typo is corrected regardless).
 FUZZY_MIN_RESULTS = 1
 SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._bounded`)
-MAX_WORD_COMBINATIONS = 4
+# A plain question's candidates ranked by evidence (`Retriever._ranked`), and the share of
+# their order that BM25 decides (the rest: the best stretch of text holding the question's
+# words, `search.matching.evidence_scorer`). Chosen on the dev sets (bench/ablation.py,
+# docs/benchmarks.md).
+EVIDENCE_POOL = 40
+BM25_SHARE = 0.6
 COMMON_WORD_SHARE = 0.02
 COMMON_WORD_FLOOR = 500
 # A word form or synonym (`lexicon`) in more than this share of the memories is not
@@ -398,35 +403,20 @@ class Retriever:
                 parsed.alternatives[term] = [*parsed.alternatives.get(term, ()), *alts]
             if corrected:
                 parsed.strict_match = parsed.all_of(parsed.terms)
-        strict_flt = flt if parsed.explicit else self._newest_only(flt, parsed, parsed.terms)
-        try:
-            rows = self.store.fts_search(parsed.strict_match, strict_flt, pool)
-        except Exception as exc:  # an FTS5 syntax error from an odd operator combination
-            if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
-                raise ValidationError(f"invalid search query {parsed.raw!r}: {exc}") from None
-            raise
-        hits = [_hit(r, "fts") for r in rows]
+        if parsed.explicit:
+            try:
+                rows = self.store.fts_search(parsed.strict_match, flt, pool)
+            except Exception as exc:  # an FTS5 syntax error from an odd operator combination
+                if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                    raise ValidationError(f"invalid search query {parsed.raw!r}: {exc}") from None
+                raise
+            return [_hit(r, "fts") for r in rows]
+        hits = self._ranked(parsed, flt, pool)
         seen = {h.id for h in hits}
-        # Check before asking for the next stage: the generator does work to build it.
-        stages = self._relaxations(parsed) if len(hits) < pool else iter(())
-        relaxed: list[SearchHit] = []
-        want = pool - len(hits)
-        for match, terms, m in stages:
-            stage_flt = self._newest_only(_excluding(flt, seen), parsed, terms, m)
-            for row in self.store.fts_search(match, stage_flt, want - len(relaxed)):
-                relaxed.append(_hit(row, "fts"))
-                seen.add(row["id"])
-            if len(relaxed) >= want:
-                break
-        # Below the strict matches, a memory holding more of the question's words comes
-        # first (BM25 of the any-word stage only sees the rarer words).
-        covered = coverage_counter(parsed)
-        relaxed.sort(key=lambda h: -covered(h.memory))
-        hits.extend(relaxed[:want])
         if corrected:
             for h in hits:
                 h.match, h.corrections = "fuzzy", corrected
-        if use_fuzzy is False or parsed.explicit:
+        if use_fuzzy is False:
             return hits
         if use_fuzzy is None and len(hits) >= FUZZY_MIN_RESULTS:
             return hits
@@ -515,42 +505,44 @@ class Retriever:
                     seen.add(row["id"])
         return hits + extra
 
-    def _relaxations(self, parsed: ParsedQuery) -> Iterator[tuple[str, list[str], int]]:
-        """Looser matches, tried in turn while the strict AND finds too little: each as
-        (FTS5 expression, the words it is over, how many of them a row must hold).
+    def _ranked(self, parsed: ParsedQuery, flt: MemoryFilter, pool: int) -> list[SearchHit]:
+        """A plain question's hits: the memories holding any of its rarer words, best BM25
+        first (up to `EVIDENCE_POOL`), then ordered by BM25 and by the best stretch of
+        text holding the question's words (`by_evidence`); the first ``pool``.
 
-        First "at least m of the k words" for m = k-1 down to 2 while the number of word
-        combinations stays at most MAX_WORD_COMBINATIONS (so for 3- and 4-word questions:
-        FTS5 evaluates each combination separately and at 100k memories a 7-word question's
-        combinations cost more than they bring), then any single word, whose hits the
-        caller orders by how many of the words they hold. For that last stage, words found
-        in more than COMMON_WORD_SHARE of all memories are left out (unless nothing else
-        is left): alone they say little, and ranking every memory that holds one costs
-        tens of milliseconds at 100k memories. Explicit syntax is never relaxed.
+        Words found in more than COMMON_WORD_SHARE of all memories are not searched for
+        (alone they say little, and ranking every memory that holds one costs tens of
+        milliseconds at 100k memories) but still count in the evidence, at their low
+        weight. A question of common words only: every word first, then the rarest alone.
         """
-        k = len(parsed.terms)
-        if parsed.explicit or k < 2:
-            return
-        for m in range(k - 1, 1, -1):
-            if math.comb(k, m) > MAX_WORD_COMBINATIONS:
-                break
-            yield parsed.at_least(m), list(parsed.terms), m
         cap = self._cap(COMMON_WORD_SHARE)
         df = {t: self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms}
         rare = [t for t in parsed.terms if 0 < df[t] <= cap]
-        if not rare:  # the rarest of the common words: exact counts (cached)
-            top = self.store.size_hint()
-            df = {t: self.counts.count(self.store, parsed.group(t), top) for t in parsed.terms}
-            present = [t for t in parsed.terms if df[t] > 0]
-            rare = sorted(present, key=lambda t: df[t])[:1]
+        want = max(pool, EVIDENCE_POOL)
         if rare:
-            yield parsed.any_of(rare), rare, 1
+            stage = self._newest_only(flt, parsed, rare, 1)
+            rows = self.store.fts_search(parsed.any_of(rare), stage, want)
+        else:
+            every = self._newest_only(flt, parsed, parsed.terms)
+            rows = self.store.fts_search(parsed.all_of(parsed.terms), every, want)
+            top = self.store.size_hint()
+            exact = {t: self.counts.count(self.store, parsed.group(t), top) for t in parsed.terms}
+            rarest = sorted((t for t in parsed.terms if exact[t] > 0), key=lambda t: exact[t])[:1]
+            if rarest and len(rows) < want:
+                rest = _excluding(flt, {r["id"] for r in rows})
+                stage = self._newest_only(rest, parsed, rarest, 1)
+                rows += self.store.fts_search(parsed.any_of(rarest), stage, want - len(rows))
+        hits = [_hit(r, "fts") for r in rows]
+        size = max(self.store.size_hint(), 1)
+        weights = [math.log(1.0 + size / df[t]) if df[t] else 0.0 for t in parsed.terms]
+        return by_evidence(hits, parsed, weights)[:pool]
 
     def _corrections(
         self, terms: Sequence[str], threshold: float, known_too: bool = False
     ) -> dict[str, list[str]]:
-        """Close spellings from the vocabulary for each word no memory contains (or for
-        every word with ``known_too``)."""
+        """Close spellings from the vocabulary for each word no memory contains, where the
+        word reads as a typo of them (`fuzzy.looks_like_typo`); with ``known_too`` (the
+        search found too little) every close spelling of every word."""
         out: dict[str, list[str]] = {}
         for term in terms:
             if fuzzy.extract_terms(term) != {term}:
@@ -561,7 +553,8 @@ class Retriever:
             alts = [
                 a
                 for a in self.counts.suggestions(self.store, term, threshold)
-                if self.counts.count(self.store, quote(a), cap) <= cap
+                if (known_too or fuzzy.looks_like_typo(term, a))
+                and self.counts.count(self.store, quote(a), cap) <= cap
             ]  # a common word is no correction worth its cost ("outdated" -> "updated")
             if alts:
                 out[term] = alts
@@ -623,6 +616,27 @@ _DATE = re.compile(
     r"yesterday|last (?:week|month|year)|\d{1,2}:\d{2})",
     re.IGNORECASE,
 )
+
+
+def by_evidence(
+    hits: Sequence[SearchHit], parsed: ParsedQuery, weights: Sequence[float]
+) -> list[SearchHit]:
+    """``hits`` (BM25 order) ordered by ``BM25_SHARE`` x their BM25 relative to the best
+    plus the rest x the weighed share of the question's words that their best stretch of
+    `WINDOW_CHARS` holds. A long exchange whose every paragraph shares a word with the
+    question no longer outranks the one that answers it in one place."""
+    if len(hits) < 2:
+        return list(hits)
+    evidence = evidence_scorer(parsed, weights)
+    best = max(-(h.bm25 or 0.0) for h in hits) or 1.0
+
+    def score(hit: SearchHit) -> float:
+        mem = hit.memory
+        tags = " ".join(mem.get("tags") or ())
+        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
+        return BM25_SHARE * -(hit.bm25 or 0.0) / best + (1.0 - BM25_SHARE) * evidence(text)
+
+    return sorted(hits, key=score, reverse=True)
 
 
 def memory_authors(mem: Mapping[str, Any]) -> set[str]:
@@ -694,75 +708,6 @@ def _named_in_metadata(mem: Mapping[str, Any], names: set[str]) -> bool:
             if isinstance(item, str) and names & set(words(item)):
                 return True
     return False
-
-
-def _stem(word: str) -> str:
-    """A crude stem for counting matches: the first 4-6 letters (whole word if short)."""
-    return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
-
-
-def coverage_counter(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], int]:
-    """A function giving how many of the question's words (or their synonyms) a memory
-    holds; inflections count (listen ~ listens, deploy ~ deploying)."""
-    held = terms_held(parsed)
-
-    def count(mem: Mapping[str, Any]) -> int:
-        return sum(held(mem))
-
-    return count
-
-
-def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]:
-    """A function telling, for each of the question's words in order, whether a memory
-    holds it (or a synonym; inflections count), so a caller can weigh the words.
-
-    One pass over a memory's text for all the words (recall reads dozens of memories a
-    prompt, episodes among them): one pattern of every word's stems, longest first, so at
-    each word of the text it matches the longest stem that starts it; a question word is
-    held when one of its stems starts a matched one (all of them start that text word)."""
-    key = tuple((t, *parsed.alternatives.get(t, ())) for t in parsed.terms)
-    groups, pattern, owners = _stem_index(key)
-    if pattern is None:
-        return lambda mem: []
-    n = len(groups)
-
-    def held(mem: Mapping[str, Any]) -> list[bool]:
-        tags = " ".join(mem.get("tags") or ())
-        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
-        found = [False] * n
-        left = n
-        for m in pattern.finditer(text):
-            key = m.group(0).lower()
-            hits = owners.get(key)
-            if hits is None:  # a case folding that lower() does not undo
-                hits = [i for i, g in enumerate(groups) if any(key.startswith(p) for p in g)]
-            for i in hits:
-                if not found[i]:
-                    found[i] = True
-                    left -= 1
-            if not left:
-                break
-        return found
-
-    return held
-
-
-@functools.lru_cache(maxsize=1024)
-def _stem_index(
-    words: tuple[tuple[str, ...], ...],
-) -> tuple[list[set[str]], re.Pattern[str] | None, dict[str, list[int]]]:
-    """For `terms_held` (cached: the retriever's stages and recall ask for the same
-    question's words several times): each word's stems, one pattern of them all (longest
-    first, at the start of a word), and which words each stem stands for."""
-    groups = [{_stem(a).lower() for a in alts} for alts in words]
-    stems = sorted(set().union(*groups), key=lambda x: (-len(x), x)) if groups else []
-    if not stems:
-        return groups, None, {}
-    owners = {
-        s: [i for i, g in enumerate(groups) if any(s.startswith(p) for p in g)] for s in stems
-    }
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(s) for s in stems) + ")", re.IGNORECASE)
-    return groups, pattern, owners
 
 
 def _excluding(flt: MemoryFilter, ids: set[str]) -> MemoryFilter:

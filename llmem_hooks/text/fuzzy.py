@@ -85,3 +85,30 @@ def similarity(a: str, b: str, threshold: float | None = None) -> float:
         return 1.0
     cap = None if threshold is None else int((1.0 - threshold) * longest + 1e-9)
     return 1.0 - osa_distance(a, b, cap) / longest
+
+
+def looks_like_typo(word: str, meant: str) -> bool:
+    """Whether ``word`` reads as a slip of the keys for ``meant``: two neighbouring letters
+    swapped ("dokcer" / "docker"), or one letter dropped or doubled inside a word of five
+    or more letters ("enviroment", "kuberntes", "postgress"). A different letter ("cost" / "most",
+    "features" / "fixtures", "external" / "internal") or a different ending ("shown" /
+    "show", "exact" / "exactly") is as likely another word the store never held: guessing
+    it up front, while the question's other words find plenty, adds noise, not answers
+    (bench/ablation.py, docs/retrieval.md)."""
+    if word == meant or min(len(word), len(meant)) < 5:
+        return False
+    if len(word) == len(meant):
+        diff = [i for i, (a, b) in enumerate(zip(word, meant, strict=True)) if a != b]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and (word[diff[0]], word[diff[1]]) == (meant[diff[1]], meant[diff[0]])
+        )
+    if abs(len(word) - len(meant)) != 1:
+        return False
+    short, long_ = (word, meant) if len(word) < len(meant) else (meant, word)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    if short[i:] != long_[i + 1 :]:
+        return False
+    # the letter added or dropped is inside the word, or doubles the one before it
+    return 0 < i < len(short) or (i > 0 and long_[i] == long_[i - 1])

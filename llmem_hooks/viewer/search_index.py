@@ -10,7 +10,8 @@ two differ; the index-wide BM25 statistics; the stop words and inflection rules 
 `text.query`; the synonym table of `text.lexicon`. The page splits a question into words,
 drops stop words, maps each word to its term (unknown words: a few suffixes off, then
 the close spellings of `text.fuzzy`), and ranks as the live search's stages: every word,
-then most words, then any rarer word, by BM25; see docs/viewer.md.
+then the memories holding any rarer word by BM25 and by the best short stretch holding
+the question's words (`search.retriever.by_evidence`); see docs/viewer.md.
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..search.matching import WINDOW_CHARS
 from ..search.retriever import (
     ALTERNATIVE_SHARE,
     AUTHOR_BOOST,
+    BM25_SHARE,
     COMMON_WORD_FLOOR,
     COMMON_WORD_SHARE,
     CORRECTION_SHARE,
     DEFAULT_RRF_K,
-    MAX_WORD_COMBINATIONS,
+    EVIDENCE_POOL,
     ROLE_ALIASES,
     SIGNAL_WEIGHTS,
     WHEN_BOOST,
@@ -142,7 +145,9 @@ def build(
             "fuzzy_threshold": retriever.fuzzy_threshold,
             "max_terms": MAX_QUERY_TERMS,
             "max_chars": MAX_QUERY_CHARS,
-            "max_combinations": MAX_WORD_COMBINATIONS,
+            "evidence_pool": EVIDENCE_POOL,
+            "bm25_share": BM25_SHARE,
+            "window_chars": WINDOW_CHARS,
             "common_share": COMMON_WORD_SHARE,
             "common_floor": COMMON_WORD_FLOOR,
             "alternative_share": ALTERNATIVE_SHARE,

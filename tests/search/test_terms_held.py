@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import re
 
-from llmem_hooks.search.retriever import _stem, terms_held
+from llmem_hooks.search.matching import _stem, terms_held
 from llmem_hooks.text.query import parse_query
 
 WORDS = """

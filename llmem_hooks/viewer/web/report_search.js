@@ -3,9 +3,9 @@
 // It answers a question as the live search's keyword stages do (search/retriever.py):
 // stop words dropped, each word mapped to the store's FTS5 term (the index maps every
 // word of the report; an unknown word loses a suffix, then takes its close spellings),
-// synonyms widened; the memories holding every word first, then most words, then any
-// rarer word, each stage ranked by FTS5's BM25 with the store's column weights; then the
-// live rerank (rank fused with confidence, recency, access and type priority).
+// synonyms widened; the memories holding any rarer word, ranked by FTS5's BM25 with the
+// store's column weights and by the best short stretch holding the question's words; then
+// the live rerank (rank fused with confidence, recency, access and type priority).
 'use strict';
 function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags (optional)
   const terms = X.terms, N = X.rows, avgdl = X.avgdl || 1, cfg = X.settings, docs = X.docs;
@@ -196,41 +196,84 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   }
   function comb(n, k) { let r = 1; for (let i = 1; i <= k; i++) r = r * (n - k + i) / i; return Math.round(r); }
 
-  // How many of the question's words a memory's text holds, as retriever.py's
-  // coverage_counter counts them (a word's first 4-6 letters at the start of a word).
-  function coverage(groups) {
-    const patterns = groups.map((g) => new RegExp('(?<![\\p{L}\\p{N}\\p{M}_])(?:' + g.said.map((w) => escape(stem(w))).join('|') + ')', 'iu'));
+  // How much of the question the best short stretch of a memory's text holds, as
+  // search/matching.py's evidence_scorer weighs it: each word's stems (its first 4-6
+  // letters at the start of a word), weighed by IDF, within window_chars of each other.
+  function evidence(groups, weights) {
+    const stems = groups.map((g) => [...new Set(g.said.map((w) => stem(fold(w))))]);
+    const all = [...new Set(stems.flat())].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
+    const total = weights.reduce((x, y) => x + y, 0);
+    if (!all.length || total <= 0) return () => 0;
+    const pattern = new RegExp('(?<![\\p{L}\\p{N}\\p{M}_])(?:' + all.map(escape).join('|') + ')', 'giu');
+    const width = cfg.window_chars;
     return (d) => {
       const text = texts ? texts.get(docs[d].id) : undefined;
-      if (text === undefined) return groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
-      return patterns.reduce((n, p) => n + (p.test(text) ? 1 : 0), 0);
+      if (text === undefined) return 0;
+      const found = [];
+      for (const m of text.matchAll(pattern)) {
+        const k = m[0].toLowerCase();
+        const owners = [];
+        stems.forEach((g, i) => { if (g.some((p) => k.startsWith(p))) owners.push(i); });
+        if (owners.length) found.push([m.index, owners]);
+      }
+      const counts = weights.map(() => 0);
+      let held = 0, best = 0, left = 0;
+      for (const [pos, owners] of found) {
+        for (const i of owners) { if (counts[i] === 0) held += weights[i]; counts[i] += 1; }
+        while (pos - found[left][0] > width) {
+          for (const i of found[left][1]) { counts[i] -= 1; if (counts[i] === 0) held -= weights[i]; }
+          left += 1;
+        }
+        best = Math.max(best, held);
+      }
+      return Math.min(1, best / total);
     };
   }
+  // retriever.py's _ranked: the memories holding any rarer word, best BM25 first (the
+  // first evidence_pool), then ordered by BM25 and by evidence (by_evidence).
   function keywordHits(groups) {
-    const k = groups.length;
-    const matched = (d) => groups.reduce((n, g) => n + (g.alts.some((a) => holds(d, a)) ? 1 : 0), 0);
-    const covered = coverage(groups);
-    const all = phrasesOf(groups);
-
-    const pool = [...candidates(groups)];
-    const holding = new Map(pool.map((d) => [d, matched(d)]));
-    const hits = ranked(pool.filter((d) => holding.get(d) === k), all).slice(0, POOL);
-    const seen = new Set(hits);
-    const relaxed = [];
-    if (k >= 2 && hits.length < POOL) {
-      for (let m = k - 1; m >= 2 && comb(k, m) <= cfg.max_combinations; m--) {
-        for (const d of ranked(pool.filter((d) => !seen.has(d) && holding.get(d) >= m), all)) { relaxed.push(d); seen.add(d); }
+    const common = cap(cfg.common_share);
+    const want = Math.max(POOL, cfg.evidence_pool);
+    const rare = groups.filter((g) => { const n = groupDf(g); return n > 0 && n <= common; });
+    let hits, phrases;
+    if (rare.length) {
+      phrases = phrasesOf(rare);
+      hits = ranked([...candidates(rare)], phrases).slice(0, want);
+    } else {
+      phrases = phrasesOf(groups);
+      const every = [...candidates(groups)].filter((d) => groups.every((g) => g.alts.some((a) => holds(d, a))));
+      hits = ranked(every, phrases).slice(0, want);
+      const rarest = groups.filter((g) => groupDf(g) > 0).sort((a, b) => groupDf(a) - groupDf(b)).slice(0, 1);
+      if (rarest.length && hits.length < want) {
+        const seen = new Set(hits);
+        const more = ranked([...candidates(rarest)].filter((d) => !seen.has(d)), phrasesOf(rarest));
+        hits = hits.concat(more.slice(0, want - hits.length));
       }
-      const common = cap(cfg.common_share);
-      let rare = groups.filter((g) => { const n = groupDf(g); return n > 0 && n <= common; });
-      if (!rare.length) rare = groups.filter((g) => groupDf(g) > 0).sort((a, b) => groupDf(a) - groupDf(b)).slice(0, 1);
-      const rareDocs = [...candidates(rare)].filter((d) => !seen.has(d));
-      for (const d of ranked(rareDocs, phrasesOf(rare))) { relaxed.push(d); seen.add(d); }
     }
-    // Below the strict matches, a memory holding more of the question's words comes first.
-    const cover = new Map(relaxed.map((d) => [d, covered(d)]));
-    const order = relaxed.map((d, i) => [d, i]).sort((a, b) => cover.get(b[0]) - cover.get(a[0]) || a[1] - b[1]);
-    return hits.concat(order.map((x) => x[0]).slice(0, POOL - hits.length));
+    if (hits.length < 2) return hits;
+    const weights = groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
+    const ev = evidence(groups, weights);
+    const bm = new Map(hits.map((d) => [d, bm25(d, phrases)]));
+    const best = Math.max(...bm.values()) || 1;
+    const share = cfg.bm25_share;
+    return hits.map((d, i) => [d, share * bm.get(d) / best + (1 - share) * ev(d), i])
+      .sort((a, b) => b[1] - a[1] || a[2] - b[2]).map((x) => x[0]).slice(0, POOL);
+  }
+  // text/fuzzy.py's looks_like_typo: two neighbouring letters swapped, or one letter dropped
+  // or doubled inside a word of five or more letters.
+  function looksLikeTypo(w, meant) {
+    if (w === meant || Math.min(w.length, meant.length) < 5) return false;
+    if (w.length === meant.length) {
+      const diff = [];
+      for (let i = 0; i < w.length; i++) if (w[i] !== meant[i]) diff.push(i);
+      return diff.length === 2 && diff[1] === diff[0] + 1 && w[diff[0]] === meant[diff[1]] && w[diff[1]] === meant[diff[0]];
+    }
+    if (Math.abs(w.length - meant.length) !== 1) return false;
+    const [short, long] = w.length < meant.length ? [w, meant] : [meant, w];
+    let i = 0;
+    while (i < short.length && short[i] === long[i]) i++;
+    if (short.slice(i) !== long.slice(i + 1)) return false;
+    return (i > 0 && i < short.length) || (i > 0 && long[i] === long[i - 1]);
   }
 
   return function search(query, limit) {
@@ -239,7 +282,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     const words = contentWords(query);
     if (!words.length) return [];
     const groups = words.map(group);
-    for (const g of groups) if (!g.own) for (const [w, t] of corrections(fold(g.word))) { g.alts.push([t]); g.said.push(w); }
+    for (const g of groups) if (!g.own) for (const [w, t] of corrections(fold(g.word))) if (looksLikeTypo(fold(g.word), w)) { g.alts.push([t]); g.said.push(w); }
     let hits = keywordHits(groups);
     if (hits.length < 1) {  // nothing: the close spellings of the known words too, any of them
       for (const g of groups) for (const [, t] of corrections(fold(g.word))) if (!g.alts.some((a) => a[0] === t)) g.alts.push([t]);
@@ -260,7 +303,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }).sort((a, b) => b.score - a.score || a.rank - b.rank).slice(0, limit).map(({id, score}) => ({id, score}));
   };
 }
-// What retriever.py's coverage counter reads of a memory.
+// What search/matching.py reads of a memory (terms_held, evidence_scorer).
 const memoryText = (m) => `${m.content || ''} ${m.summary || ''} ${(m.tags || []).join(' ')}`;
 let reportSearch;  // made on the first search (the page's data is read by viewer.js)
 // The memories of the report that answer ``query``, best first, each with its score;

@@ -1,0 +1,123 @@
+"""Which of a question's words a text holds, and how close together.
+
+`terms_held` answers "does this memory hold each word (or a synonym, inflections
+counting)?" for recall's relevance and the known-words rule; `evidence_scorer` answers
+"how much of the question does the best short stretch of this text hold?", the ranking's
+second signal beside BM25 (docs/retrieval.md, *Ranking*): an exchange runs to thousands
+of characters, and BM25 over the whole of it cannot tell a reply that answers the
+question in one paragraph from one whose every paragraph shares a word with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..text.query import ParsedQuery
+
+# How far apart (characters) the question's words may be and still count as one stretch
+# of evidence: two or three sentences, a short paragraph.
+WINDOW_CHARS = 250
+
+
+def _stem(word: str) -> str:
+    """A crude stem for counting matches: the first 4-6 letters (whole word if short)."""
+    return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
+
+
+def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]:
+    """A function telling, for each of the question's words in order, whether a memory
+    holds it (or a synonym; inflections count), so a caller can weigh the words.
+
+    One pass over a memory's text for all the words (recall reads dozens of memories a
+    prompt, episodes among them): one pattern of every word's stems, longest first, so at
+    each word of the text it matches the longest stem that starts it; a question word is
+    held when one of its stems starts a matched one (all of them start that text word)."""
+    key = tuple((t, *parsed.alternatives.get(t, ())) for t in parsed.terms)
+    groups, pattern, owners = _stem_index(key)
+    if pattern is None:
+        return lambda mem: []
+    n = len(groups)
+
+    def held(mem: Mapping[str, Any]) -> list[bool]:
+        tags = " ".join(mem.get("tags") or ())
+        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
+        found = [False] * n
+        left = n
+        for m in pattern.finditer(text):
+            key = m.group(0).lower()
+            hits = owners.get(key)
+            if hits is None:  # a case folding that lower() does not undo
+                hits = [i for i, g in enumerate(groups) if any(key.startswith(p) for p in g)]
+            for i in hits:
+                if not found[i]:
+                    found[i] = True
+                    left -= 1
+            if not left:
+                break
+        return found
+
+    return held
+
+
+@functools.lru_cache(maxsize=1024)
+def _stem_index(
+    words: tuple[tuple[str, ...], ...],
+) -> tuple[list[set[str]], re.Pattern[str] | None, dict[str, list[int]]]:
+    """For `terms_held` (cached: the retriever's stages and recall ask for the same
+    question's words several times): each word's stems, one pattern of them all (longest
+    first, at the start of a word), and which words each stem stands for."""
+    groups = [{_stem(a).lower() for a in alts} for alts in words]
+    stems = sorted(set().union(*groups), key=lambda x: (-len(x), x)) if groups else []
+    if not stems:
+        return groups, None, {}
+    owners = {
+        s: [i for i, g in enumerate(groups) if any(s.startswith(p) for p in g)] for s in stems
+    }
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(s) for s in stems) + ")", re.IGNORECASE)
+    return groups, pattern, owners
+
+
+def evidence_scorer(
+    parsed: ParsedQuery, weights: Sequence[float], width: int = WINDOW_CHARS
+) -> Callable[[str], float]:
+    """A function of a text giving the weighed share (0..1) of the question's words that
+    its best stretch of ``width`` characters holds (``weights``: one per word of
+    ``parsed.terms``, e.g. IDF). One regex pass per text, then a sliding window over the
+    matches: linear in the matches, so dozens of episodes cost well under a millisecond."""
+    key = tuple((t, *parsed.alternatives.get(t, ())) for t in parsed.terms)
+    groups, pattern, owners = _stem_index(key)
+    total = sum(weights)
+    if pattern is None or total <= 0:
+        return lambda text: 0.0
+    w = list(weights)
+
+    def score(text: str) -> float:
+        found: list[tuple[int, list[int]]] = []
+        for m in pattern.finditer(text):
+            k = m.group(0).lower()
+            hits = owners.get(k)
+            if hits is None:
+                hits = [i for i, g in enumerate(groups) if any(k.startswith(p) for p in g)]
+            if hits:
+                found.append((m.start(), hits))
+        counts = [0] * len(w)
+        held = best = 0.0
+        left = 0
+        for pos, hits in found:
+            for i in hits:
+                if counts[i] == 0:
+                    held += w[i]
+                counts[i] += 1
+            while pos - found[left][0] > width:
+                for i in found[left][1]:
+                    counts[i] -= 1
+                    if counts[i] == 0:
+                        held -= w[i]
+                left += 1
+            best = max(best, held)
+        return min(1.0, best / total)
+
+    return score
