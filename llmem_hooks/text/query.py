@@ -175,7 +175,8 @@ def parse_query(query: str) -> ParsedQuery:
     tokens: list[str] = []  # FTS5 pieces
     plain: list[str] = []  # free text, for the content words
     phrases: list[str] = []
-    other_syntax = False  # operators, parentheses or prefixes: never a question
+    other_syntax = False  # operators or parentheses: never a question
+    globbed = False  # a prefix (word*): syntax in a keyword query, a glob in a sentence
     question_words = False  # an unquoted stop word: the query reads as a sentence
     depth = 0
     for m in _TOKEN.finditer(query or ""):
@@ -205,7 +206,7 @@ def parse_query(query: str) -> ParsedQuery:
                 tokens.append(quote(stem) + "*")
                 plain.append(stem)
                 parsed.explicit = True
-                other_syntax = True
+                globbed = True
         else:
             ws = words(bare)
             if ws:
@@ -217,8 +218,11 @@ def parse_query(query: str) -> ParsedQuery:
     parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
     first = words(query or "")[:1]
     parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
-    if phrases and not other_syntax and (question_words or (query or "").rstrip().endswith("?")):
-        parsed.explicit = False  # quotes in a question: a boost (the retriever), not a filter
+    sentence = question_words or (query or "").rstrip().endswith("?")
+    if (phrases or globbed) and not other_syntax and sentence:
+        # quotes in a question: a boost (the retriever), not a filter; a star in one is
+        # a glob the person typed ("one QUEUE_BACKEND_* variable per task"), not a prefix
+        parsed.explicit = False
     # Implicit-AND words: drop stop words unless the user wrote operators around them.
     keep_stop = parsed.explicit and any(t in OPERATORS for t in tokens if isinstance(t, str))
     out: list[str] = []

@@ -150,3 +150,21 @@ def test_technical_conversations_never_below_the_keyword_floor(tmp_path: Path) -
     assert scores["@5"] >= scores["floor@5"], scores
     assert scores["@10"] >= scores["floor@10"], scores
     assert scores["chars"] <= 2000, scores
+
+
+def test_a_star_in_a_sentence_is_a_glob_not_search_syntax(tmp_path: Path) -> None:
+    """ "one QUEUE_BACKEND_* variable per task" made the whole question explicit syntax: an
+    AND of every word with a prefix, which matched nothing."""
+    question = "Who came up with having one QUEUE_BACKEND_* variable per task instead of a switch?"
+    assert not parse_query(question).explicit
+    assert parse_query("deploy*").explicit  # a prefix on its own is still syntax
+    assert parse_query("staging AND deploy*").explicit
+    with MemoryStore(tmp_path / "m.db") as store:
+        mid = store.add(
+            "conversation",
+            "User: one QUEUE_BACKEND_EMAILS, QUEUE_BACKEND_RECEIPTS variable per task, so each"
+            " task moves on its own\nAssistant: agreed, that beats a single switch.",
+        )
+        store.add("fact", "The task runner retries twice.")
+        hits = Retriever(store).find(question, track_access=False)
+        assert hits and hits[0].id == mid
