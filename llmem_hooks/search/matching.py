@@ -87,12 +87,15 @@ def evidence_scorer(
     its best stretch of ``width`` characters holds (``weights``: one per word of
     ``parsed.terms``, e.g. IDF). One regex pass per text, then a sliding window over the
     matches: linear in the matches, so dozens of episodes cost well under a millisecond."""
-    key = tuple((t, *parsed.alternatives.get(t, ())) for t in parsed.terms)
+    # Words of no weight (a word in a fifth of the store) are not looked for at all: in a
+    # long reply they match every few words, and each match costs a step of the window.
+    kept = [(t, x) for t, x in zip(parsed.terms, weights, strict=True) if x > 0]
+    key = tuple((t, *parsed.alternatives.get(t, ())) for t, _ in kept)
     groups, pattern, owners = _stem_index(key)
-    total = sum(weights)
+    total = sum(x for _, x in kept)
     if pattern is None or total <= 0:
         return lambda text: 0.0
-    w = list(weights)
+    w = [x for _, x in kept]
 
     def score(text: str) -> float:
         found: list[tuple[int, list[int]]] = []

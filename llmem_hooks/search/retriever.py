@@ -63,7 +63,7 @@ SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._b
 # their order that BM25 decides (the rest: the best stretch of text holding the question's
 # words, `search.matching.evidence_scorer`). Chosen on the dev sets (bench/ablation.py,
 # docs/benchmarks.md).
-EVIDENCE_POOL = 40
+EVIDENCE_POOL = 20
 BM25_SHARE = 0.6
 COMMON_WORD_SHARE = 0.02
 COMMON_WORD_FLOOR = 500
@@ -533,8 +533,12 @@ class Retriever:
                 stage = self._newest_only(rest, parsed, rarest, 1)
                 rows += self.store.fts_search(parsed.any_of(rarest), stage, want - len(rows))
         hits = [_hit(r, "fts") for r in rows]
+        if len(rare) < 2:  # one word searched: every hit holds it, BM25 says the rest
+            return hits[:pool]
+        # The evidence weighs the words searched (a common word weighs nothing: it would
+        # match every few words of a long reply and say little).
         size = max(self.store.size_hint(), 1)
-        weights = [math.log(1.0 + size / df[t]) if df[t] else 0.0 for t in parsed.terms]
+        weights = [math.log(1.0 + size / df[t]) if t in rare else 0.0 for t in parsed.terms]
         return by_evidence(hits, parsed, weights)[:pool]
 
     def _corrections(

@@ -200,7 +200,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   // search/matching.py's evidence_scorer weighs it: each word's stems (its first 4-6
   // letters at the start of a word), weighed by IDF, within window_chars of each other.
   function evidence(groups, weights) {
-    const stems = groups.map((g) => [...new Set(g.said.map((w) => stem(fold(w))))]);
+    const stems = groups.map((g, i) => weights[i] > 0 ? [...new Set(g.said.map((w) => stem(fold(w))))] : []);
     const all = [...new Set(stems.flat())].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
     const total = weights.reduce((x, y) => x + y, 0);
     if (!all.length || total <= 0) return () => 0;
@@ -250,8 +250,8 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
         hits = hits.concat(more.slice(0, want - hits.length));
       }
     }
-    if (hits.length < 2) return hits;
-    const weights = groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
+    if (hits.length < 2 || rare.length < 2) return hits.slice(0, POOL);  // one word: BM25 says the rest
+    const weights = groups.map((g) => rare.includes(g) ? Math.log(1 + N / groupDf(g)) : 0);
     const ev = evidence(groups, weights);
     const bm = new Map(hits.map((d) => [d, bm25(d, phrases)]));
     const best = Math.max(...bm.values()) || 1;
