@@ -195,8 +195,9 @@ class RetrievalSettings(Section):
     rrf_k_semantic: int = _setting(10, _int(1, 1000))
     # characters of text shown for a whole result list (search, agent tools): a long memory
     # (an episode) shows the lines that answer the query; 0 shows every content whole.
-    # 1,950 keeps five results under 2,000 (bench/devmem.py, docs/retrieval.md).
-    passage_chars: int = _setting(1950, _int(0, 1_000_000))
+    # 1,750 keeps five results under 1,800 (issue 23; bench/devmem.py, docs/retrieval.md:
+    # DevMemBench coverage 0.851 at 1,885 characters with 1,950, 0.834 at 1,708 with this).
+    passage_chars: int = _setting(1750, _int(0, 1_000_000))
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ EXPECTED_DEFAULTS = {
         "fuzzy_threshold": 0.7,
         "limit": 10,
         "rrf_k_semantic": 10,
-        "passage_chars": 1950,
+        "passage_chars": 1750,
     },
     "context": {"dir": None, "budget_tokens": 1500},
     "session": {
