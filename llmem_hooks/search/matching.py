@@ -20,6 +20,26 @@ from ..text.query import ParsedQuery
 # How far apart (characters) the question's words may be and still count as one stretch
 # of evidence: two or three sentences, a short paragraph.
 WINDOW_CHARS = 250
+SHORT_WORD = 4  # words this short match whole (with an inflection), never as a prefix
+
+
+def _owners(groups: list[set[str]], longer: set[str], key: str) -> list[int]:
+    """The words (indexes into ``groups``) a matched text ``key`` (lower case) stands for:
+    a long word's stem starts it; a short word is it, or it with an ending."""
+    return [
+        i
+        for i, g in enumerate(groups)
+        if any(
+            key.startswith(p) if p in longer else re.fullmatch(re.escape(p) + _short_tail(p), key)
+            for p in g
+        )
+    ]
+
+
+def _short_tail(word: str) -> str:
+    """The endings a short word takes ("pins", "pinned", "pinning", "fixes", "logged")."""
+    c = re.escape(word[-1:])
+    return rf"(?:s|es|ed|d|ing|er|{c}ed|{c}ing|{c}er)?(?!\w)"
 
 
 def _stem(word: str) -> str:
@@ -36,7 +56,7 @@ def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]
     each word of the text it matches the longest stem that starts it; a question word is
     held when one of its stems starts a matched one (all of them start that text word)."""
     key = tuple((t, *parsed.alternatives.get(t, ())) for t in parsed.terms)
-    groups, pattern, owners = _stem_index(key)
+    groups, pattern, owners, longer = _stem_index(key)
     if pattern is None:
         return lambda mem: []
     n = len(groups)
@@ -49,8 +69,8 @@ def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]
         for m in pattern.finditer(text):
             key = m.group(0).lower()
             hits = owners.get(key)
-            if hits is None:  # a case folding that lower() does not undo
-                hits = [i for i, g in enumerate(groups) if any(key.startswith(p) for p in g)]
+            if hits is None:  # an ending, or a case folding that lower() does not undo
+                hits = owners.setdefault(key, _owners(groups, longer, key))
             for i in hits:
                 if not found[i]:
                     found[i] = True
@@ -65,19 +85,22 @@ def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]
 @functools.lru_cache(maxsize=1024)
 def _stem_index(
     words: tuple[tuple[str, ...], ...],
-) -> tuple[list[set[str]], re.Pattern[str] | None, dict[str, list[int]]]:
+) -> tuple[list[set[str]], re.Pattern[str] | None, dict[str, list[int]], set[str]]:
     """For `terms_held` (cached: the retriever's stages and recall ask for the same
     question's words several times): each word's stems, one pattern of them all (longest
     first, at the start of a word), and which words each stem stands for."""
     groups = [{_stem(a).lower() for a in alts} for alts in words]
     stems = sorted(set().union(*groups), key=lambda x: (-len(x), x)) if groups else []
     if not stems:
-        return groups, None, {}
-    owners = {
-        s: [i for i, g in enumerate(groups) if any(s.startswith(p) for p in g)] for s in stems
-    }
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(s) for s in stems) + ")", re.IGNORECASE)
-    return groups, pattern, owners
+        return groups, None, {}, set()
+    # A word of up to four letters is its own stem: it matches itself and its inflections,
+    # not every word it starts ("web" is not "webhook", "led" not "ledger").
+    longer = {_stem(a).lower() for alts in words for a in alts if len(a) > SHORT_WORD}
+    owners = {s: _owners(groups, longer, s) for s in stems}
+    pieces = [re.escape(s) + ("" if s in longer else _short_tail(s)) for s in stems]
+    # The whole word is matched, so the words it stands for are read off all of it.
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(pieces) + r")\w*", re.IGNORECASE)
+    return groups, pattern, owners, longer
 
 
 def evidence_scorer(
@@ -91,7 +114,7 @@ def evidence_scorer(
     # long reply they match every few words, and each match costs a step of the window.
     kept = [(t, x) for t, x in zip(parsed.terms, weights, strict=True) if x > 0]
     key = tuple((t, *parsed.alternatives.get(t, ())) for t, _ in kept)
-    groups, pattern, owners = _stem_index(key)
+    groups, pattern, owners, longer = _stem_index(key)
     total = sum(x for _, x in kept)
     if pattern is None or total <= 0:
         return lambda text: 0.0
@@ -103,7 +126,7 @@ def evidence_scorer(
             k = m.group(0).lower()
             hits = owners.get(k)
             if hits is None:
-                hits = [i for i, g in enumerate(groups) if any(k.startswith(p) for p in g)]
+                hits = owners.setdefault(k, _owners(groups, longer, k))
             if hits:
                 found.append((m.start(), hits))
         counts = [0] * len(w)

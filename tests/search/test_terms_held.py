@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import re
 
-from llmem_hooks.search.matching import _stem, terms_held
+from llmem_hooks.search.matching import _short_tail, _stem, terms_held
 from llmem_hooks.text.query import parse_query
 
 WORDS = """
@@ -22,7 +22,12 @@ def _one_search_per_word(question: str, text: str) -> list[bool]:
     out = []
     for t in parsed.terms:
         alts = (t, *parsed.alternatives.get(t, ()))
-        pattern = r"(?<!\w)(?:" + "|".join(re.escape(_stem(a)) for a in alts) + ")"
+        # a long word by its stem's start; a word of 4 letters or fewer whole, or with an
+        # ending ("led" is not "ledger")
+        pieces = [
+            re.escape(_stem(a)) + ("" if len(a) > 4 else _short_tail(a.lower())) for a in alts
+        ]
+        pattern = r"(?<!\w)(?:" + "|".join(pieces) + ")"
         out.append(re.search(pattern, text, re.IGNORECASE) is not None)
     return out
 

@@ -200,11 +200,20 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   // search/matching.py's evidence_scorer weighs it: each word's stems (its first 4-6
   // letters at the start of a word), weighed by IDF, within window_chars of each other.
   function evidence(groups, weights) {
+    // matching.py's _stem_index: a long word by its stem's start; a word of four letters
+    // or fewer whole or with an ending ("led" is not "ledger"); the whole word is matched.
+    const W = '[\\p{L}\\p{N}\\p{M}_]';
+    const tail = (p) => `(?:s|es|ed|d|ing|er|${escape(p.slice(-1))}ed|${escape(p.slice(-1))}ing|${escape(p.slice(-1))}er)?(?!${W})`;
     const stems = groups.map((g, i) => weights[i] > 0 ? [...new Set(g.said.map((w) => stem(fold(w))))] : []);
+    const longer = new Set(groups.flatMap((g, i) => weights[i] > 0 ? g.said.map(fold).filter((w) => w.length > 4).map(stem) : []));
     const all = [...new Set(stems.flat())].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
     const total = weights.reduce((x, y) => x + y, 0);
     if (!all.length || total <= 0) return () => 0;
-    const pattern = new RegExp('(?<![\\p{L}\\p{N}\\p{M}_])(?:' + all.map(escape).join('|') + ')', 'giu');
+    const pieces = all.map((p) => escape(p) + (longer.has(p) ? '' : tail(p)));
+    const pattern = new RegExp(`(?<!${W})(?:` + pieces.join('|') + `)${W}*`, 'giu');
+    const shortRe = new Map(all.filter((p) => !longer.has(p)).map((p) => [p, new RegExp('^' + escape(p) + tail(p) + '$', 'u')]));
+    const owns = (p, k) => longer.has(p) ? k.startsWith(p) : shortRe.get(p).test(k);
+    const ownersOf = new Map();
     const width = cfg.window_chars;
     return (d) => {
       const text = texts ? texts.get(docs[d].id) : undefined;
@@ -212,8 +221,12 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
       const found = [];
       for (const m of text.matchAll(pattern)) {
         const k = m[0].toLowerCase();
-        const owners = [];
-        stems.forEach((g, i) => { if (g.some((p) => k.startsWith(p))) owners.push(i); });
+        let owners = ownersOf.get(k);
+        if (!owners) {
+          owners = [];
+          stems.forEach((g, i) => { if (g.some((p) => owns(p, k))) owners.push(i); });
+          ownersOf.set(k, owners);
+        }
         if (owners.length) found.push([m.index, owners]);
       }
       const counts = weights.map(() => 0);
