@@ -27,6 +27,9 @@ from typing import Any
 from llmem_hooks import MemoryStore, Retriever
 from llmem_hooks.text.query import STOP_WORDS, words
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from keyword_floor import KeywordFloor
+
 DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "devmembench"
 for _candidate in (
     Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "devmembench",
@@ -79,6 +82,11 @@ def evaluate(data: Path, limit: int = 10, show_misses: bool = False) -> dict[str
     with tempfile.TemporaryDirectory() as tmp, MemoryStore(Path(tmp) / "m.db") as store:
         stored = load(store, sessions)
         r = Retriever(store)
+        floor = KeywordFloor()  # the plain FTS5 floor over the same exchanges
+        for sess in sessions:
+            for i, text in enumerate(exchanges(sess)):
+                floor.add(f"{sess['sessionId']}#{i}", text)
+        franks: list[int | None] = []
         ranks: list[int | None] = []
         per_type: dict[str, list[int | None]] = defaultdict(list)
         cover: list[float] = []
@@ -91,6 +99,8 @@ def evaluate(data: Path, limit: int = 10, show_misses: bool = False) -> dict[str
             sids = [h.memory["session_id"] for h in hits]
             rank = next((i + 1 for i, s in enumerate(sids) if s in want), None)
             ranks.append(rank)
+            fsids = [key.split("#")[0] for key, _ in floor.search(q["question"], limit)]
+            franks.append(next((i + 1 for i, s in enumerate(fsids) if s in want), None))
             per_type[q["questionType"]].append(rank)
             evidence = " ".join(m["content"] for s in want for m in by_id[s]["messages"])
             gt = distinctive(q["groundTruth"]) & distinctive(evidence)
@@ -107,9 +117,11 @@ def evaluate(data: Path, limit: int = 10, show_misses: bool = False) -> dict[str
     return {
         "episodes": stored,
         "questions": len(ranks),
+        "recall@1": sum(1 for x in ranks if x == 1) / n,
         "recall@5": sum(1 for x in ranks if x and x <= 5) / n,
         "recall@10": sum(1 for x in ranks if x and x <= 10) / n,
         "mrr": sum(1 / x for x in ranks if x) / n,
+        "floor@1/5/10": [round(sum(1 for x in franks if x and x <= k) / n, 3) for k in (1, 5, 10)],
         "coverage@5": sum(cover) / (len(cover) or 1),
         "chars@5": sum(chars) / (len(chars) or 1),
         "recall@10 by type": {
