@@ -14,7 +14,9 @@ the word's slot, so the question's other words still count):
 - ``KINDS``: a general word and the kinds it names, one way only: "sport" finds
   "football", but "football" does not find every sport.
 
-Words a software question uses in another sense (job, run, build, key) have no kinds.
+Words a software question uses in another sense (job, run, build, key) have no kinds;
+software categories do ("framework" finds FastAPI, "logging" structlog: a developer asks by
+category and said the name).
 """
 
 from __future__ import annotations
@@ -165,6 +167,21 @@ KINDS: dict[str, str] = {
     "illness": "infection flu cold migraine fever",
     "gift": "present presents",
     "profession": "nurse teacher architect chef doctor barista engineer scientist librarian",
+    # Software kinds: what a developer asks about by category ("which web framework",
+    # "the logging library we picked") and said by name ("FastAPI", "structlog").
+    "framework": "fastapi django flask express nestjs rails spring laravel nextjs react vue "
+    "angular svelte pytest jest vitest mocha junit",
+    "orm": "sqlalchemy tortoise prisma typeorm sequelize drizzle hibernate gorm diesel",
+    "logging": "structlog loguru winston pino logrus zap bunyan log4j",
+    "logger": "structlog loguru winston pino logrus zap bunyan log4j",
+    "linter": "eslint ruff flake8 pylint golangci-lint clippy rubocop",
+    "formatter": "prettier black gofmt rustfmt",
+    "broker": "redis rabbitmq kafka nats sqs",
+    "queue": "celery rq arq sidekiq rabbitmq kafka sqs bullmq procrastinate",
+    "container": "docker podman containerd",
+    "proxy": "nginx envoy haproxy traefik caddy",
+    "monitoring": "prometheus grafana datadog sentry cloudwatch",
+    "cloud": "aws gcp azure",
 }
 
 

@@ -169,3 +169,28 @@ def test_a_star_in_a_sentence_is_a_glob_not_search_syntax(tmp_path: Path) -> Non
         store.add("fact", "The task runner retries twice.")
         hits = Retriever(store).find(question, track_access=False)
         assert hits and hits[0].id == mid
+
+
+def test_a_category_finds_what_was_said_by_name(tmp_path: Path) -> None:
+    """A developer asks by category ("which web framework", "the logging library") and
+    said the name ("FastAPI", "structlog"): one way only, a name does not find its kind."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        api = store.add(
+            "conversation",
+            "User: let's start the shop-api project, a REST API with FastAPI and Postgres\n"
+            "Assistant: Good choice for async endpoints.",
+        )
+        logs = store.add(
+            "conversation",
+            "User: add structured output with a request id\nAssistant: Use structlog with"
+            " a JSON renderer in production.",
+        )
+        for i in range(6):
+            store.add("conversation", f"User: shop-api question {i}\nAssistant: web hooks {i}")
+        r = Retriever(store)
+        assert (
+            r.find("What web framework is the shop-api built with?", track_access=False)[0].id
+            == api
+        )
+        assert r.find("which logging library did we pick?", track_access=False)[0].id == logs
+    assert "framework" not in parse_query("fastapi").alternatives.get("fastapi", [])
