@@ -194,3 +194,19 @@ def test_a_category_finds_what_was_said_by_name(tmp_path: Path) -> None:
         )
         assert r.find("which logging library did we pick?", track_access=False)[0].id == logs
     assert "framework" not in parse_query("fastapi").alternatives.get("fastapi", [])
+
+
+def test_passages_follow_the_ranking_when_the_budget_is_short() -> None:
+    """The fifth result's lines hold one more question word than the first's; the first
+    result's lines still come first (the ranking judged it more likely the answer): before,
+    the fifth took the budget and the first showed one line."""
+    from llmem_hooks.search.passages import fit
+
+    def doc(tag: str, extra: str) -> str:
+        lines = [f"{tag} intro line that talks about nothing in particular at all."] * 3
+        lines += [f"{tag} {k}: the ledger pool size is {k * 10}{extra}." for k in range(5)]
+        return "\n".join(lines)
+
+    contents = [*(doc(t, "") for t in ("first", "b", "c", "d")), doc("fifth", " on staging")]
+    shown = fit(contents, ["ledger", "pool", "size", "staging"], 700)
+    assert shown[0].count("ledger") > shown[4].count("ledger"), shown
