@@ -47,6 +47,19 @@ SOFTWARE_GROUPS = (
     "pkg package",
     "lib library",
     "test testing spec",
+    # what people call the same thing in a developer's conversation
+    "main master trunk",
+    "staging preprod pre-production",
+    "server host box machine",
+    "duplicate duplicates duplicated doubled double",
+    "refund refunds refunded money-back",
+    "cpu core cores processor",
+    "count tally",
+    "signed logged",
+    "customer customers shopper shoppers buyer buyers",
+    "upgrade bump",
+    "flaky intermittent",
+    "slow latency sluggish",
 )
 
 # British / American words, and everyday near-synonyms.
