@@ -393,6 +393,8 @@ class Retriever:
             return []
         if not parsed.explicit and self._drop_common_alternatives(parsed):
             parsed.strict_match = parsed.all_of(parsed.terms)
+        if not parsed.explicit:
+            self._split_unknown_compounds(parsed)
         corrected: dict[str, list[str]] = {}
         if use_fuzzy is not False and not parsed.explicit:
             # A word no memory contains is most likely a typo ("dokcer"): widen it to its
@@ -504,6 +506,20 @@ class Retriever:
                     extra.append(_hit(row, "fts"))
                     seen.add(row["id"])
         return hits + extra
+
+    def _split_unknown_compounds(self, parsed: ParsedQuery) -> None:
+        """A hyphenated word no memory holds as written ("testing-related", "per-tenant")
+        stands for its parts (of 3+ letters): searched as a phrase it would find nothing
+        and the question would lose its most telling word. One that is stored as written
+        ("ecommerce-api", "zero-downtime") stays a phrase."""
+        for term in parsed.terms:
+            if "-" not in term or parsed.alternatives.get(term):
+                continue
+            if self.counts.count(self.store, quote(term), 0) > 0:
+                continue
+            parts = [p for p in dict.fromkeys(term.split("-")) if len(p) > 2]
+            if parts:
+                parsed.alternatives[term] = parts
 
     def _ranked(self, parsed: ParsedQuery, flt: MemoryFilter, pool: int) -> list[SearchHit]:
         """A plain question's hits: the memories holding any of its rarer words, best BM25

@@ -50,7 +50,7 @@ SOFTWARE_GROUPS = (
     # what people call the same thing in a developer's conversation
     "main master trunk",
     "staging preprod pre-production",
-    "server host box machine",
+    "server host",
     "duplicate duplicates duplicated doubled double",
     "refund refunds refunded money-back",
     "cpu core cores processor",

@@ -213,6 +213,21 @@ def test_passages_follow_the_ranking_when_the_budget_is_short() -> None:
 
 
 def test_a_developers_other_words_for_the_same_thing() -> None:
-    alts = parse_query("I committed to the trunk on the pre-production box").alternatives
+    alts = parse_query("I committed to the trunk on the pre-production host").alternatives
     assert "main" in alts["trunk"] and "staging" in alts["pre-production"]
-    assert "server" in alts["box"]
+    assert "server" in alts["host"] and "machine" not in alts.get("server", [])
+
+
+def test_a_hyphenated_word_not_stored_as_written_stands_for_its_parts(tmp_path: Path) -> None:
+    """ "testing-related" searched as a phrase found nothing, and the question lost its most
+    telling word; "ecommerce-api", stored as written, stays a phrase."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        testing = store.add("decision", "Testing: pytest with factory_boy fixtures, decided today.")
+        store.add("fact", "The ecommerce-api runs on port 8000.")
+        for i in range(5):
+            store.add("fact", f"Unrelated decision {i} about the deploy pipeline.")
+        hits = Retriever(store).find(
+            "what testing-related decisions did we make?", track_access=False
+        )
+        assert hits and hits[0].id == testing
+        assert "ecommerce-api" not in parse_query("the ecommerce-api port").alternatives

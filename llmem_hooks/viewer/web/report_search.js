@@ -295,6 +295,14 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     const words = contentWords(query);
     if (!words.length) return [];
     const groups = words.map(group);
+    // retriever.py's _split_unknown_compounds: a hyphenated word no memory holds as written
+    // stands for its parts of 3+ letters.
+    for (const g of groups) {
+      if (!g.word.includes('-') || g.alts.length > 1 || candidates([g]).size) continue;
+      const parts = [...new Set(g.word.split('-'))].filter((p) => p.length > 2);
+      const alts = parts.map((p) => stemmed(fold(p))).filter((t) => t >= 0).map((t) => [t]);
+      if (alts.length) { g.alts = alts; g.said = [g.word, ...parts]; g.own = true; }
+    }
     for (const g of groups) if (!g.own) for (const [w, t] of corrections(fold(g.word))) if (looksLikeTypo(fold(g.word), w)) { g.alts.push([t]); g.said.push(w); }
     let hits = keywordHits(groups);
     if (hits.length < 1) {  // nothing: the close spellings of the known words too, any of them
