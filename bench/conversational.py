@@ -32,17 +32,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import convsets  # noqa: E402
+
 FIXTURES = ROOT / "tests" / "fixtures" / "conversations"
 TURN_MS = 60_000  # a turn a minute
 KS = (1, 5, 10)
@@ -50,15 +50,10 @@ KS = (1, 5, 10)
 
 def load(split: str = "all", only: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The conversations of ``split`` (dev, heldout or all), or just the ids in ``only``."""
-    convs = [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))]
-    if only:
-        return [c for c in convs if c["id"] in only]
-    return [c for c in convs if split == "all" or c["split"] == split]
+    return convsets.load(FIXTURES, split, only)
 
 
-def session_ms(session: dict[str, Any]) -> int:
-    when = datetime.fromisoformat(session["date"].replace("Z", "+00:00")).astimezone(UTC)
-    return int(when.timestamp() * 1000)
+session_ms = convsets.session_ms
 
 
 def roles(session: dict[str, Any]) -> Iterable[tuple[dict[str, Any], str, int]]:
@@ -86,38 +81,14 @@ def holds(content: str, turn_text: str) -> bool:
 def store_in_process(store: Any, convs: Sequence[dict[str, Any]]) -> int:
     """The conversations' episodes, built and stored as `SessionHookCoordinator.store_episodes`
     does (build_episodes over the adapter's normalized messages, then MemoryStore.add)."""
-    from llmem_hooks.events import Message
-    from llmem_hooks.session.episodes import build_episodes
-    from llmem_hooks.timestamps import to_iso
-
     n = 0
     for conv in convs:
         for session in conv["sessions"]:
-            msgs = [
-                Message(
-                    turn["id"],
-                    session["id"],
-                    role,  # type: ignore[arg-type]
-                    f"{'User' if role == 'user' else 'Assistant'}: {said(turn)}",
-                    ms,
-                )
-                for turn, role, ms in roles(session)
+            turns = [
+                (t["id"], role, f"{'User' if role == 'user' else 'Assistant'}: {said(t)}", ms)
+                for t, role, ms in roles(session)
             ]
-            with store.atomic():
-                for ep in build_episodes(msgs):
-                    store.add(
-                        "conversation",
-                        ep.content,
-                        source="episode",
-                        metadata=ep.metadata(),
-                        entered_by="opencode",
-                        project=conv["id"],
-                        session_id=session["id"],
-                        source_message_ids=ep.message_ids,
-                        created_at=to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)),
-                        dedupe=False,
-                    )
-                    n += 1
+            n += convsets.store_episodes(store, conv["id"], session["id"], turns)
     return n
 
 
@@ -152,69 +123,30 @@ def in_process_asker(store: Any) -> Callable[[str], list[dict[str, Any]]]:
 def store_real(
     convs: Sequence[dict[str, Any]], home: Path
 ) -> tuple[dict[str, str], dict[str, str], float]:
-    """The sessions in a real opencode.db, stored by a real `llmem-hooks run`; returns the
-    environment to run the CLI in, OpenCode message id -> turn id, and the sidecar's
-    seconds."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    sys.path.insert(0, str(ROOT / "bench"))
-    from devmem import run_sidecar
-    from support.opencode_db import OpenCodeDB, text
-
-    db = OpenCodeDB(home / "opencode" / "opencode.db")
-    msg_turn: dict[str, str] = {}
-    sessions = 0
-    for conv in convs:
-        repo = home / "repos" / conv["id"]
-        repo.mkdir(parents=True)
-        subprocess.run(["git", "init", "-q", str(repo)], check=True)
-        db.project(conv["id"], str(repo))
-        for session in conv["sessions"]:
-            db.ms = max(db.ms, session_ms(session) - TURN_MS)
-            sid = db.session(session["id"], project=conv["id"], directory=str(repo))
-            sessions += 1
-            last_user = ""
-            for turn, role, ms in roles(session):
-                db.ms = max(db.ms, ms)
-                if role == "user":
-                    last_user = db.user(sid, said(turn))
-                    msg_turn[last_user] = turn["id"]
-                else:
-                    msg_turn[db.assistant(sid, last_user, text(said(turn)))] = turn["id"]
-    db.close()
-    (home / "llmem").mkdir()
-    cfg = {
-        "opencode": {"db_path": str(db.path), "autostart_sidecar": False},
-        "copilot": {"enabled": False},
-        "ollama": {"enabled": False},
-        "session": {"idle_quiet_seconds": 0, "idle_debounce_seconds": 0},
-        # the conversations are dated up to two years back: keep every episode
-        "episodes": {"enabled": True, "retention_days": 0},
-    }
-    (home / "llmem" / "config.yaml").write_text(json.dumps(cfg))
-    env = {
-        **os.environ,
-        "LLMEM_HOME": str(home / "llmem"),
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / "xdg"),
-    }
-    took = run_sidecar(home / "llmem", env, sessions)
-    return env, msg_turn, took
+    """The sessions in a real opencode.db, stored by a real `llmem-hooks run`
+    (`convsets.replay`); returns the environment to run the CLI in, OpenCode message id ->
+    turn id, and the sidecar's seconds."""
+    projects = [
+        (
+            conv["id"],
+            conv["id"],
+            [
+                (s["id"], [(t["id"], role, said(t), ms) for t, role, ms in roles(s)])
+                for s in conv["sessions"]
+            ],
+        )
+        for conv in convs
+    ]
+    return convsets.replay(home, projects)
 
 
 def cli_asker(
     env: dict[str, str], msg_turn: dict[str, str]
 ) -> Callable[[str], list[dict[str, Any]]]:
     """``llmem-hooks search Q --json --limit 10``; message ids read as the turns they are."""
-    cli = str(Path(sys.executable).parent / "llmem-hooks")
 
     def ask(question: str) -> list[dict[str, Any]]:
-        out = subprocess.run(
-            [cli, "search", question, "--json", "--limit", "10"],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        hits = json.loads(out.stdout or "[]") if out.returncode == 0 else []
+        hits = convsets.cli_search(env, question)
         for h in hits:
             h["source_message_ids"] = [
                 msg_turn.get(m, m) for m in h.get("source_message_ids") or ()
@@ -260,14 +192,10 @@ def evaluate(
                     own
                     | {e for e in q["evidence"] if holds(r.get("content", ""), turns[e]["text"])}
                 )
-            ranks = {
-                e: next((i for i, g in enumerate(held, 1) if e in g), None) for e in q["evidence"]
-            }
+            ranks = convsets.first_ranks(q["evidence"], held)
             fl = floor.search(q["question"], 10)
-            franks = {
-                e: next((i for i, (k, _) in enumerate(fl, 1) if k == key_of[e]), None)
-                for e in q["evidence"]
-            }
+            held_fl = [{e for e in q["evidence"] if key_of[e] == k} for k, _ in fl]
+            franks = convsets.first_ranks(q["evidence"], held_fl)
             rows.append(
                 {
                     "id": q["id"],

@@ -34,12 +34,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +48,7 @@ KS = (1, 5, 10)
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import convsets  # noqa: E402
 from keyword_floor import KeywordFloor, at_k, exchanges  # noqa: E402
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z0-9]")
@@ -62,15 +61,25 @@ _STOP = frozenset(_STOP_TEXT.split())
 
 
 def load(split: str = "dev", only: Sequence[str] = ()) -> list[dict[str, Any]]:
-    convs = [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))]
-    if only:
-        return [c for c in convs if c["id"] in only]
-    return [c for c in convs if split == "all" or c["split"] == split]
+    return convsets.load(FIXTURES, split, only)
 
 
-def session_ms(session: dict[str, Any]) -> int:
-    when = datetime.fromisoformat(session["date"].replace("Z", "+00:00")).astimezone(UTC)
-    return int(when.timestamp() * 1000)
+session_ms = convsets.session_ms
+
+
+def store_in_process(store: Any, convs: Sequence[dict[str, Any]]) -> int:
+    """The conversations' episodes stored in this process as the coordinator stores them
+    (each turn one message, a turn every `TURN_MS`)."""
+    n = 0
+    for conv in convs:
+        for session in conv["sessions"]:
+            start = session_ms(session)
+            turns = [
+                (t["id"], t["role"], t["text"], start + i * TURN_MS)
+                for i, t in enumerate(session["turns"])
+            ]
+            n += convsets.store_episodes(store, conv["id"], session["id"], turns)
+    return n
 
 
 def fold(text: str) -> str:
@@ -85,72 +94,39 @@ def answer_words(text: str) -> set[str]:
 def store_real(
     convs: Sequence[dict[str, Any]], home: Path
 ) -> tuple[dict[str, str], dict[str, str], float]:
-    """The sessions in a real opencode.db, stored by a real `llmem-hooks run`. Returns the
-    CLI's environment, OpenCode message id -> turn id, and the sidecar's seconds."""
-    from devmem import run_sidecar
-    from support.opencode_db import OpenCodeDB, text
-
-    db = OpenCodeDB(home / "opencode" / "opencode.db")
-    msg_turn: dict[str, str] = {}
-    sessions = 0
-    for conv in convs:
-        repo = home / "repos" / conv["project"]
-        repo.mkdir(parents=True)
-        subprocess.run(["git", "init", "-q", str(repo)], check=True)
-        db.project(conv["id"], str(repo))
-        for session in conv["sessions"]:
-            start = session_ms(session)
-            db.ms = max(db.ms, start - TURN_MS)
-            sid = db.session(conv["title"], project=conv["id"], directory=str(repo))
-            sessions += 1
-            last_user = ""
-            for i, turn in enumerate(session["turns"]):
-                db.ms = max(db.ms, start + i * TURN_MS)
-                if turn["role"] == "user":
-                    last_user = db.user(sid, turn["text"])
-                    msg_turn[last_user] = turn["id"]
-                else:
-                    msg_turn[db.assistant(sid, last_user, text(turn["text"]))] = turn["id"]
-    db.close()
-    (home / "llmem").mkdir()
-    cfg = {
-        "opencode": {"db_path": str(db.path), "autostart_sidecar": False},
-        "copilot": {"enabled": False},
-        "ollama": {"enabled": False},
-        "session": {"idle_quiet_seconds": 0, "idle_debounce_seconds": 0},
-        "episodes": {"enabled": True, "retention_days": 0},
-    }
-    (home / "llmem" / "config.yaml").write_text(json.dumps(cfg))
+    """The sessions in a real opencode.db, stored by a real `llmem-hooks run`
+    (`convsets.replay`). Returns the CLI's environment, OpenCode message id -> turn id, and
+    the sidecar's seconds."""
+    projects = [
+        (
+            conv["id"],
+            conv["project"],
+            [
+                (
+                    conv["title"],
+                    [
+                        (t["id"], t["role"], t["text"], session_ms(s) + i * TURN_MS)
+                        for i, t in enumerate(s["turns"])
+                    ],
+                )
+                for s in conv["sessions"]
+            ],
+        )
+        for conv in convs
+    ]
+    env, msg_turn, took = convsets.replay(home, projects)
     (home / "msg_turn.json").write_text(json.dumps(msg_turn))
-    took = run_sidecar(home / "llmem", environment(home), sessions)
-    return environment(home), msg_turn, took
+    return env, msg_turn, took
 
 
-def environment(home: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "LLMEM_HOME": str(home / "llmem"),
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / "xdg"),
-    }
+environment = convsets.environment
 
 
 Asker = Callable[[str], list[dict[str, Any]]]
 
 
 def cli_asker(env: dict[str, str]) -> Asker:
-    cli = str(Path(sys.executable).parent / "llmem-hooks")
-
-    def ask(question: str) -> list[dict[str, Any]]:
-        out = subprocess.run(
-            [cli, "search", question, "--json", "--limit", "10"],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        return json.loads(out.stdout or "[]") if out.returncode == 0 else []
-
-    return ask
+    return lambda question: convsets.cli_search(env, question)
 
 
 def in_process_asker(home: Path) -> Asker:
@@ -203,14 +179,10 @@ def evaluate(
                 content = fold(r.get("content", ""))
                 got |= {e for e in q["evidence"] if fold(turns[e]["text"]) in content}
                 held.append(got)
-            ours = {
-                e: next((i for i, g in enumerate(held, 1) if e in g), None) for e in q["evidence"]
-            }
+            ours = convsets.first_ranks(q["evidence"], held)
             fl = floor.search(q["question"], 10)
-            flr = {
-                e: next((i for i, (k, _) in enumerate(fl, 1) if k == turn_exchange[e]), None)
-                for e in q["evidence"]
-            }
+            held_fl = [{e for e in q["evidence"] if turn_exchange[e] == k} for k, _ in fl]
+            flr = convsets.first_ranks(q["evidence"], held_fl)
             target = answer_words(q["answer"])
             in_ev = answer_words(" ".join(turns[e]["text"] for e in q["evidence"]))
             target &= in_ev

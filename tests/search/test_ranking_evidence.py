@@ -115,29 +115,11 @@ def test_technical_conversations_never_below_the_keyword_floor(tmp_path: Path) -
     sys.path.insert(0, str(BENCH))
     import techconv
 
-    from llmem_hooks.events import Message
     from llmem_hooks.search.retriever import attach_passages
-    from llmem_hooks.session.episodes import build_episodes
 
     convs = techconv.load("dev")
     with MemoryStore(tmp_path / "memory.db") as store:
-        for conv in convs:
-            for session in conv["sessions"]:
-                start = techconv.session_ms(session)
-                msgs = [
-                    Message(t["id"], session["id"], t["role"], t["text"], start + i * 90_000)
-                    for i, t in enumerate(session["turns"])
-                ]
-                for ep in build_episodes(msgs):
-                    store.add(
-                        "conversation",
-                        ep.content,
-                        source="episode",
-                        metadata=ep.metadata(),
-                        session_id=session["id"],
-                        source_message_ids=ep.message_ids,
-                        dedupe=False,
-                    )
+        assert techconv.store_in_process(store, convs) >= 170
         retriever = Retriever(store)
 
         def ask(question: str) -> list[dict[str, Any]]:

@@ -1,0 +1,145 @@
+"""What the conversation benches share (bench/conversational.py, bench/techconv.py): loading
+a fixture folder's conversations by split, session dates, storing episodes in process the
+way the coordinator does, and the rank of each evidence turn in a result list."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+
+def load(folder: Path, split: str = "all", only: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The conversations of ``split`` (dev, heldout or all) in ``folder``, or the ids in
+    ``only``."""
+    convs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    if only:
+        return [c for c in convs if c["id"] in only]
+    return [c for c in convs if split == "all" or c["split"] == split]
+
+
+def session_ms(session: Mapping[str, Any]) -> int:
+    """When a session started, in epoch milliseconds (its ``date``, UTC)."""
+    when = datetime.fromisoformat(session["date"].replace("Z", "+00:00")).astimezone(UTC)
+    return int(when.timestamp() * 1000)
+
+
+def store_episodes(
+    store: Any, project: str, session_id: str, turns: Iterable[tuple[str, str, str, int]]
+) -> int:
+    """One session's turns (id, role, text, ms) as episodes, built and stored as
+    `SessionHookCoordinator.store_episodes` does (build_episodes, then MemoryStore.add)."""
+    from llmem_hooks.events import Message
+    from llmem_hooks.session.episodes import build_episodes
+    from llmem_hooks.timestamps import to_iso
+
+    msgs = [Message(tid, session_id, role, text, ms) for tid, role, text, ms in turns]  # type: ignore[arg-type]
+    n = 0
+    with store.atomic():
+        for ep in build_episodes(msgs):
+            store.add(
+                "conversation",
+                ep.content,
+                source="episode",
+                metadata=ep.metadata(),
+                entered_by="opencode",
+                project=project,
+                session_id=session_id,
+                source_message_ids=ep.message_ids,
+                created_at=to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)),
+                dedupe=False,
+            )
+            n += 1
+    return n
+
+
+def first_ranks(evidence: Sequence[str], held: Sequence[set[str]]) -> dict[str, int | None]:
+    """Each evidence turn's rank (from 1) in a list whose results hold ``held`` turns; None
+    when no result holds it."""
+    return {e: next((i for i, g in enumerate(held, 1) if e in g), None) for e in evidence}
+
+
+Turn = tuple[str, str, str, int]  # turn id, role ("user" / "assistant"), text, epoch ms
+
+
+def environment(home: Path) -> dict[str, str]:
+    """The environment the CLI and the sidecar run in for a replay under ``home``."""
+    import os
+
+    return {
+        **os.environ,
+        "LLMEM_HOME": str(home / "llmem"),
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "xdg"),
+    }
+
+
+def replay(
+    home: Path, projects: Sequence[tuple[str, str, Sequence[tuple[str, Sequence[Turn]]]]]
+) -> tuple[dict[str, str], dict[str, str], float]:
+    """The real path: each project (its id, its repository folder's name, its sessions as
+    (title, turns)) written as OpenCode sessions in a real ``opencode.db``, one git
+    repository each, then a real ``llmem-hooks run`` until every session has been stored.
+    Returns the CLI's environment, OpenCode message id -> turn id, and the sidecar's
+    seconds. Every episode is kept (the sets are dated years back)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "tests"))
+    sys.path.insert(0, str(root / "bench"))
+    from devmem import run_sidecar
+    from support.opencode_db import OpenCodeDB, text
+
+    db = OpenCodeDB(home / "opencode" / "opencode.db")
+    msg_turn: dict[str, str] = {}
+    sessions = 0
+    for project, folder, project_sessions in projects:
+        repo = home / "repos" / folder
+        repo.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        db.project(project, str(repo))
+        for title, turns in project_sessions:
+            if not turns:
+                continue
+            db.ms = max(db.ms, turns[0][3] - 60_000)
+            sid = db.session(title, project=project, directory=str(repo))
+            sessions += 1
+            last_user = ""
+            for tid, role, said, ms in turns:
+                db.ms = max(db.ms, ms)
+                if role == "user":
+                    last_user = db.user(sid, said)
+                    msg_turn[last_user] = tid
+                else:
+                    msg_turn[db.assistant(sid, last_user, text(said))] = tid
+    db.close()
+    (home / "llmem").mkdir()
+    cfg = {
+        "opencode": {"db_path": str(db.path), "autostart_sidecar": False},
+        "copilot": {"enabled": False},
+        "ollama": {"enabled": False},
+        "session": {"idle_quiet_seconds": 0, "idle_debounce_seconds": 0},
+        "episodes": {"enabled": True, "retention_days": 0},
+    }
+    (home / "llmem" / "config.yaml").write_text(json.dumps(cfg))
+    took = run_sidecar(home / "llmem", environment(home), sessions)
+    return environment(home), msg_turn, took
+
+
+def cli_search(env: Mapping[str, str], question: str) -> list[dict[str, Any]]:
+    """``llmem-hooks search QUESTION --json --limit 10`` as a person or an agent runs it
+    (results cut to their passages); [] when it fails."""
+    import subprocess
+    import sys
+
+    cli = str(Path(sys.executable).parent / "llmem-hooks")
+    out = subprocess.run(
+        [cli, "search", question, "--json", "--limit", "10"],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+    )
+    return list(json.loads(out.stdout or "[]")) if out.returncode == 0 else []
