@@ -49,25 +49,33 @@ class KeywordFloor:
 
     def __init__(self) -> None:
         self.conn = sqlite3.connect(":memory:")
-        self.conn.execute("CREATE VIRTUAL TABLE ex USING fts5(key UNINDEXED, body)")
+        self.conn.execute("CREATE VIRTUAL TABLE ex USING fts5(key UNINDEXED, grp UNINDEXED, body)")
 
-    def add(self, key: str, text: str) -> None:
-        self.conn.execute("INSERT INTO ex (key, body) VALUES (?, ?)", (key, text))
+    def add(self, key: str, text: str, group: str = "") -> None:
+        """One row; ``group`` (a project) lets a search keep to some groups."""
+        self.conn.execute("INSERT INTO ex (key, grp, body) VALUES (?, ?, ?)", (key, group, text))
 
     def add_all(self, rows: Iterable[tuple[str, str]]) -> None:
         self.conn.executemany("INSERT INTO ex (key, body) VALUES (?, ?)", list(rows))
 
-    def search(self, question: str, k: int = 10) -> list[tuple[str, str]]:
-        """The ``k`` best (key, text) for ``question``; [] when it has no content word."""
+    def search(
+        self, question: str, k: int = 10, groups: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """The ``k`` best (key, text) for ``question`` (within ``groups``, when given); []
+        when it has no content word."""
         terms = floor_terms(question)
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, args = "", [match]
+        if groups is not None:
+            where = f" AND grp IN ({', '.join('?' * len(groups))})"
+            args += list(groups)
         return [
             (str(key), str(body))
             for key, body in self.conn.execute(
-                "SELECT key, body FROM ex WHERE ex MATCH ? ORDER BY bm25(ex) LIMIT ?",
-                (match, k),
+                f"SELECT key, body FROM ex WHERE ex MATCH ?{where} ORDER BY bm25(ex) LIMIT ?",
+                (*args, k),
             )
         ]
 

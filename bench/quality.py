@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus
 import vector_corpus
+from keyword_floor import KeywordFloor
 
 from llmem_hooks import MemoryFilter, MemoryStore, Retriever
 
@@ -44,6 +45,12 @@ def evaluate(
 ) -> dict[str, Any]:
     """Run every question; return overall and per-kind metrics and the misses."""
     retriever = retriever or Retriever(store)
+    floor = KeywordFloor()  # the plain FTS5 floor: one row per memory, its project kept
+    for mid, content, project in store.db.fetchall(
+        "SELECT id, content, coalesce(project, '') FROM memories"
+    ):
+        floor.add(mid, content, project)
+    floor_ranks: list[int | None] = []
     per_kind: dict[str, list[int | None]] = defaultdict(list)
     misses: list[tuple[corpus.Query, list[str]]] = []
     for q in questions:
@@ -59,9 +66,14 @@ def evaluate(
         rank = next((i + 1 for i, mid in enumerate(ids) if mid in q.relevant), None)
         per_kind[q.kind].append(rank)
         per_kind["all"].append(rank)
+        fl = [k for k, _ in floor.search(q.text, limit, groups=[q.project or "", ""])]
+        floor_ranks.append(next((i + 1 for i, mid in enumerate(fl) if mid in q.relevant), None))
         if rank is None or rank > 5:
             misses.append((q, [h.memory["content"][:90] for h in hits[:3]]))
-    return {"metrics": {k: metrics(v) for k, v in per_kind.items()}, "misses": misses}
+    floor.close()
+    out = {k: metrics(v) for k, v in per_kind.items()}
+    out["floor"] = metrics(floor_ranks)
+    return {"metrics": out, "misses": misses}
 
 
 def metrics(ranks: list[int | None]) -> dict[str, float]:
@@ -80,7 +92,7 @@ def table(results: dict[int, dict[str, Any]]) -> str:
         "|---:|---:|---|---:|---:|---:|",
     ]
     for size, res in results.items():
-        for kind in KINDS:
+        for kind in (*KINDS, "floor"):
             m = res["metrics"].get(kind)
             if m:
                 lines.append(

@@ -104,23 +104,37 @@ def _stem_index(
 
 
 def evidence_scorer(
-    parsed: ParsedQuery, weights: Sequence[float], width: int = WINDOW_CHARS
+    parsed: ParsedQuery,
+    weights: Sequence[float],
+    width: int = WINDOW_CHARS,
+    anywhere: Sequence[float] = (),
 ) -> Callable[[str], float]:
     """A function of a text giving the weighed share (0..1) of the question's words that
     its best stretch of ``width`` characters holds (``weights``: one per word of
     ``parsed.terms``, e.g. IDF). One regex pass per text, then a sliding window over the
-    matches: linear in the matches, so dozens of episodes cost well under a millisecond."""
-    # Words of no weight (a word in a fifth of the store) are not looked for at all: in a
-    # long reply they match every few words, and each match costs a step of the window.
+    matches: linear in the matches, so dozens of episodes cost well under a millisecond.
+
+    ``anywhere`` (one weight per word, or empty): words counted when the text holds them
+    anywhere, not within the stretch. For common words: in a long reply they match every
+    few words, each match a step of the window, while whether the text holds them at all
+    is one search that stops at the first."""
     kept = [(t, x) for t, x in zip(parsed.terms, weights, strict=True) if x > 0]
     key = tuple((t, *parsed.alternatives.get(t, ())) for t, _ in kept)
     groups, pattern, owners, longer = _stem_index(key)
-    total = sum(x for _, x in kept)
-    if pattern is None or total <= 0:
+    present = [
+        (x, _stem_index(((t, *parsed.alternatives.get(t, ())),))[1])
+        for t, x in zip(parsed.terms, anywhere, strict=False)
+        if x > 0
+    ]
+    total = sum(x for _, x in kept) + sum(x for x, _ in present)
+    if total <= 0 or (pattern is None and not present):
         return lambda text: 0.0
     w = [x for _, x in kept]
 
     def score(text: str) -> float:
+        also = sum(x for x, p in present if p is not None and p.search(text))
+        if pattern is None:
+            return min(1.0, also / total)
         found: list[tuple[int, list[int]]] = []
         for m in pattern.finditer(text):
             k = m.group(0).lower()
@@ -144,6 +158,6 @@ def evidence_scorer(
                         held -= w[i]
                 left += 1
             best = max(best, held)
-        return min(1.0, best / total)
+        return min(1.0, (best + also) / total)
 
     return score

@@ -522,40 +522,42 @@ class Retriever:
                 parsed.alternatives[term] = parts
 
     def _ranked(self, parsed: ParsedQuery, flt: MemoryFilter, pool: int) -> list[SearchHit]:
-        """A plain question's hits: the memories holding any of its rarer words, best BM25
-        first (up to `EVIDENCE_POOL`), then ordered by BM25 and by the best stretch of
+        """A plain question's hits: the memories holding every word (an AND is as short as
+        its rarest word's rows) and, unless those fill the pool, those holding any of its
+        rarer words, each the best `EVIDENCE_POOL` by BM25; then all of them ordered by BM25 and by the best stretch of
         text holding the question's words (`by_evidence`); the first ``pool``.
 
         Words found in more than COMMON_WORD_SHARE of all memories are not searched for
-        (alone they say little, and ranking every memory that holds one costs tens of
-        milliseconds at 100k memories) but still count in the evidence, at their low
-        weight. A question of common words only: every word first, then the rarest alone.
+        alone (alone they say little, and ranking every memory that holds one costs tens of
+        milliseconds at 100k memories) but count in the AND and in the evidence, at their
+        low weight. A question of common words only: every word, then the rarest alone.
         """
         cap = self._cap(COMMON_WORD_SHARE)
         df = {t: self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms}
         rare = [t for t in parsed.terms if 0 < df[t] <= cap]
         want = max(pool, EVIDENCE_POOL)
-        if rare:
-            stage = self._newest_only(flt, parsed, rare, 1)
-            rows = self.store.fts_search(parsed.any_of(rare), stage, want)
-        else:
+        rows: list[dict[str, Any]] = []
+        if len(parsed.terms) > 1 or not rare:
             every = self._newest_only(flt, parsed, parsed.terms)
             rows = self.store.fts_search(parsed.all_of(parsed.terms), every, want)
+        if not rare:
             top = self.store.size_hint()
             exact = {t: self.counts.count(self.store, parsed.group(t), top) for t in parsed.terms}
-            rarest = sorted((t for t in parsed.terms if exact[t] > 0), key=lambda t: exact[t])[:1]
-            if rarest and len(rows) < want:
-                rest = _excluding(flt, {r["id"] for r in rows})
-                stage = self._newest_only(rest, parsed, rarest, 1)
-                rows += self.store.fts_search(parsed.any_of(rarest), stage, want - len(rows))
+            rare = sorted((t for t in parsed.terms if exact[t] > 0), key=lambda t: exact[t])[:1]
+        if rare and len(rows) < want:  # enough hold every word: the rest would rank below
+            rest = _excluding(flt, {r["id"] for r in rows})
+            stage = self._newest_only(rest, parsed, rare, 1)
+            rows += self.store.fts_search(parsed.any_of(rare), stage, want)
         hits = [_hit(r, "fts") for r in rows]
-        if len(rare) < 2:  # one word searched: every hit holds it, BM25 says the rest
+        if len(parsed.terms) < 2:  # one word: every hit holds it, BM25 says the rest
             return hits[:pool]
-        # The evidence weighs the words searched (a common word weighs nothing: it would
-        # match every few words of a long reply and say little).
+        # The evidence weighs the rarer words within its stretch, the common ones wherever
+        # the text holds them (in a long reply they match every few words).
         size = max(self.store.size_hint(), 1)
-        weights = [math.log(1.0 + size / df[t]) if t in rare else 0.0 for t in parsed.terms]
-        return by_evidence(hits, parsed, weights)[:pool]
+        idf = [math.log(1.0 + size / df[t]) if df[t] else 0.0 for t in parsed.terms]
+        near = [x if t in rare else 0.0 for t, x in zip(parsed.terms, idf, strict=True)]
+        far = [0.0 if t in rare else x for t, x in zip(parsed.terms, idf, strict=True)]
+        return by_evidence(hits, parsed, near, far)[:pool]
 
     def _corrections(
         self, terms: Sequence[str], threshold: float, known_too: bool = False
@@ -639,15 +641,19 @@ _DATE = re.compile(
 
 
 def by_evidence(
-    hits: Sequence[SearchHit], parsed: ParsedQuery, weights: Sequence[float]
+    hits: Sequence[SearchHit],
+    parsed: ParsedQuery,
+    weights: Sequence[float],
+    anywhere: Sequence[float] = (),
 ) -> list[SearchHit]:
     """``hits`` (BM25 order) ordered by ``BM25_SHARE`` x their BM25 relative to the best
     plus the rest x the weighed share of the question's words that their best stretch of
-    `WINDOW_CHARS` holds. A long exchange whose every paragraph shares a word with the
-    question no longer outranks the one that answers it in one place."""
+    `WINDOW_CHARS` holds (``anywhere``: words counted wherever the text holds them). A
+    long exchange whose every paragraph shares a word with the question no longer outranks
+    the one that answers it in one place."""
     if len(hits) < 2:
         return list(hits)
-    evidence = evidence_scorer(parsed, weights)
+    evidence = evidence_scorer(parsed, weights, anywhere=anywhere)
     best = max(-(h.bm25 or 0.0) for h in hits) or 1.0
 
     def score(hit: SearchHit) -> float:

@@ -199,7 +199,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   // How much of the question the best short stretch of a memory's text holds, as
   // search/matching.py's evidence_scorer weighs it: each word's stems (its first 4-6
   // letters at the start of a word), weighed by IDF, within window_chars of each other.
-  function evidence(groups, weights) {
+  function evidence(groups, weights, anywhere) {
     // matching.py's _stem_index: a long word by its stem's start; a word of four letters
     // or fewer whole or with an ending ("led" is not "ledger"); the whole word is matched.
     const W = '[\\p{L}\\p{N}\\p{M}_]';
@@ -207,8 +207,19 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     const stems = groups.map((g, i) => weights[i] > 0 ? [...new Set(g.said.map((w) => stem(fold(w))))] : []);
     const longer = new Set(groups.flatMap((g, i) => weights[i] > 0 ? g.said.map(fold).filter((w) => w.length > 4).map(stem) : []));
     const all = [...new Set(stems.flat())].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
-    const total = weights.reduce((x, y) => x + y, 0);
-    if (!all.length || total <= 0) return () => 0;
+    // words counted wherever the text holds them (the common ones): one search each
+    const present = groups.map((g, i) => [anywhere[i] || 0, g]).filter(([x]) => x > 0).map(([x, g]) => {
+      const st = [...new Set(g.said.map((w) => stem(fold(w))))];
+      const lg = new Set(g.said.map(fold).filter((w) => w.length > 4).map(stem));
+      const ps = st.map((p) => escape(p) + (lg.has(p) ? '' : tail(p)));
+      return [x, new RegExp(`(?<!${W})(?:` + ps.join('|') + ')', 'iu')];
+    });
+    const total = weights.reduce((x, y) => x + y, 0) + present.reduce((x, [y]) => x + y, 0);
+    if (total <= 0) return () => 0;
+    if (!all.length) return (d) => {
+      const text = texts ? texts.get(docs[d].id) : undefined;
+      return text === undefined ? 0 : Math.min(1, present.reduce((x, [y, re]) => x + (re.test(text) ? y : 0), 0) / total);
+    };
     const pieces = all.map((p) => escape(p) + (longer.has(p) ? '' : tail(p)));
     const pattern = new RegExp(`(?<!${W})(?:` + pieces.join('|') + `)${W}*`, 'giu');
     const shortRe = new Map(all.filter((p) => !longer.has(p)).map((p) => [p, new RegExp('^' + escape(p) + tail(p) + '$', 'u')]));
@@ -218,6 +229,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     return (d) => {
       const text = texts ? texts.get(docs[d].id) : undefined;
       if (text === undefined) return 0;
+      const also = present.reduce((x, [y, re]) => x + (re.test(text) ? y : 0), 0);
       const found = [];
       for (const m of text.matchAll(pattern)) {
         const k = m[0].toLowerCase();
@@ -239,7 +251,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
         }
         best = Math.max(best, held);
       }
-      return Math.min(1, best / total);
+      return Math.min(1, (best + also) / total);
     };
   }
   // retriever.py's _ranked: the memories holding any rarer word, best BM25 first (the
@@ -247,29 +259,27 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   function keywordHits(groups) {
     const common = cap(cfg.common_share);
     const want = Math.max(POOL, cfg.evidence_pool);
-    const rare = groups.filter((g) => { const n = groupDf(g); return n > 0 && n <= common; });
-    let hits, phrases;
-    if (rare.length) {
-      phrases = phrasesOf(rare);
-      hits = ranked([...candidates(rare)], phrases).slice(0, want);
-    } else {
-      phrases = phrasesOf(groups);
+    let rare = groups.filter((g) => { const n = groupDf(g); return n > 0 && n <= common; });
+    const rows = [], bmOf = new Map();
+    if (groups.length > 1 || !rare.length) {  // every word first
+      const all = phrasesOf(groups);
       const every = [...candidates(groups)].filter((d) => groups.every((g) => g.alts.some((a) => holds(d, a))));
-      hits = ranked(every, phrases).slice(0, want);
-      const rarest = groups.filter((g) => groupDf(g) > 0).sort((a, b) => groupDf(a) - groupDf(b)).slice(0, 1);
-      if (rarest.length && hits.length < want) {
-        const seen = new Set(hits);
-        const more = ranked([...candidates(rarest)].filter((d) => !seen.has(d)), phrasesOf(rarest));
-        hits = hits.concat(more.slice(0, want - hits.length));
-      }
+      for (const d of ranked(every, all).slice(0, want)) { rows.push(d); bmOf.set(d, bm25(d, all)); }
     }
-    if (hits.length < 2 || rare.length < 2) return hits.slice(0, POOL);  // one word: BM25 says the rest
-    const weights = groups.map((g) => rare.includes(g) ? Math.log(1 + N / groupDf(g)) : 0);
-    const ev = evidence(groups, weights);
-    const bm = new Map(hits.map((d) => [d, bm25(d, phrases)]));
-    const best = Math.max(...bm.values()) || 1;
+    if (!rare.length) rare = groups.filter((g) => groupDf(g) > 0).sort((a, b) => groupDf(a) - groupDf(b)).slice(0, 1);
+    if (rare.length && rows.length < want) {  // then any rarer word, unless the pool is full
+      const seen = new Set(rows), phrases = phrasesOf(rare);
+      const more = ranked([...candidates(rare)].filter((d) => !seen.has(d)), phrases).slice(0, want);
+      for (const d of more) { rows.push(d); bmOf.set(d, bm25(d, phrases)); }
+    }
+    if (groups.length < 2 || rows.length < 2) return rows.slice(0, POOL);  // one word: BM25
+    const idf = groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
+    const near = groups.map((g, i) => rare.includes(g) ? idf[i] : 0);
+    const far = groups.map((g, i) => rare.includes(g) ? 0 : idf[i]);
+    const ev = evidence(groups, near, far);
+    const best = Math.max(...bmOf.values()) || 1;
     const share = cfg.bm25_share;
-    return hits.map((d, i) => [d, share * bm.get(d) / best + (1 - share) * ev(d), i])
+    return rows.map((d, i) => [d, share * bmOf.get(d) / best + (1 - share) * ev(d), i])
       .sort((a, b) => b[1] - a[1] || a[2] - b[2]).map((x) => x[0]).slice(0, POOL);
   }
   // text/fuzzy.py's looks_like_typo: two neighbouring letters swapped, or one letter dropped
