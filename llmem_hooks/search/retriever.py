@@ -524,8 +524,9 @@ class Retriever:
     def _ranked(self, parsed: ParsedQuery, flt: MemoryFilter, pool: int) -> list[SearchHit]:
         """A plain question's hits: the memories holding every word (an AND is as short as
         its rarest word's rows) and, unless those fill the pool, those holding any of its
-        rarer words, each the best `EVIDENCE_POOL` by BM25; then all of them ordered by BM25 and by the best stretch of
-        text holding the question's words (`by_evidence`); the first ``pool``.
+        rarer words, each the best `EVIDENCE_POOL` by BM25; then all of them ordered by
+        BM25 and by the best stretch of text holding the question's words (`by_evidence`);
+        the first ``pool``.
 
         Words found in more than COMMON_WORD_SHARE of all memories are not searched for
         alone (alone they say little, and ranking every memory that holds one costs tens of
