@@ -154,7 +154,7 @@ def _good_start() -> str:
     return _call("sessionStart", json.dumps(payload).encode())
 
 
-@settings(FUZZ, max_examples=1500)
+@settings(FUZZ, max_examples=750)
 @given(st.one_of(st.none(), st.sampled_from(EVENT_NAMES)), stdin_data)
 def test_hook_stdin_fuzz_in_process(hook_world: Path, event: str | None, data: bytes) -> None:
     _check_output(_call(event, data))

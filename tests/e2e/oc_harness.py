@@ -173,12 +173,24 @@ def _own_process(pid: int, llmem_home: Path) -> bool:
     return f"LLMEM_HOME={llmem_home}".encode() in environ
 
 
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie: exited, waiting for its parent to collect it. A sidecar that a
+    `SidecarProcess` of this session started is our own child until its ``stop()`` reaps
+    it, so after SIGTERM it stays a zombie that ``kill(pid, 0)`` still finds."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
+
+
 def _stop_pid(pid: int, grace: float = 5.0) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            os.kill(pid, 0)
+            if _exited(pid):
+                return
             time.sleep(0.05)
         os.kill(pid, signal.SIGKILL)
 

@@ -148,8 +148,9 @@ def test_citations_follow_the_code_through_five_commits(
     ]
     paths = {retry["id"]: "src/net/retry.py", ledger["id"]: "config/db.py"}
     for i, (name, change, want) in enumerate(steps):
-        before = {mid: _shown(oc, mid)["citations"][0].get("checked_at") or "" for mid in paths}
-        lines_before = {mid: _shown(oc, mid)["citations"][0]["line_start"] for mid in paths}
+        cites = {mid: _shown(oc, mid)["citations"][0] for mid in paths}  # one `show` each
+        before = {mid: cite.get("checked_at") or "" for mid, cite in cites.items()}
+        lines_before = {mid: cite["line_start"] for mid, cite in cites.items()}
         change()
         commit = _commit(repo, f"step {name}")
         # A session starts: the sidecar checks the project's citations.

@@ -17,7 +17,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,13 @@ def _knowledge_with(oc_env: OpenCodeEnv, token: str) -> list[dict[str, Any]]:
         for m in oc_env.memories()
         if m["type"] in KNOWLEDGE_TYPES and token.lower() in m["content"].lower()
     ]
+
+
+def _knowledge_counts(oc_env: OpenCodeEnv, tokens: Iterable[str]) -> dict[str, int]:
+    """How many knowledge memories mention each token, from one ``list`` (one process for
+    all tokens instead of one per token)."""
+    contents = [m["content"].lower() for m in oc_env.memories() if m["type"] in KNOWLEDGE_TYPES]
+    return {token: sum(token.lower() in c for c in contents) for token in tokens}
 
 
 def _wait_for_session_seen(oc_env: OpenCodeEnv, sid: str) -> None:
@@ -212,12 +219,12 @@ def test_sidecar_kill9_loses_and_duplicates_nothing(
     deadline = time.monotonic() + 30
     counts: dict[str, int] = {}
     while time.monotonic() < deadline:
-        counts = {token: len(_knowledge_with(oc_env, token)) for token in facts}
+        counts = _knowledge_counts(oc_env, facts)
         if all(counts.values()):
             break
-        time.sleep(0.5)
+        time.sleep(0.25)
     missing = sorted(token for token, n in counts.items() if n == 0)
     assert not missing, f"lost after kill -9: {missing}\nsidecar log:\n{sidecar.log()}"
     time.sleep(2)  # idle quiet time + a pass: late duplicates would show up now
-    counts = {token: len(_knowledge_with(oc_env, token)) for token in facts}
+    counts = _knowledge_counts(oc_env, facts)
     assert counts == dict.fromkeys(facts, 1), counts

@@ -10,7 +10,7 @@ properties:
   `ValidationError` / `ImportFormatError` and the row count unchanged;
 - never another exception.
 
-Budget: a fixed number of examples per property (about 3,000 in all, ~20-40 s), no
+Budget: a fixed number of examples per property (about 2,600 in all, ~15-30 s), no
 example database on disk, plus a few real CLI subprocesses (exit 2, one line, no
 'Traceback').
 """
@@ -113,7 +113,7 @@ def check_config_outcome(path: Path, raw: Any = None) -> None:
                 assert abs(value) <= 10**12, (section, key, value)
 
 
-@settings(FUZZ, max_examples=900)
+@settings(FUZZ, max_examples=450)
 @given(doc=config_documents())
 def test_fuzz_config_documents(workdir: Path, doc: dict[Any, Any]) -> None:
     path = workdir / "config.yaml"
@@ -245,7 +245,7 @@ def count(store: MemoryStore) -> tuple[int, int, int]:
     )
 
 
-@settings(FUZZ, max_examples=700)
+@settings(FUZZ, max_examples=350)
 @given(records=st.lists(import_records(), max_size=4))
 def test_fuzz_import_records(fuzz_store: MemoryStore, records: list[Any]) -> None:
     before = count(fuzz_store)

@@ -6,6 +6,7 @@ user's own words. Real stores, the real QueryService, its real socket."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,16 @@ def hostile_world(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
     return tmp_path_factory.mktemp("markers")
 
 
+@pytest.fixture(scope="module")
+def empty_store_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file a new MemoryStore writes, made once: each example below starts from a
+    copy of it instead of building the schema again (most of the test's time)."""
+    path = tmp_path_factory.mktemp("markers-empty") / "empty.db"
+    with MemoryStore(path):
+        pass
+    return path
+
+
 @settings(
     max_examples=150,
     deadline=None,
@@ -204,7 +215,7 @@ def hostile_world(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
 )
 @given(before=_USER, after=_USER, memories=st.lists(_MEMORY, min_size=1, max_size=4))
 def test_property_user_text_survives_and_blocks_stay_closed(
-    before: str, after: str, memories: list[str], tmp_path: Path
+    before: str, after: str, memories: list[str], tmp_path: Path, empty_store_file: Path
 ) -> None:
     """For any hostile memory texts: the rendered block has exactly one opening and one
     closing marker, and the user's text around it survives `strip_injected` unchanged
@@ -213,6 +224,7 @@ def test_property_user_text_survives_and_blocks_stay_closed(
 
     assume(strip_injected(before) == before and strip_injected(after) == after)
     db = tmp_path / f"p{abs(hash((before, after, tuple(memories))))}.db"
+    shutil.copyfile(empty_store_file, db)
     with MemoryStore(db) as store:
         for text in memories:
             store.add("fact", text, dedupe=False)

@@ -30,6 +30,8 @@ class OpenCodeDB:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute(f"PRAGMA journal_mode = {'WAL' if wal else 'DELETE'}")
+        # As OpenCode opens it (reference README): no fsync on every commit in WAL mode.
+        self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.executescript(SCHEMA.read_text())
         self.ms = T0
