@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import string
 import time
 from collections.abc import Callable
@@ -397,10 +398,16 @@ def read_heldout(path: str) -> list[str]:
         return [ln.rstrip("\n") for ln in fh if ln.strip() and not ln.startswith("#")]
 
 
+def holds(text: str, value: str) -> bool:
+    """Whether ``text`` holds ``value`` whole: a weak password such as "ember" sits inside
+    "remember" in the template's own words, which is no leak."""
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
+
+
 def measure(redact: Callable[[str], str | None], rng: random.Random) -> dict[str, object]:
     """Recall over `secret_cases` and the false-positive rate over `benign_cases`."""
     cases = secret_cases(rng)
-    missed = [c for c in cases if (out := redact(c.text)) is not None and c.value in out]
+    missed = [c for c in cases if (out := redact(c.text)) is not None and holds(out, c.value)]
     benign = benign_cases(rng)
     altered = [(k, t) for k, t in benign if redact(t) != t]
     return {
