@@ -211,13 +211,15 @@ def check_project(
 
 class StartChecks:
     """The sidecar's check at a session start: the session's project against the
-    repository of its directory, once per project within `RECHECK_S` (two sessions
-    starting together cost one check), within ``citations.start_budget_seconds``."""
+    repository of its directory, once per project within `RECHECK_S` unless a commit
+    came in between (two sessions starting together cost one check), within
+    ``citations.start_budget_seconds``."""
 
     def __init__(self, store: MemoryStore, settings: CitationSettings) -> None:
         self.store = store
         self.settings = settings
-        self._last: dict[str, float] = {}  # project -> monotonic time of its last check
+        # project -> (monotonic time, HEAD) of its last check
+        self._last: dict[str, tuple[float, str | None]] = {}
 
     def before_context(self, rec: SessionRecord | None) -> ProjectCheck | None:
         """Check the project of session ``rec`` if it is due (None: not due, off, no
@@ -225,8 +227,7 @@ class StartChecks:
         if not self.settings.check or rec is None or not rec.project or not rec.directory:
             return None
         last = self._last.get(rec.project)
-        if last is not None and time.monotonic() - last < RECHECK_S:
-            return None
+        recent = last is not None and time.monotonic() - last[0] < RECHECK_S
         if not cited.any_to_check(self.store.db, rec.project):
             return None
         t0 = time.monotonic()
@@ -238,12 +239,17 @@ class StartChecks:
         # the directory's key: what `track` computed for a Copilot session (cached)
         if root is None or project_key(directory) != rec.project:
             return None
+        # Checked moments ago: again only if a commit came in between (a person commits and
+        # starts a session at once; the verdicts must be about that commit).
+        head = head_commit(root)
+        if recent and last is not None and last[1] == head:
+            return None
         left = budget - (time.monotonic() - t0)
         if left <= 0:
             log.info("citations: project %s not checked: finding its repository took the budget",
                      rec.project[:12])  # fmt: skip
             return None
-        self._last[rec.project] = time.monotonic()
+        self._last[rec.project] = (time.monotonic(), head)
         return check_project(
             self.store,
             rec.project,
