@@ -30,7 +30,6 @@ Skips cleanly (exit 0, a message) when the fixtures are absent.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -257,14 +256,10 @@ def result_shares(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--split", default="dev", choices=("dev", "heldout", "all"))
-    ap.add_argument("--only", default="", help="conversation ids, comma-separated")
+    ap = convsets.parser(__doc__)
     ap.add_argument("--real", action="store_true", help="opencode.db + llmem-hooks run + CLI")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--show-misses", action="count", default=0, help="twice: with their top 10")
     args = ap.parse_args(argv)
-    convs = load(args.split, [c for c in args.only.split(",") if c])
+    convs = convsets.chosen(FIXTURES, args)
     if not convs:
         print(f"conversational: no conversations in {FIXTURES}; skipped")
         return 0
@@ -286,10 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=1))
     else:
         print(f"mode: {result['mode']}  {extra}")
-        for split, kinds in scores.items():
-            for kind, m in sorted(kinds.items(), key=lambda kv: (kv[0] != "all", kv[0])):
-                cols = "  ".join(f"{k} {v}" for k, v in m.items())
-                print(f"{split:>8} {kind:>10}  {cols}")
+        convsets.print_scores(scores)
     if args.show_misses:
         for row in rows:
             missed = [e for e, r in row["ranks"].items() if not r or r > 10]

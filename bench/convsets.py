@@ -143,3 +143,28 @@ def cli_search(env: Mapping[str, str], question: str) -> list[dict[str, Any]]:
         text=True,
     )
     return list(json.loads(out.stdout or "[]")) if out.returncode == 0 else []
+
+
+def parser(doc: str | None) -> Any:
+    """The options every conversation bench takes (split, only, json, show-misses)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    ap.add_argument("--split", default="dev", choices=("dev", "heldout", "all"))
+    ap.add_argument("--only", default="", help="conversation ids, comma-separated")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--show-misses", action="count", default=0, help="twice: with their top 10")
+    return ap
+
+
+def chosen(folder: Path, args: Any) -> list[dict[str, Any]]:
+    """The conversations the parsed ``args`` ask for."""
+    return load(folder, args.split, [c for c in args.only.split(",") if c])
+
+
+def print_scores(scores: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+    """One line per split and question kind ("all" first)."""
+    for split, kinds in scores.items():
+        for kind, m in sorted(kinds.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+            cols = "  ".join(f"{k} {v}" for k, v in m.items())
+            print(f"{split:>8} {kind:>10}  {cols}")
