@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..text.words import words as text_words
-from .matching import SHORT_WORD, _short_tail
+from .matching import SHORT_WORD, _short_tail, _stem
 
 ELLIPSIS = "…"
 WHOLE_CHARS = 120  # texts this short are shown whole
@@ -57,11 +57,6 @@ def _rank_weight(rank: int) -> float:
 class _Unit:
     text: str
     line: int  # the line it came from: units of one line are joined by a space
-
-
-def _stem(word: str) -> str:
-    """The first 4-6 letters: inflections match (deploy ~ deploying), as the retriever's."""
-    return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
 
 
 def _units(content: str) -> list[_Unit]:
