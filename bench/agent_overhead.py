@@ -15,8 +15,11 @@ hits both alike; each agent gets one warm-up pair that is not counted.
   file moved away.
 
 Reported: median wall time of each and the ratio of the medians. Target: <= 1.05x.
-``--floor`` adds Copilot with a plugin of the same shape whose hooks run ``true`` (no MCP
-server): what Copilot itself spends on a plugin's hooks, which no hook can go below.
+``--floor`` adds Copilot with a plugin of the same shape whose hooks run ``true`` and whose
+MCP server (the standard library only) answers with no tools: what Copilot itself spends
+on such a plugin, which no hook or server can go below. ``--parts`` adds our plugin with
+its hooks only and with its MCP server only. Copilot's variants take turns round by round
+(`interleaved`), so a drift in the machine's load hits each alike.
 The hooks run from an installed copy of this checkout (`installed_copy`), as a user's do;
 ``--editable`` runs this checkout's editable install instead.
 Needs node, npm and the two agents (installed into build/npm/ on first use, as the e2e
@@ -92,16 +95,46 @@ def installed_copy(root: Path) -> Path:
     return venv / "bin"
 
 
+# The floor's MCP server: the standard library only, answers initialize and tools/list (no
+# tools) and "method not found" to anything else.
+FLOOR_MCP_SERVER = """import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if not isinstance(m, dict) or "id" not in m:
+        continue
+    method, params = m.get("method"), m.get("params") or {}
+    if method == "initialize":
+        info = {"name": "floor", "version": "0"}
+        result = {"protocolVersion": params.get("protocolVersion"), "serverInfo": info,
+                  "capabilities": {"tools": {"listChanged": False}}}
+        out = {"jsonrpc": "2.0", "id": m["id"], "result": result}
+    elif method == "tools/list":
+        out = {"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}}
+    else:
+        error = {"code": -32601, "message": "Method not found"}
+        out = {"jsonrpc": "2.0", "id": m["id"], "error": error}
+    sys.stdout.write(json.dumps(out) + "\\n")
+    sys.stdout.flush()
+"""
+
+
 def shell_plugin(root: Path, events: list[str] | None = None) -> Path:
     """Copilot's own cost of a plugin (``--floor``): this plugin's manifest and hook
-    events (or only ``events``), each hook the shell's ``true``, no MCP server. What
-    Copilot spends starting hook processes is a floor no hook of ours can go below."""
+    events (or only ``events``), each hook the shell's ``true``, and an MCP server that
+    starts a bare interpreter and answers with no tools (`FLOOR_MCP_SERVER`). What Copilot
+    spends starting hook processes and waiting for a server is a floor no hook or server
+    of ours can go below."""
     import json
 
     folder = root / ("shell-plugin-" + "-".join(events) if events else "shell-plugin")
     (folder / ".github" / "plugin").mkdir(parents=True)
     manifest = json.loads((REPO / ".github" / "plugin" / "plugin.json").read_text())
-    manifest.pop("mcpServers", None)
+    (folder / "mcp_floor.py").write_text(FLOOR_MCP_SERVER)
+    server = manifest["mcpServers"]["llmem"]
+    server["command"], server["args"] = sys.executable, ["-I", "-S", str(folder / "mcp_floor.py")]
     (folder / ".github" / "plugin" / "plugin.json").write_text(json.dumps(manifest))
     hooks = json.loads((REPO / "hooks.json").read_text())
     if events:
@@ -109,6 +142,29 @@ def shell_plugin(root: Path, events: list[str] | None = None) -> Path:
     for entries in hooks["hooks"].values():
         for entry in entries:
             entry["bash"] = "true"
+    (folder / "hooks.json").write_text(json.dumps(hooks))
+    return folder
+
+
+def part_plugin(root: Path, part: str) -> Path:
+    """Our plugin with one part only (``--parts``): ``hooks`` (no MCP server) or ``mcp``
+    (the MCP server, no hooks): which of the two the agent waits for."""
+    import json
+
+    folder = root / f"part-{part}"
+    (folder / ".github" / "plugin").mkdir(parents=True)
+    shutil.copytree(REPO / "bin", folder / "bin")
+    manifest = json.loads((REPO / ".github" / "plugin" / "plugin.json").read_text())
+    hooks = json.loads((REPO / "hooks.json").read_text())
+    if part == "hooks":
+        manifest.pop("mcpServers", None)
+    elif part == "minmcp":
+        hooks["hooks"] = {}
+        manifest["mcpServers"]["llmem"]["command"] = "python3"
+        manifest["mcpServers"]["llmem"]["args"] = ["-I", "-S", "/tmp/minmcp/server.py"]
+    else:
+        hooks["hooks"] = {}
+    (folder / ".github" / "plugin" / "plugin.json").write_text(json.dumps(manifest))
     (folder / "hooks.json").write_text(json.dumps(hooks))
     return folder
 
@@ -167,6 +223,24 @@ def side_by_side(
     return a, b
 
 
+def interleaved(
+    runs: int, without: Callable[[], float], variants: dict[str, Callable[[], float]]
+) -> tuple[list[float], dict[str, list[float]]]:
+    """``runs`` rounds, each running the agent without us and every variant once, in an
+    order that rotates from round to round (a drift in the machine's load hits all alike;
+    one warm-up round is not counted). Returns the times without us and each variant's."""
+    order: list[tuple[str, Callable[[], float]]] = [("", without), *variants.items()]
+    for _, run in order:
+        run()
+    base: list[float] = []
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for i in range(runs):
+        k = i % len(order)
+        for name, run in order[k:] + order[:k]:
+            (times[name] if name else base).append(run())
+    return base, times
+
+
 def row(name: str, without: list[float], with_: list[float]) -> str:
     m0, m1 = statistics.median(without), statistics.median(with_)
     ratio = m1 / m0
@@ -192,6 +266,11 @@ def main() -> int:
         "--floor",
         action="store_true",
         help="also time Copilot with a plugin whose hooks do nothing (Copilot's own cost)",
+    )
+    ap.add_argument(
+        "--parts",
+        action="store_true",
+        help="also time Copilot with our hooks only and with our MCP server only",
     )
     ap.add_argument(
         "--editable",
@@ -221,33 +300,32 @@ def main() -> int:
             try:
                 if cp is not None:
 
-                    def copilot(plugin: bool) -> Callable[[], float]:
+                    def copilot(plugin: Path | None) -> Callable[[], float]:
                         def run() -> float:
                             cmd = [str(copilot_bin), "-p", PROMPT, f"--session-id={uuid.uuid4()}"]
                             cmd += ["--allow-all-tools", "--no-auto-update"]
-                            if plugin:
-                                cmd += ["--plugin-dir", str(REPO)]
+                            if plugin is not None:
+                                cmd += ["--plugin-dir", str(plugin)]
                             return timed(cmd, cp.repo, cp.env)
 
                         return run
 
-                    a, b = side_by_side(args.runs, copilot(False), copilot(True))
-                    rows.append(row("`copilot -p`", a, b))
-                    print(rows[-1], flush=True)
+                    variants = {"`copilot -p`": copilot(REPO)}
                     if args.floor:
                         events = args.floor_events.split(",") if args.floor_events else None
-                        shell = shell_plugin(root, events)
-
-                        def copilot_shell() -> float:
-                            cmd = [str(copilot_bin), "-p", PROMPT, f"--session-id={uuid.uuid4()}"]
-                            cmd += ["--allow-all-tools", "--no-auto-update", "--plugin-dir"]
-                            return timed([*cmd, str(shell)], cp.repo, cp.env)
-
-                        a, b = side_by_side(args.runs, copilot(False), copilot_shell)
                         what = f" ({args.floor_events})" if args.floor_events else ""
-                        rows.append(
-                            row(f"`copilot -p`, a plugin whose hooks{what} run `true`", a, b)
+                        name = f"`copilot -p`, a plugin whose hooks{what} run `true`"
+                        variants[name + " and whose MCP server answers with no tools"] = copilot(
+                            shell_plugin(root, events)
                         )
+                    for part in ("hooks", "mcp") if args.parts else ():
+                        only = "hooks, no MCP server" if part == "hooks" else "MCP server, no hooks"
+                        variants[f"`copilot -p`, our plugin's {only}"] = copilot(
+                            part_plugin(root, part)
+                        )
+                    base, timings = interleaved(args.runs, copilot(None), variants)
+                    for name, times in timings.items():
+                        rows.append(row(name, base, times))
                         print(rows[-1], flush=True)
                 if args.only in (None, "opencode"):
                     plugin_dir = Path(world.env["XDG_CONFIG_HOME"]) / "opencode" / "plugin"

@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 from .errors import ValidationError
+from .home import llmem_home_dir
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -62,18 +63,9 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def get_llmem_home() -> Path:
-    """The llmem home directory: ``$LLMEM_HOME`` or ``~/.config/llmem``, always absolute.
-
-    A relative ``$LLMEM_HOME`` is resolved against the current directory once, and the
-    absolute form is written back to the environment: a process we start (the sidecar
-    runs with its cwd in the home) would otherwise look for ``<home>/<home>``."""
-    env = os.environ.get("LLMEM_HOME")
-    if env:
-        home = Path(os.path.abspath(Path(env).expanduser()))
-        if str(home) != env:
-            os.environ["LLMEM_HOME"] = str(home)
-        return home
-    return Path(os.path.abspath(Path.home() / ".config" / "llmem"))
+    """The llmem home directory: ``$LLMEM_HOME`` or ``~/.config/llmem``, always absolute
+    (the rule is `home.llmem_home_dir`'s)."""
+    return Path(llmem_home_dir())
 
 
 def get_config_path() -> Path:

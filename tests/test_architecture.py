@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "errors",
         "timestamps",
+        "home",
         "paths",
         "faults",
         "redact",

@@ -19,78 +19,68 @@ Imports only the standard library and `paths` until the SDK server is needed.
 
 from __future__ import annotations
 
-import contextlib
+import _thread
 import json
 import os
-import re
 import sys
-import threading
-from collections.abc import Callable
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
 
+# Not `typing`, `pathlib`, `threading` or `re` on the way to the cached answers: the
+# agent's first turn waits for them, and each import costs milliseconds at every start.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import IO, Any
+
     from mcp.server.fastmcp import FastMCP
 
 CACHE_NAME = ".mcp-front-cache.json"
-TYPES_CACHE_NAME = ".mcp-front-memory-types.json"
-TOOLS_FILE = Path(__file__).with_name("tools.json")  # the tools' wording (tool_wording)
+# The tools' wording (`tool_wording.TOOLS_FILE`, the same file).
+TOOLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools.json")
+# The module declaring the tools (`mcp_server`): its answers are what the cache holds.
+SERVER_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_server.py")
 # The replayed initialize's id: one no client would pick, so no client answer is dropped.
 REPLAY_ID = f"llmem-front-initialize-{os.urandom(8).hex()}"
 METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the server does not have
 FRONT_METHODS = frozenset({"initialize", "tools/list", "ping"})
 LONE_SURROGATE_MARK = "\ufdd0"  # a noncharacter standing in for a lone UTF-16 surrogate
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def cache_path() -> Path:
-    from ..paths import get_config_path
+def cache_path() -> str:
+    """``<LLMEM_HOME>/.mcp-front-cache.json``, next to config.yaml."""
+    from ..home import llmem_home_dir
 
-    return get_config_path().with_name(CACHE_NAME)
+    return os.path.join(llmem_home_dir(), CACHE_NAME)
+
+
+def _file_stamp(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
 
 
 def cache_stamp(server_module: str) -> list[Any]:
-    """What the cached answers depend on: our version, the module declaring the tools, their
-    wording (tools.json), the installed SDK (found without importing it) and the memory
-    types installed packages declare (the schemas' ``type`` enum)."""
+    """What the cached answers depend on, found with ``os.stat`` alone: our version, the
+    module declaring the tools, their wording (tools.json), and every package folder of
+    ``sys.path`` (installing, upgrading or removing a package, the SDK or one declaring
+    memory types for the schemas' ``type`` enum, changes its folder)."""
     from .. import __version__
 
-    stamp: list[Any] = [__version__]
-    for origin in (server_module, str(TOOLS_FILE), _sdk_origin()):
-        try:
-            st = os.stat(origin) if origin else None
-        except OSError:
-            st = None
-        stamp.append([st.st_mtime_ns, st.st_size] if st else None)
-    stamp.append(_plugged_memory_types())
+    stamp: list[Any] = [__version__, _file_stamp(server_module), _file_stamp(TOOLS_FILE)]
+    for entry in sys.path:
+        if entry.endswith(("site-packages", "dist-packages")):
+            try:
+                stamp.append([entry, os.stat(entry).st_mtime_ns])
+            except OSError:
+                continue
     return stamp
-
-
-def _plugged_memory_types() -> list[str] | None:
-    """The memory types of installed packages' entry points, through the registry's cache
-    (a stat per ``sys.path`` folder, not a scan of every distribution)."""
-    try:
-        from ..registry import memory_types
-
-        found = memory_types.cached_entry_points(cache_path().with_name(TYPES_CACHE_NAME))
-    except Exception:  # unreadable metadata: the SDK server reports it when it starts
-        return None
-    return sorted(name for name, _ in found)
-
-
-def _sdk_origin() -> str | None:
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("mcp")
-    except (ImportError, ValueError):
-        return None
-    return spec.origin if spec is not None else None
 
 
 def load_cache(stamp: list[Any]) -> dict[str, Any] | None:
     try:
-        data = json.loads(cache_path().read_text(encoding="utf-8"))
+        with open(cache_path(), encoding="utf-8") as fh:
+            data = json.load(fh)
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("stamp") != stamp:
@@ -108,6 +98,8 @@ def load_cache(stamp: list[Any]) -> dict[str, Any] | None:
 def save_cache(stamp: list[Any], initialize: Any, tools: Any) -> None:
     """Record the SDK server's answers (never raises: the cache is only a speed-up)."""
     try:
+        from pathlib import Path
+
         from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
         from mcp.types import LATEST_PROTOCOL_VERSION
 
@@ -121,7 +113,7 @@ def save_cache(stamp: list[Any], initialize: Any, tools: Any) -> None:
             "latest": LATEST_PROTOCOL_VERSION,
             "requests": sdk_request_methods(),
         }
-        write_private_file(cache_path(), json.dumps(body) + "\n")
+        write_private_file(Path(cache_path()), json.dumps(body) + "\n")
     except Exception:
         pass
 
@@ -145,6 +137,8 @@ class _Backend:
     thread forwards its lines to ``emit`` (except the answer to the replayed initialize)."""
 
     def __init__(self, build: Callable[[], FastMCP], emit: Callable[[dict[str, Any]], None]):
+        import threading
+
         self.emit = emit
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -159,6 +153,8 @@ class _Backend:
         self._reader.start()
 
     def _serve(self, build: Callable[[], FastMCP]) -> None:
+        import contextlib
+
         try:
             import anyio
             from mcp.server.stdio import stdio_server
@@ -196,6 +192,8 @@ class _Backend:
 
     def finish(self) -> None:
         """End of input: the server answers what it has, then stops."""
+        import contextlib
+
         with contextlib.suppress(OSError):
             self.to_server.close()
         self._server.join()
@@ -211,7 +209,7 @@ def serve(
     """Serve MCP on stdio until the client closes stdin (see the module docstring)."""
     src = stdin if stdin is not None else sys.stdin.buffer
     dst = stdout if stdout is not None else sys.stdout.buffer
-    lock = threading.Lock()
+    lock = _thread.allocate_lock()  # the front and the SDK server's reader both write
     stamp = cache_stamp(server_module)
     cache = load_cache(stamp)
     seen: dict[str, Any] = {"init": None, "initialized": False, "ids": {}}
@@ -267,12 +265,34 @@ def serve(
     return 0
 
 
+def serve_default() -> int:
+    """``llmem-hooks mcp`` without arguments, as both agents start it: `serve`, importing
+    `mcp_server` (its argument parser, the service client, the rendering) only when a
+    message needs the SDK server; `mcp_server.main` serves the other forms."""
+    seams: list[Any] = []
+
+    def build() -> FastMCP:
+        from .mcp_server import default_server
+
+        server, seam = default_server()
+        seams.append(seam)
+        return server
+
+    try:
+        return serve(build, SERVER_MODULE)
+    finally:
+        for seam in seams:
+            seam.close()
+
+
 def guard_line(line: str) -> str:
     """``line`` with every lone UTF-16 surrogate in its JSON (``"\\ud800"``: valid JSON,
     but no UTF-8 text can carry it) replaced by `LONE_SURROGATE_MARK`. The SDK would
     refuse the whole line and answer nothing at all; this way the call reaches the tool,
     which answers with an error result."""
-    if not _SURROGATE_ESCAPE.search(line):
+    import re
+
+    if not re.search(r"\\u[dD][89a-fA-F]", line):
         return line  # a surrogate in JSON is always written as an escape
     try:
         message = json.loads(line)
@@ -283,6 +303,8 @@ def guard_line(line: str) -> str:
 
 def _unsurrogate(value: Any) -> Any:
     if isinstance(value, str):
+        import re
+
         return re.sub("[\ud800-\udfff]", LONE_SURROGATE_MARK, value)
     if isinstance(value, list):
         return [_unsurrogate(v) for v in value]

@@ -456,6 +456,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def default_server() -> tuple[FastMCP, ServiceCall]:
+    """The server as ``llmem-hooks mcp`` without arguments serves it, and its seam (to
+    close at the end): built by `mcp_front.serve_default` at the first message only the
+    SDK server can answer."""
+    seam = ServiceCall(ProjectDir())
+    return build_server(seam), seam
+
+
 def main(argv: Sequence[str]) -> int:
     """Run the server until the client closes stdin. Usage errors exit 2."""
     try:

@@ -33,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..agents.copilot_hook import main as hook_main
 
         return hook_main(args[1:], exit_on_timeout=argv is None)
+    if args == ["mcp"]:  # as the agents start it: the front answers before anything loads
+        from ..agents.mcp_front import serve_default
+
+        return serve_default()
     if args[:1] == ["mcp"]:  # a long-lived stdio server: its own small argument parser
         from ..agents.mcp_server import main as mcp_main
 

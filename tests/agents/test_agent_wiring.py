@@ -345,6 +345,35 @@ def test_mcp_front_answers_like_the_sdk(world: dict[str, str], tmp_path: Path) -
     assert calls[3] == warm[1] | {"id": 5}
 
 
+def test_mcp_front_answers_from_its_cache_with_the_standard_library_alone(
+    world: dict[str, str],
+) -> None:
+    """The agent's first turn waits for ``initialize`` and ``tools/list``: answered from
+    the cache, ``llmem-hooks mcp`` loads neither the server module (argument parser,
+    service client, rendering) nor ``typing``, ``threading``, ``socket`` or ``pathlib``'s
+    users; the SDK server, and all of that, only for the first tool call."""
+    hello = [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    _mcp_session(world, hello)  # fills the cache
+    probe = (
+        "import io, json, sys\n"
+        "from llmem_hooks.cli import main\n"
+        f"lines = {json.dumps([json.dumps(m) for m in hello])!r}\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(('\\n'.join(json.loads(lines)) + '\\n').encode()))\n"
+        "out = io.BytesIO(); sys.stdout = io.TextIOWrapper(out)\n"
+        "code = main(['mcp']); sys.stdout.flush()\n"
+        "answers = [json.loads(x) for x in out.getvalue().splitlines()]\n"
+        "heavy = ('typing', 'threading', 'socket', 'argparse', 'logging',\n"
+        "         'llmem_hooks.paths', 'llmem_hooks.agents.mcp_server', 'llmem_hooks.service.client')\n"
+        "sys.__stdout__.write(json.dumps([code, [a.get('id') for a in answers],\n"
+        "                                 [m for m in heavy if m in sys.modules]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=world, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [0, [1, 2], []]
+
+
 def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> None:
     cache = Path(world["LLMEM_HOME"]) / ".mcp-front-cache.json"
     cache.write_text('{"stamp": ["old"], "initialize": {}, "tools": {}}')
@@ -439,7 +468,7 @@ def test_mcp_front_answers_a_method_nobody_has_without_the_sdk(
     # A real SDK server's answers fill the cache.
     cold = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
     assert cold[0]["result"]["serverInfo"]["name"] == "llmem-hooks"
-    assert "tools/call" in json.loads(mcp_front.cache_path().read_text())["requests"]
+    assert "tools/call" in json.loads(Path(mcp_front.cache_path()).read_text())["requests"]
     built: list[bool] = []
 
     def build() -> Any:

@@ -90,5 +90,5 @@ def test_the_mcp_front_cache_is_renewed_when_the_wording_changes() -> None:
     from llmem_hooks.agents.tool_wording import TOOLS_FILE
 
     st = TOOLS_FILE.stat()
-    assert mcp_front.TOOLS_FILE == TOOLS_FILE
+    assert Path(mcp_front.TOOLS_FILE) == TOOLS_FILE
     assert [st.st_mtime_ns, st.st_size] in mcp_front.cache_stamp(mcp_server.__file__)
