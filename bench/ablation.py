@@ -102,6 +102,7 @@ VARIANTS: dict[str, Variant] = {
     ),
     "fuzzy corrections off": Variant(fuzzy=False),
     "passage cuts off (whole results)": Variant(passages=False),
+    "self-assessments off (index)": Variant(store_edit="no-self"),
 }
 
 
@@ -113,7 +114,10 @@ def edited_copy(db: Path, edit: str | None, into: Path) -> Path:
     dst = sqlite3.connect(out)
     src.backup(dst)
     src.close()
-    if edit is not None:
+    if edit == "no-self":
+        dst.execute("DELETE FROM memories WHERE type = 'self_assessment'")
+        dst.commit()
+    elif edit is not None:
         rows = dst.execute(
             "SELECT id, metadata FROM memories WHERE json_extract(metadata, '$.episode')"
         ).fetchall()

@@ -274,7 +274,10 @@ def main() -> None:
                 "recall_alone": report(alone),
             }
             if args.misses and name.startswith("dev"):
+                print(f"{name}, with the start context:")
                 misses(outcomes)
+                print(f"{name}, recall alone:")
+                misses(alone)
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()

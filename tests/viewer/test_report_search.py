@@ -104,6 +104,11 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
     rng = random.Random(5)
     with MemoryStore(tmp_path / "m.db") as st:
         ids = _fill(st, rng)
+        # A short word matches whole or with an ending ("web" is not "webhook"); a
+        # hyphenated word no memory holds as written stands for its parts.
+        web = st.add("fact", "The web dashboard is served on port 8081 behind the auth proxy")
+        st.add("fact", "The webhook handler of the billing worker retries 5 times on port 8090")
+        limits = st.add("decision", "The auth proxy applies rate limiting per client key")
         data = ViewerData(st, Config.coerce({"viewer": {"list_limit": 1000}}), home=tmp_path)
         overview = data.overview(details=True)
         index = data.search_index([m["id"] for m in overview["memories"]])
@@ -116,6 +121,10 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             ):
                 questions.append(form)
                 answers.append(mid)
+        extra = (("which port is the web on", web), ("rate-limiting in the proxy", limits))
+        for form, mid in extra:
+            questions.append(form)
+            answers.append(mid)
         questions.append("constructor __proto__ toString")  # no object's own names
         questions.append("what did we decide about the coffee machine?")
         live = [[h["id"] for h in data.search(q)["hits"]] for q in questions]
