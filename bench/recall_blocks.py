@@ -1,11 +1,11 @@
 """Recall blocks on labelled prompts (issue 20): is the right memory given, is a block noise?
 
-Usage: python bench/recall_blocks.py [--set dev|dev2|heldout|both|all] [--json] [--misses]
+Usage: python bench/recall_blocks.py [--set dev|dev2|dev3|heldout|both|all] [--json] [--misses]
            [--recall KEY=VALUE ...]
 
-Three hand-written sets (bench/data/recall_dev.json and recall_dev2.json for tuning,
-bench/data/recall_heldout.json for the final figure only: other companies, other wording,
-written apart). Each holds a store (durable
+Four hand-written sets (bench/data/recall_dev.json, recall_dev2.json and recall_dev3.json
+for tuning, bench/data/recall_heldout.json for the final figure only: other companies,
+other wording, written apart). Each holds a store (durable
 memories of 3-4 company projects, a few global preferences, recorded exchanges as
 ``conversation`` episodes) and sessions of prompts as a person types them, each prompt with a
 kind (durable, followup, offtopic, smalltalk) and the keys of the memories that would really
@@ -47,6 +47,7 @@ DATA = Path(__file__).resolve().parent / "data"
 SETS = {
     "dev": DATA / "recall_dev.json",
     "dev2": DATA / "recall_dev2.json",
+    "dev3": DATA / "recall_dev3.json",
     "heldout": DATA / "recall_heldout.json",
 }
 KINDS = ("durable", "followup", "offtopic", "smalltalk")
@@ -241,9 +242,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument(
         "--set",
-        choices=("dev", "dev2", "heldout", "both", "all"),
+        choices=("dev", "dev2", "dev3", "heldout", "both", "all"),
         default="both",
-        help="both: the tuning sets dev and dev2; all: dev, dev2 and heldout",
+        help="both: the tuning sets dev, dev2 and dev3; all: those and heldout",
     )
     ap.add_argument("--json", action="store_true", help="machine-readable figures")
     ap.add_argument(
@@ -258,7 +259,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     recall = {k: json.loads(v) for k, v in (a.split("=", 1) for a in args.recall)}
-    names = {"both": ["dev", "dev2"], "all": list(SETS)}.get(args.set, [args.set])
+    names = {"both": ["dev", "dev2", "dev3"], "all": list(SETS)}.get(args.set, [args.set])
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="llmem-recall-blocks-") as tmp:
         os.environ["LLMEM_HOME"] = str(Path(tmp) / "home")  # no real sessions' files

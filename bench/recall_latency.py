@@ -47,7 +47,8 @@ import question_speed
 from llmem_hooks import MemoryStore
 from llmem_hooks.service import client
 from llmem_hooks.service import protocol as proto
-from llmem_hooks.service.operations import QueryService, prompt_words
+from llmem_hooks.service.operations import QueryService
+from llmem_hooks.service.prompts import prompt_words
 from llmem_hooks.service.server import ServiceServer
 from llmem_hooks.store import MemoryFilter
 from llmem_hooks.store import recall as given

@@ -53,6 +53,7 @@ def recall(
 EMPTY_REASONS = {
     "already_given": "what matches was already given in this session",
     "below_floor": "no memory is relevant enough to this prompt",
+    "general": "the prompt asks for general knowledge, not about the project",
     "no_match": "no memory matches this prompt",
     "over_budget": "the matches do not fit the token budget",
     "disabled": "recall is off (recall.enabled false, or a budget of 0)",

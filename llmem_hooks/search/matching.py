@@ -43,7 +43,10 @@ def _short_tail(word: str) -> str:
 
 
 def _stem(word: str) -> str:
-    """A crude stem for counting matches: the first 4-6 letters (whole word if short)."""
+    """A crude stem for counting matches: the first 4-6 letters (whole word if short), an
+    adverb's of its adjective ("locally" holds "local", "manually" "manual")."""
+    if len(word) >= 7 and word[-2:].lower() == "ly":
+        word = word[:-2]
     return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
 
 

@@ -12,8 +12,9 @@ statement cache between prompts; a client that finds no sidecar builds one in-pr
 (``recall_given``), so both homes agree.
 
 Per-prompt recall, step by step (`recall`):
-1. the floor on the prompt: its content words (no stop words, no "thanks" / "continue"
-   small talk); fewer than ``recall.min_content_words`` and no rare one -> nothing;
+1. the floor on the prompt: small talk ("thanks", "continue") and questions of general
+   knowledge (`general`: "explain how postgres vacuum works") -> nothing; its content
+   words (no stop words) fewer than ``recall.min_content_words`` and no rare one -> nothing;
 2. `Retriever.find` on those words (keyword; plus semantic when an embedder answers),
    within the caller's project plus global memories, minus what the session was given
    (by recall, or in its start-of-session context file);
@@ -72,7 +73,7 @@ from ..store import recall as given
 from ..store import sessions as session_state
 from ..store import team as team_store
 from ..store.db import is_interrupted
-from ..text.query import MAX_QUERY_CHARS, ParsedQuery, is_stop_word, parse_query, quote, words
+from ..text.query import MAX_QUERY_CHARS, ParsedQuery, parse_query, quote
 from ..timestamps import to_iso
 from . import file_recall as on_file
 from . import protocol as proto
@@ -86,6 +87,7 @@ from .params import (  # noqa: F401 - ServiceError is also this module's (caller
     _require,
     _text,
 )
+from .prompts import MAX_PROMPT_CHARS, MAX_PROMPT_WORDS, asks_general, prompt_words
 from .topic import SessionTopics, refers_back
 
 if TYPE_CHECKING:
@@ -95,8 +97,6 @@ log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
 LINE_CHARS = 160  # one result line of search / timeline
-MAX_PROMPT_CHARS = 20_000  # longer prompts are read up to here
-MAX_PROMPT_WORDS = 12  # the longest content words of a long prompt are searched
 RARE_MIN_COUNT = 3  # a word in at most this many memories is rare in any store
 MAX_LIMIT = 50
 MAX_AROUND = 20
@@ -107,16 +107,6 @@ RECALL_RANK_NEWEST = 3000
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
 MAX_IDLE_READERS = 4  # read connections kept open between requests
 STATUS_COUNT_TTL_S = 300.0  # `status` recounts the memories at most this often
-# Small talk: words that carry no topic of their own ("thanks, continue", "great work";
-# bench/recall_floor.py's small-talk prompts).
-FILLER_WORDS = frozenset(
-    """
-    continue thanks thank thx ty ok okay yes yeah yep yup no nope sure great good fine
-    nice cool awesome perfect lgtm proceed go ahead carry hello hi hey please pls done
-    right alright agreed correct exactly now then next again retry more keep going
-    work job
-    """.split()  # noqa: SIM905 - a word list reads better as text
-)
 TYPE_LABELS = {"conversation": "episode"}
 # A word no memory holds weighs as if this share of the memories (at least 2) held it
 # (`relevance.idf_weights`): an unknown topic counts against a hit, but less than a known
@@ -132,21 +122,6 @@ HAD_MARGIN = 1.3
 # ... among the memories it was given last, this many (its context and recent blocks: what
 # it has at hand; reading every memory of a long session costs milliseconds a prompt)
 HAD_AT_HAND = 60
-
-
-def prompt_words(prompt: str) -> list[str]:
-    """The prompt's content words for recall: no stop words, no small talk, no single
-    letters; for a long prompt the `MAX_PROMPT_WORDS` longest, in prompt order."""
-    seen = dict.fromkeys(
-        w
-        for w in words(prompt[:MAX_PROMPT_CHARS])
-        if not is_stop_word(w) and w not in FILLER_WORDS and (len(w) > 1 or w.isdigit())
-    )
-    found = list(seen)
-    if len(found) > MAX_PROMPT_WORDS:
-        keep = set(sorted(found, key=len, reverse=True)[:MAX_PROMPT_WORDS])
-        found = [w for w in found if w in keep]
-    return found
 
 
 class QueryService:
@@ -464,6 +439,8 @@ class QueryService:
             return _nothing("disabled")
         if len(prompt) <= MAX_PROMPT_CHARS and is_small_talk(prompt):  # as extraction's rule
             return _nothing("below_floor")  # "you're a star"
+        if asks_general(prompt):
+            return _nothing("general")
         own = prompt_words(prompt)
         terms = own
         before = self._topics.last(session_id)

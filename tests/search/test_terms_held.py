@@ -51,3 +51,16 @@ def test_summary_and_tags_count_and_an_empty_question_holds_nothing() -> None:
         True,
     ]
     assert terms_held(parse_query(""))({"content": "anything"}) == []
+
+
+def test_an_adverb_is_held_by_its_adjective() -> None:
+    """ "and locally?" asks about what a memory says is "Local": an adverb's stem is its
+    adjective's ("manually" / "manual"); a short word ending in -ly keeps its own."""
+    held = terms_held(parse_query("locally manually weekly"))
+    assert held({"content": "Local dev values are in .env; a manual restart, every week"}) == [
+        True,
+        True,
+        False,  # "weekly" is too short to be cut: "week" alone would start "weekend"
+    ]
+    assert _stem("locally") == _stem("local") and _stem("Manually") == _stem("Manual")
+    assert _stem("family") == "famil" and _stem("supply") == "suppl"

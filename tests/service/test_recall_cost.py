@@ -174,7 +174,7 @@ def test_an_inflected_stop_word_is_not_searched_as_a_typo(tmp_path: Path) -> Non
     and searched as its close spellings ("setting", "settings": one memory in ten of a
     real store, read by BM25 on every stage). Inflections of stop words are stop words;
     short words that only look like one ("dos", "ones") stay."""
-    from llmem_hooks.service.operations import prompt_words
+    from llmem_hooks.service.prompts import prompt_words
     from llmem_hooks.text.query import content_words, is_stop_word
 
     assert [w for w in ("getting", "says", "knows", "liked", "tells") if not is_stop_word(w)] == []

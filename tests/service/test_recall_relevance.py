@@ -129,3 +129,39 @@ def test_small_talk_gets_nothing_even_with_a_word_the_store_knows(svc: QueryServ
     # a question after a thank-you and a run of blanks is still a question
     padded = "thanks " + " " * 400 + "how do I start the scheduler?"
     assert svc.recall("ses_v", padded)["block"] != ""
+
+
+@pytest.mark.parametrize(
+    ("prompt", "general"),
+    [
+        ("explain how postgres vacuum works", True),
+        ("what's the difference between a mutex and a semaphore", True),
+        ("how does TOTP work under the hood", True),
+        ("how does kafka consumer group rebalancing work", True),
+        ("what's the best way to do exponential backoff in general", True),
+        ("What's new in TypeScript 5.5?", True),
+        ("explain our deploy to staging", False),  # about us
+        ("how does the nightly backup job work?", False),  # a thing of ours
+        ("explain the retry logic in the worker", False),
+        ("in general, how do we version the api?", False),
+        ("what's the difference between the staging deploy we do and prod?", False),
+        ("how do I run the totp tests", False),
+        ("which port does the ledger database use", False),
+        ("and staging?", False),
+    ],
+)
+def test_what_reads_as_a_question_about_general_knowledge(prompt: str, general: bool) -> None:
+    from llmem_hooks.service.prompts import asks_general
+
+    assert asks_general(prompt) is general
+
+
+def test_a_question_about_general_knowledge_gets_no_project_memory(svc: QueryService) -> None:
+    """The store mentions TOTP; "how does TOTP work under the hood" asks what any
+    textbook says, and gets nothing; a question about our TOTP still gets the memory."""
+    for text in FILLER:
+        _fact(svc, text)
+    totp = _fact(svc, "The portal's second factor is TOTP via the otp gem; codes expire in 30 s")
+    out = svc.recall("ses_g", "how does TOTP work under the hood")
+    assert out["block"] == "" and out["reason"] == "general", out
+    assert svc.recall("ses_h", "how long do our TOTP codes last")["ids"] == [totp]

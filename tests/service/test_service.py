@@ -14,7 +14,8 @@ from llmem_hooks import MemoryStore, SessionHookCoordinator
 from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.extraction.transcript import strip_injected
-from llmem_hooks.service.operations import QueryService, ServiceError, prompt_words
+from llmem_hooks.service.operations import QueryService, ServiceError
+from llmem_hooks.service.prompts import prompt_words
 from llmem_hooks.session.context import build_session_context, context_path
 from llmem_hooks.store import recall as given
 

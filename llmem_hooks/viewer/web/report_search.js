@@ -26,7 +26,10 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   const SURFACE = /[\p{L}\p{N}]+/gu;
   const WHEN = /\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b/i;
   const fold = (w) => w.toLowerCase().normalize('NFKD').replace(/\p{M}/gu, '');
-  const stem = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
+  // matching.py's _stem: an adverb by its adjective ("locally" holds "local").
+  const unly = (w) => (w.length >= 7 && w.slice(-2).toLowerCase() === 'ly' ? w.slice(0, -2) : w);
+  const stem0 = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
+  const stem = (w) => stem0(unly(w));
   const escape = (w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
   function isStop(w) {  // text/query.py is_stop_word
