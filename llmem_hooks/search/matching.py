@@ -42,10 +42,17 @@ def _short_tail(word: str) -> str:
     return rf"(?:s|es|ed|d|ing|er|{c}ed|{c}ing|{c}er)?(?!\w)"
 
 
+# Plurals in -es whose singular is not the plural's start minus "s" ("crash" / "crashes").
+_ES_PLURALS = ("shes", "ches", "xes", "sses", "zes")
+
+
 def _stem(word: str) -> str:
     """A crude stem for counting matches: the first 4-6 letters (whole word if short), an
-    adverb's of its adjective ("locally" holds "local", "manually" "manual")."""
-    if len(word) >= 7 and word[-2:].lower() == "ly":
+    adverb's of its adjective ("locally" holds "local", "manually" "manual"), a plural's
+    in -es of its singular ("crashes" holds "crash")."""
+    low = word.lower()
+    adverb = len(word) >= 7 and low.endswith("ly")
+    if adverb or (len(word) >= 5 and low.endswith(_ES_PLURALS)):
         word = word[:-2]
     return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
 

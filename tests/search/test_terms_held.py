@@ -64,3 +64,9 @@ def test_an_adverb_is_held_by_its_adjective() -> None:
     ]
     assert _stem("locally") == _stem("local") and _stem("Manually") == _stem("Manual")
     assert _stem("family") == "famil" and _stem("supply") == "suppl"
+
+
+def test_a_plural_in_es_is_held_by_its_singular() -> None:
+    held = terms_held(parse_query("crashes fixes patches caches"))
+    text = "Each crash is reported; a fix ships as a patch; the cache is cleared"
+    assert held({"content": text}) == [True, True, True, True]

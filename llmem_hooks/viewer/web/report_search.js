@@ -26,8 +26,15 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   const SURFACE = /[\p{L}\p{N}]+/gu;
   const WHEN = /\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b/i;
   const fold = (w) => w.toLowerCase().normalize('NFKD').replace(/\p{M}/gu, '');
-  // matching.py's _stem: an adverb by its adjective ("locally" holds "local").
-  const unly = (w) => (w.length >= 7 && w.slice(-2).toLowerCase() === 'ly' ? w.slice(0, -2) : w);
+  // matching.py's _stem: an adverb by its adjective ("locally" holds "local"), a plural in
+  // -es by its singular ("crashes" holds "crash").
+  const ES_PLURALS = ['shes', 'ches', 'xes', 'sses', 'zes'];
+  const unly = (w) => {
+    const low = w.toLowerCase();
+    if (w.length >= 7 && low.endsWith('ly')) return w.slice(0, -2);
+    if (w.length >= 5 && ES_PLURALS.some((e) => low.endsWith(e))) return w.slice(0, -2);
+    return w;
+  };
   const stem0 = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
   const stem = (w) => stem0(unly(w));
   const escape = (w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
