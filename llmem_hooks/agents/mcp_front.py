@@ -22,6 +22,7 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import stat
 import sys
 
 # Not `typing`, `pathlib`, `threading` or `re` on the way to the cached answers: the
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
 
 CACHE_NAME = ".mcp-front-cache.json"
+MAX_CACHE_BYTES = 4 * 1024 * 1024  # the SDK's answers are ~20 kB; a bigger file is not ours
 # The tools' wording (`tool_wording.TOOLS_FILE`, the same file).
 TOOLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools.json")
 # The module declaring the tools (`mcp_server`): its answers are what the cache holds.
@@ -79,8 +81,12 @@ def cache_stamp(server_module: str) -> list[Any]:
 
 def load_cache(stamp: list[Any]) -> dict[str, Any] | None:
     try:
-        with open(cache_path(), encoding="utf-8") as fh:
-            data = json.load(fh)
+        # Not through a link, never blocked on a FIFO: a regular file of ours or nothing.
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        with os.fdopen(os.open(cache_path(), flags), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            data = json.loads(fh.read(MAX_CACHE_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("stamp") != stamp:

@@ -387,6 +387,25 @@ def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> No
     assert out[1]["result"]["tools"]
 
 
+def test_mcp_front_never_waits_on_a_fifo_or_a_link_for_its_cache(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    """A FIFO where the cache should be would block a plain open() for ever, and the agent
+    waits for the server before its first turn: not a regular file, not a cache; the SDK
+    answers and its answers replace it. A link is not followed."""
+    cache = Path(world["LLMEM_HOME"]) / ".mcp-front-cache.json"
+    hello = [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    os.mkfifo(cache)
+    out = _mcp_session(world, hello)
+    assert out[1]["result"]["tools"] and cache.is_file()
+    real = tmp_path / "elsewhere.json"
+    real.write_text(cache.read_text())
+    cache.unlink()
+    cache.symlink_to(real)
+    out = _mcp_session(world, hello)
+    assert out[1]["result"]["tools"] and not cache.is_symlink()
+
+
 def test_launcher_answers_the_prompt_session_start_recalled_for(
     world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
