@@ -124,18 +124,25 @@ def save_cache(stamp: list[Any], initialize: Any, tools: Any) -> None:
         pass
 
 
+_SDK_METHODS: list[list[str]] = []  # `sdk_request_methods`, once a process
+
+
 def sdk_request_methods() -> list[str]:
     """Every request method the SDK server understands (its ``ClientRequest`` union)."""
-    import typing
+    if not _SDK_METHODS:
+        import typing
 
-    from mcp.types import ClientRequest
+        from mcp.types import ClientRequest
 
-    union = ClientRequest.model_fields["root"].annotation
-    return sorted(
-        str(name)
-        for kind in typing.get_args(union)
-        for name in typing.get_args(kind.model_fields["method"].annotation)
-    )
+        union = ClientRequest.model_fields["root"].annotation
+        _SDK_METHODS.append(
+            sorted(
+                str(name)
+                for kind in typing.get_args(union)
+                for name in typing.get_args(kind.model_fields["method"].annotation)
+            )
+        )
+    return _SDK_METHODS[0]
 
 
 class _Backend:
@@ -234,6 +241,12 @@ def serve(
 
     backend: _Backend | None = None
     if cache is None:
+        import contextlib
+
+        # The SDK's method list before its server's thread imports the SDK too (one
+        # import of a module from two threads at once can end in a deadlock error).
+        with contextlib.suppress(Exception):
+            sdk_request_methods()
         backend = _Backend(build, emit)
     for raw in src:
         if not raw.strip():
@@ -255,6 +268,8 @@ def serve(
             backend, replay = _Backend(build, emit), []
         else:
             replay = []
+            if cache is None and isinstance(message, dict) and _not_the_sdks(message, emit):
+                continue
         if isinstance(message, dict) and "id" in message and "method" in message:
             seen["ids"][message["id"]] = message["method"]
         try:
@@ -269,6 +284,25 @@ def serve(
             print(f"error: the MCP server failed: {backend.failed!r}", file=sys.stderr)
             return 1
     return 0
+
+
+def _not_the_sdks(message: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> bool:
+    """Without a cache, a request for a method the SDK server does not have either gets
+    "method not found" here (True): the SDK would answer "invalid request" after printing
+    a page of validation errors on stderr (Copilot CLI opens with ``server/discover``)."""
+    method, mid = message.get("method"), message.get("id")
+    if not isinstance(method, str) or method.startswith("notifications/"):
+        return False
+    if not isinstance(mid, (str, int)) or isinstance(mid, bool) or mid == REPLAY_ID:
+        return False
+    try:
+        if method in sdk_request_methods():
+            return False
+    except Exception:  # the SDK cannot say: it answers for itself
+        return False
+    error = {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method[:100]}"}
+    emit({"jsonrpc": "2.0", "id": mid, "error": error})
+    return True
 
 
 def serve_default() -> int:

@@ -387,6 +387,26 @@ def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> No
     assert out[1]["result"]["tools"]
 
 
+def test_a_first_start_answers_copilots_opening_without_a_page_of_errors(
+    world: dict[str, str],
+) -> None:
+    """No cache yet (a first start, an upgrade): Copilot CLI's opening ``server/discover``
+    gets "method not found", not the SDK's "invalid request" after ~240 lines of
+    validation errors on stderr; the rest is the SDK's, and fills the cache."""
+    discover = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {}}}
+    lines = [discover, INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines.append({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    data = "".join(json.dumps(m, separators=(",", ":")) + "\n" for m in lines)
+    done = subprocess.run(
+        [str(EXE), "mcp"], input=data, env=world, capture_output=True, text=True, timeout=120
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answers[0]["error"]["code"] == -32601, answers[0]
+    assert [a["id"] for a in answers] == [0, 1, 2] and answers[2]["result"]["tools"]
+    assert done.stderr == "" and done.returncode == 0
+    assert (Path(world["LLMEM_HOME"]) / ".mcp-front-cache.json").is_file()
+
+
 def test_mcp_front_never_waits_on_a_fifo_or_a_link_for_its_cache(
     world: dict[str, str], tmp_path: Path
 ) -> None:
