@@ -49,6 +49,22 @@ def start(profile: Path, size: str = "1100,700") -> Any:
     return driver
 
 
+def fresh_tab(driver: Any, size: dict[str, int]) -> None:
+    """A new blank tab in place of every open one, as a fresh browser would show: no
+    cookies, no cache, no emulation of the last test's tab, the window ``size`` it had
+    when it started (``driver.get_window_size()`` then)."""
+    old = driver.window_handles
+    driver.switch_to.new_window("tab")
+    for handle in old:
+        driver.switch_to.window(handle)
+        driver.close()
+    driver.switch_to.window(driver.window_handles[0])
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+    if driver.get_window_size() != size:
+        driver.set_window_size(size["width"], size["height"])
+
+
 def wait(driver: Any, cond: Any, timeout: float = 10) -> Any:
     """``cond`` polled until true. An element the page re-rendered between finding it and
     reading it (stale) is asked again, as a missing one is: the page is still settling."""

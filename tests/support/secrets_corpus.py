@@ -401,7 +401,8 @@ def read_heldout(path: str) -> list[str]:
 def holds(text: str, value: str) -> bool:
     """Whether ``text`` holds ``value`` whole: a weak password such as "ember" sits inside
     "remember" in the template's own words, which is no leak."""
-    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
+    # `in` first: the same answer, without compiling a regex for each value that is absent
+    return value in text and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
 
 
 def measure(redact: Callable[[str], str | None], rng: random.Random) -> dict[str, object]:
