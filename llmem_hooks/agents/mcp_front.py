@@ -71,7 +71,7 @@ def cache_stamp(server_module: str) -> list[Any]:
 
     stamp: list[Any] = [__version__, _file_stamp(server_module), _file_stamp(TOOLS_FILE)]
     for entry in sys.path:
-        if entry.endswith(("site-packages", "dist-packages")):
+        if isinstance(entry, str) and entry.endswith(("site-packages", "dist-packages")):
             try:
                 stamp.append([entry, os.stat(entry).st_mtime_ns])
             except OSError:
