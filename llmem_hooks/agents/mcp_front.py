@@ -44,6 +44,7 @@ SERVER_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_se
 REPLAY_ID = f"llmem-front-initialize-{os.urandom(8).hex()}"
 METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the server does not have
 FRONT_METHODS = frozenset({"initialize", "tools/list", "ping"})
+FINISH_WAIT_S = 5.0  # at the end of input, how long the requests in flight may still take
 LONE_SURROGATE_MARK = "\ufdd0"  # a noncharacter standing in for a lone UTF-16 surrogate
 
 
@@ -203,10 +204,17 @@ class _Backend:
         self.to_server.write(text.rstrip("\n") + "\n")
         self.to_server.flush()
 
-    def finish(self) -> None:
-        """End of input: the server answers what it has, then stops."""
+    def finish(self, pending: dict[Any, Any]) -> None:
+        """End of input: the server answers what it has (the requests still ``pending``,
+        for `FINISH_WAIT_S` at most), then stops. Closing its input at once would end
+        the SDK's session with the last requests unanswered (a client that writes its
+        requests and closes its end got no ``tools/list``)."""
         import contextlib
+        import time
 
+        until = time.monotonic() + FINISH_WAIT_S
+        while pending and self._server.is_alive() and time.monotonic() < until:
+            time.sleep(0.005)
         with contextlib.suppress(OSError):
             self.to_server.close()
         self._server.join()
@@ -279,7 +287,7 @@ def serve(
         except (OSError, ValueError):
             break  # the server thread died: nothing more can be answered
     if backend is not None:
-        backend.finish()
+        backend.finish(seen["ids"])
         if backend.failed is not None and not isinstance(backend.failed, SystemExit):
             print(f"error: the MCP server failed: {backend.failed!r}", file=sys.stderr)
             return 1
