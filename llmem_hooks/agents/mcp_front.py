@@ -5,16 +5,18 @@ turn (Copilot CLI waits for ``initialize`` and ``tools/list``). Importing the ``
 (pydantic, anyio, starlette, ...) takes 1.5-2 s on a loaded machine: that wait is what a
 user felt on every ``copilot -p``. So `serve` reads the stdio JSON-RPC lines itself and
 answers ``initialize``, ``tools/list`` and ``ping`` from a cache of the SDK server's own
-answers (`CACHE_NAME`, next to config.yaml, keyed by our version, the server module and
-the SDK's files), a request for a method the SDK does not have either (Copilot CLI's
+answers (`CACHE_NAME`, next to config.yaml, keyed by our version, the server module,
+tools.json and the package folders: `cache_stamp`), a request for a method the SDK does
+not have either (Copilot CLI's
 opening ``server/discover``) with "method not found", and takes in notifications. The
 first message it cannot answer (a tool call, a method only the SDK has) starts
 the SDK server in a thread, replays the client's ``initialize`` (under a private id whose
 answer is dropped) and ``notifications/initialized`` to it, and from then on passes
 every line through. Without a cache (first run, an upgrade) the SDK server handles
-everything from the first line and its answers fill the cache for the next start.
+everything from the first line (but a method it does not have) and its answers fill the
+cache for the next start.
 
-Imports only the standard library and `paths` until the SDK server is needed.
+Imports only `json`, `os`, `sys` and `home` until a message needs the SDK server.
 """
 
 from __future__ import annotations
