@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..text.query import ParsedQuery
@@ -57,6 +57,40 @@ def _stem(word: str) -> str:
     return word if len(word) <= 4 else word[: max(4, min(6, len(word) - 1))]
 
 
+def memory_text(mem: Mapping[str, Any]) -> str:
+    """What of a memory a question's words are looked for in: content, summary, tags."""
+    tags = " ".join(mem.get("tags") or ())
+    return f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
+
+
+def word_patterns(terms: Sequence[str]) -> list[re.Pattern[str]]:
+    """One pattern per question word (of 2+ letters), by `_stem_index`'s rule: a long
+    word by its stem's start, a short one whole or with an ending ("web" is not
+    "webhook"); words of one stem share the first one's pattern."""
+    out: dict[str, re.Pattern[str]] = {}
+    for t in terms:
+        w = t.lower()
+        if len(w) > 1 and _stem(w) not in out:
+            tail = "" if len(w) > SHORT_WORD else _short_tail(w)
+            out[_stem(w)] = re.compile(r"(?<!\w)" + re.escape(_stem(w)) + tail, re.IGNORECASE)
+    return list(out.values())
+
+
+def _matches(
+    index: tuple[list[set[str]], re.Pattern[str], dict[str, list[int]], set[str]], text: str
+) -> Iterator[tuple[int, list[int]]]:
+    """Each match of an index's pattern in ``text``: its offset and the question words
+    (indexes) it stands for (an ending or a case folding ``lower()`` does not undo is read
+    off once and kept)."""
+    groups, pattern, owners, longer = index
+    for m in pattern.finditer(text):
+        key = m.group(0).lower()
+        hits = owners.get(key)
+        if hits is None:
+            hits = owners.setdefault(key, _owners(groups, longer, key))
+        yield m.start(), hits
+
+
 def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]:
     """A function telling, for each of the question's words in order, whether a memory
     holds it (or a synonym; inflections count), so a caller can weigh the words.
@@ -69,18 +103,13 @@ def terms_held(parsed: ParsedQuery) -> Callable[[Mapping[str, Any]], list[bool]]
     groups, pattern, owners, longer = _stem_index(key)
     if pattern is None:
         return lambda mem: []
+    index = (groups, pattern, owners, longer)
     n = len(groups)
 
     def held(mem: Mapping[str, Any]) -> list[bool]:
-        tags = " ".join(mem.get("tags") or ())
-        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
         found = [False] * n
         left = n
-        for m in pattern.finditer(text):
-            key = m.group(0).lower()
-            hits = owners.get(key)
-            if hits is None:  # an ending, or a case folding that lower() does not undo
-                hits = owners.setdefault(key, _owners(groups, longer, key))
+        for _, hits in _matches(index, memory_text(mem)):
             for i in hits:
                 if not found[i]:
                     found[i] = True
@@ -145,14 +174,8 @@ def evidence_scorer(
         also = sum(x for x, p in present if p is not None and p.search(text))
         if pattern is None:
             return min(1.0, also / total)
-        found: list[tuple[int, list[int]]] = []
-        for m in pattern.finditer(text):
-            k = m.group(0).lower()
-            hits = owners.get(k)
-            if hits is None:
-                hits = owners.setdefault(k, _owners(groups, longer, k))
-            if hits:
-                found.append((m.start(), hits))
+        found = [(pos, hits) for pos, hits in _matches((groups, pattern, owners, longer), text)
+                 if hits]  # fmt: skip
         counts = [0] * len(w)
         held = best = 0.0
         left = 0

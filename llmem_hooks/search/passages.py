@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..text.words import words as text_words
-from .matching import SHORT_WORD, _short_tail, _stem
+from .matching import word_patterns
 
 ELLIPSIS = "…"
 WHOLE_CHARS = 120  # texts this short are shown whole
@@ -89,18 +89,6 @@ def _pieces(sentence: str) -> list[str]:
     return out
 
 
-def _patterns(terms: Sequence[str]) -> list[re.Pattern[str]]:
-    """One pattern per question word: a long word by its stem's start, a short one whole
-    or with an ending (as `search.matching`: "web" is not "webhook")."""
-    out: dict[str, re.Pattern[str]] = {}
-    for t in terms:
-        w = t.lower()
-        if len(w) > 1 and _stem(w) not in out:
-            tail = "" if len(w) > SHORT_WORD else _short_tail(w)
-            out[_stem(w)] = re.compile(r"(?<!\w)" + re.escape(_stem(w)) + tail, re.IGNORECASE)
-    return list(out.values())
-
-
 class _Picker:
     """The units chosen so far, per text, within one budget."""
 
@@ -133,7 +121,7 @@ def fit(contents: Sequence[str], terms: Sequence[str], budget: int) -> list[str]
     if budget <= 0 or sum(len(c) for c in contents) <= budget:
         return list(contents)
     docs = [_units(c) for c in contents]
-    patterns = _patterns(terms)
+    patterns = word_patterns(terms)
     units = [u for d in docs for u in d]
     matched = {id(u): [bool(p.search(u.text)) for p in patterns] for u in units}
     df = [sum(matched[id(u)][k] for u in units) for k in range(len(patterns))]

@@ -37,7 +37,7 @@ from ..store import Memory, MemoryFilter, MemoryStore, pack_embedding
 from ..store.db import is_interrupted
 from ..text import fuzzy
 from ..text.query import ParsedQuery, parse_query, quote, words
-from .matching import evidence_scorer
+from .matching import evidence_scorer, memory_text
 from .passages import fit
 
 if TYPE_CHECKING:
@@ -658,10 +658,8 @@ def by_evidence(
     best = max(-(h.bm25 or 0.0) for h in hits) or 1.0
 
     def score(hit: SearchHit) -> float:
-        mem = hit.memory
-        tags = " ".join(mem.get("tags") or ())
-        text = f"{mem.get('content', '')} {mem.get('summary') or ''} {tags}"
-        return BM25_SHARE * -(hit.bm25 or 0.0) / best + (1.0 - BM25_SHARE) * evidence(text)
+        held = evidence(memory_text(hit.memory))
+        return BM25_SHARE * -(hit.bm25 or 0.0) / best + (1.0 - BM25_SHARE) * held
 
     return sorted(hits, key=score, reverse=True)
 
