@@ -27,7 +27,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +81,6 @@ class Variant:
                 setattr(obj, name, value)
 
 
-def _no_coverage(parsed: Any) -> Callable[[Any], int]:
-    return lambda mem: 0
-
-
 VARIANTS: dict[str, Variant] = {
     "baseline": Variant(),
     "derived memories off (episodes only)": Variant(episodes_only=True),
@@ -97,9 +93,6 @@ VARIANTS: dict[str, Variant] = {
     ),
     "quote boost off": Variant(patches={(R, "PHRASE_BOOST"): 0.0}),
     "when boost off": Variant(patches={(R, "WHEN_BOOST"): 0.0}),
-    "coverage order of relaxed matches off": Variant(
-        patches={(R, "coverage_counter"): _no_coverage}
-    ),
     "fuzzy corrections off": Variant(fuzzy=False),
     "passage cuts off (whole results)": Variant(passages=False),
     "self-assessments off (index)": Variant(store_edit="no-self"),
