@@ -43,6 +43,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .hook_log import log_line, route_library_logs
+
 TYPE_CHECKING = False  # not `typing` at run time: ~7 ms of every hook call
 if TYPE_CHECKING:
     from typing import Any, BinaryIO, TextIO
@@ -55,8 +57,6 @@ MAX_STDIN_BYTES = 1 << 20  # payloads are < 2 KB; anything near this is not ours
 MAX_CONTEXT_CHARS = 200_000
 DEADLINE_S = 1.2  # the whole process (with interpreter start-up) must finish within 2 s
 DB_MARGIN_S = 0.25  # SQLite gives up this long before the deadline
-LOG_NAME = "copilot-hook.log"
-LOG_MAX_BYTES = 1_000_000
 RECALL_MARGIN_S = 0.15  # recall is skipped when less than this is left before the deadline
 MAX_PROMPT_CHARS = 20_000  # the service reads no more of a prompt than this
 PENDING_MARK = "pending"  # a recall lock's first line while sessionStart recalls
@@ -191,6 +191,9 @@ class Settings:
     def copilot_home(self) -> Path:
         from ..paths import copilot_home
 
+        relayed = getattr(relay_state, "copilot_home", None)  # the hook process's $COPILOT_HOME
+        if self._home is None and relayed is not None:
+            return copilot_home(relayed)
         return copilot_home(self._home)
 
     def typed(self) -> Config:
@@ -257,53 +260,6 @@ def _parse_config(path: Path) -> tuple[dict[str, Any], bool]:
 
     config = load_typed(path, create=False)
     return config.to_dict(), config.copilot.autostart_sidecar
-
-
-# -- logging ---------------------------------------------------------------------------------
-def _log_path() -> Path:
-    from ..paths import get_llmem_home
-
-    return get_llmem_home() / "logs" / LOG_NAME
-
-
-def log_line(message: str) -> None:
-    """Append one line to the hook log (0600 in a 0700 folder); never raises."""
-    try:
-        path = _log_path()
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            if path.stat().st_size > LOG_MAX_BYTES:
-                os.replace(path, path.with_name(LOG_NAME + ".1"))
-        except FileNotFoundError:
-            pass
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, f"{stamp} pid={os.getpid()} {message}\n".encode(errors="replace"))
-        finally:
-            os.close(fd)
-    except Exception:  # logging must never break the hook
-        pass
-
-
-def _route_library_logs() -> None:
-    """Send the coordinator's warnings to the hook log instead of stderr."""
-    import logging
-
-    root = logging.getLogger("llmem_hooks")
-    if any(getattr(h, "_llmem_copilot_hook", False) for h in root.handlers):
-        return
-
-    class _Handler(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            log_line(f"{record.levelname} {record.name}: {self.format(record)}")
-
-    handler = _Handler(logging.WARNING)
-    handler._llmem_copilot_hook = True  # type: ignore[attr-defined]
-    root.addHandler(handler)
-    root.propagate = False
 
 
 # -- the events ------------------------------------------------------------------------------
@@ -405,7 +361,9 @@ def sidecar_start(
     if left <= 0:
         return None
     try:
-        result = call("start", params, timeout=min(left, 0.6), report=log_line)
+        result = _local_call("start", params)
+        if result is None:
+            result = call("start", params, timeout=min(left, 0.6), report=log_line)
     except (ServiceUnavailable, ServiceCallError) as exc:
         log_line(f"start session={sid}: the sidecar did not answer ({exc}); built here")
         return None
@@ -428,7 +386,8 @@ def start_context(sid: str, payload: Mapping[str, Any], settings: Settings, dead
         text = _wait_for_file(path, deadline)
     if text is not None:
         return text
-    _route_library_logs()
+    if _local_service() is None:  # not in the sidecar: its logs are its own
+        route_library_logs()
     from ..registry import load_session_hook_entry_points
     from ..session.hooks import SessionEventManager, SessionHookCoordinator
     from ..store import MemoryStore
@@ -552,13 +511,18 @@ def recall_block(
     if isinstance(cwd, str):
         params["directory"] = cwd
     # Half the time for the sidecar, the rest for the in-process fallback if it is stuck.
-    result = query(
-        "recall",
-        params,
-        fallback=True,
-        timeout=min(left / 2, 0.5),
-        config=settings.typed,  # only called when the in-process fallback runs
-        report=log_line,  # a listener that is not ours: one line in the hook log
+    result = _local_call("recall", params)
+    result = (
+        result
+        if result is not None
+        else query(
+            "recall",
+            params,
+            fallback=True,
+            timeout=min(left / 2, 0.5),
+            config=settings.typed,  # only called when the in-process fallback runs
+            report=log_line,  # a listener that is not ours: one line in the hook log
+        )
     )
     block = result.get("block") if isinstance(result, Mapping) else None
     if not isinstance(block, str):
@@ -736,9 +700,10 @@ def file_context(sid: str, payload: Mapping[str, Any], settings: Settings, deadl
             break
         params = {"session_id": sid, "path": path, "directory": cwd, "agent": AGENT}
         try:
-            reply = query(
-                "file_recall", params, fallback=False, timeout=min(left, FILE_RECALL_TIMEOUT_S)
-            )
+            reply = _local_call("file_recall", params)
+            if reply is None:
+                timeout = min(left, FILE_RECALL_TIMEOUT_S)
+                reply = query("file_recall", params, fallback=False, timeout=timeout)
         except (ServiceUnavailable, ServiceCallError) as exc:
             log_line(f"file recall session={sid}: {type(exc).__name__}: {str(exc)[:200]}")
             if isinstance(exc, ServiceUnavailable):
@@ -843,6 +808,31 @@ def handle(agent: str, event_arg: str | None, stream: BinaryIO, deadline: float)
     if not text.strip():
         return None
     return json.dumps({"additionalContext": text})
+
+
+# -- run by the sidecar for the hook's front (agents/hook_front.py) --------------------------
+relay_state = threading.local()  # set while `hook_relay.relay` runs on a server thread
+
+
+def _local_service() -> Any:
+    """The sidecar's `QueryService` while `relay` runs on this thread, else None."""
+    return getattr(relay_state, "service", None)
+
+
+def _local_call(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """``method`` asked of the sidecar's own service when `relay` runs (no round trip
+    to our own socket); None in a hook process (the caller asks over the socket)."""
+    service = _local_service()
+    if service is None:
+        return None
+    from ..service.client import ServiceCallError
+    from ..service.params import ServiceError
+
+    try:
+        result: dict[str, Any] = service.call(method, params)
+    except ServiceError as exc:
+        raise ServiceCallError(exc.code, str(exc)) from None
+    return result
 
 
 def main(

@@ -2,8 +2,9 @@
 
 - `llmem_hooks.cli` (this module): the entry point `main`, kept small on purpose:
   ``llmem-hooks hook copilot <event>`` runs on every Copilot CLI session start and prompt,
-  so it is answered by `llmem_hooks.agents.copilot_hook` before typer (or anything else the
-  commands need) is imported. ``llmem-hooks mcp`` (the MCP server, `llmem_hooks.agents.mcp_server`)
+  so it is answered by the running sidecar through `llmem_hooks.agents.hook_front`, else by
+  `llmem_hooks.agents.copilot_hook`, before typer (or anything else the commands need) is
+  imported. ``llmem-hooks mcp`` (the MCP server, `llmem_hooks.agents.mcp_server`)
   is answered the same way.
 - `llmem_hooks.cli.quick`: plain ``search``, ``list``, ``stats`` and ``--version``
   without typer (~0.3 s of imports); any other form goes on to typer.
@@ -29,10 +30,17 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI (``argv`` defaults to ``sys.argv[1:]``); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["hook"]:  # fast path: no typer, nothing the hook does not use
+    if args[:1] == ["hook"]:  # fast path: the sidecar answers through the front, else
+        from ..agents.hook_front import relayed  # the hook runs here, without typer
+
+        data = relayed(args[1:])
+        if data is None:
+            return 0
+        import io
+
         from ..agents.copilot_hook import main as hook_main
 
-        return hook_main(args[1:], exit_on_timeout=argv is None)
+        return hook_main(args[1:], stdin=io.BytesIO(data), exit_on_timeout=argv is None)
     if args == ["mcp"]:  # as the agents start it: the front answers before anything loads
         from ..agents.mcp_front import serve_default
 

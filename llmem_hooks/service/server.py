@@ -15,6 +15,11 @@ Protocol: `service_protocol` (NDJSON, versioned, docs/query-service.md). Safety 
 
 The service has its own store connection (WAL: the sidecar's writers do not block its
 reads; its one write, what recall gave a session, waits at most a second).
+
+Relays: methods the caller of `serve` adds (the sidecar's command line adds the Copilot
+hook's, `agents.copilot_hook.relay`), so that a process an agent waits for can have the
+warm sidecar do its whole work in one round trip. They take the service and the params
+and are answered like the service's own methods.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import socket
 import stat
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,9 @@ from .params import ServiceError
 from .protocol import MAX_LINE_BYTES, peer_uid
 
 log = logging.getLogger("llmem_hooks.service.operations")
+
+# A method answered beside the service's own: (the service, the params) -> the result.
+Relay = Callable[[QueryService, Mapping[str, Any]], dict[str, Any]]
 
 IDLE_TIMEOUT_S = 10.0  # a link with no request for this long is closed
 LINE_TIMEOUT_S = 2.0  # a started request line must be complete within this
@@ -60,8 +69,10 @@ class ServiceServer:
         idle_timeout: float = IDLE_TIMEOUT_S,
         line_timeout: float = LINE_TIMEOUT_S,
         owns_service: bool = False,
+        relays: Mapping[str, Relay] | None = None,
     ) -> None:
         self.service = service
+        self.relays = dict(relays or {})
         self.path = path or proto.socket_path()
         self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
         self.max_connections = max_connections
@@ -264,7 +275,14 @@ class ServiceServer:
         if not isinstance(method, str):
             return proto.error_reply(rid, proto.BAD_REQUEST, "the request needs a method")
         try:
-            result = self.service.call(method, req.get("params"))
+            relay = self.relays.get(method)
+            if relay is not None:
+                params = req.get("params")
+                if not isinstance(params, Mapping):
+                    raise ServiceError(proto.BAD_PARAMS, "params must be an object")
+                result = relay(self.service, params)
+            else:
+                result = self.service.call(method, req.get("params"))
         except ServiceError as exc:
             return proto.error_reply(rid, exc.code, str(exc))
         except Exception as exc:
@@ -273,16 +291,18 @@ class ServiceServer:
         return {"v": proto.PROTOCOL_VERSION, "id": rid, "result": result}
 
 
-def serve(config: Config, home: Path | None = None) -> ServiceServer | None:
+def serve(
+    config: Config, home: Path | None = None, relays: Mapping[str, Relay] | None = None
+) -> ServiceServer | None:
     """The sidecar's query service, started: a warm `QueryService` with its own store on
-    the socket of ``home``. None (logged) when it cannot start: the sidecar runs on and
-    clients fall back to in-process queries."""
+    the socket of ``home`` (plus ``relays``, see `Relay`). None (logged) when it cannot
+    start: the sidecar runs on and clients fall back to in-process queries."""
     try:
         service = QueryService.open(config, served_by="sidecar")
     except Exception as exc:
         log.error("query service not started: %s", exc)
         return None
-    server = ServiceServer(service, proto.socket_path(home), owns_service=True)
+    server = ServiceServer(service, proto.socket_path(home), owns_service=True, relays=relays)
     try:
         server.start()
     except Exception as exc:

@@ -58,6 +58,7 @@ from .lock import single_instance
 
 if TYPE_CHECKING:
     from ..adapters.base import SessionAdapter
+    from ..service.server import Relay
 
 log = logging.getLogger("llmem_hooks.sidecar.loop")
 
@@ -730,8 +731,11 @@ class Sidecar:
                 self.worker.close()
 
 
-def run_foreground(config: Config, home: Path | None = None) -> int:
-    """`llmem-hooks run`: the sidecar in the foreground until SIGINT / SIGTERM."""
+def run_foreground(
+    config: Config, home: Path | None = None, relays: Mapping[str, Relay] | None = None
+) -> int:
+    """`llmem-hooks run`: the sidecar in the foreground until SIGINT / SIGTERM; ``relays``
+    go to the query service (`service.server.Relay`)."""
     from ..registry import load_session_hook_entry_points
     from ..session.hooks import create_session_hook_coordinator
 
@@ -766,7 +770,7 @@ def run_foreground(config: Config, home: Path | None = None) -> int:
         # to start it is logged and the sidecar runs on (clients then query in-process).
         from ..service.server import serve
 
-        server = None if stopping else serve(config, home)
+        server = None if stopping else serve(config, home, relays)
         # The team hub (docs/team.md): only when this machine joined one; its own thread.
         from .team import start_if_joined
 

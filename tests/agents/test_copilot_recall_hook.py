@@ -210,7 +210,7 @@ def hook_probe(event: str, data: dict[str, Any]) -> dict[str, Any]:
         "main(['hook', 'copilot', sys.argv[2]])\n"
         "sys.stdout = real\n"
         "heavy = ('llmem_hooks.search.retriever', 'llmem_hooks.store',\n"
-        "         'llmem_hooks.session.hooks')\n"
+        "         'llmem_hooks.session.hooks', 'llmem_hooks.agents.copilot_hook')\n"
         "loaded = {m: m in sys.modules for m in heavy}\n"
         "print(json.dumps({'out': out.getvalue(), 'loaded': loaded}))\n"
     )
@@ -227,7 +227,8 @@ def hook_probe(event: str, data: dict[str, Any]) -> dict[str, Any]:
 def test_with_a_sidecar_the_hook_asks_its_socket(
     world: Path, repo: Path, sidecar: subprocess.Popen[bytes]
 ) -> None:
-    """The same answer, through the socket: the hook process never loads the retriever."""
+    """The same answer, through the socket: the hook process loads neither the retriever
+    nor the hook module (its front relays the payload, agents/hook_front.py)."""
     result = hook_probe("userPromptSubmitted", _payload("x", repo, prompt=QUESTION))
     assert "pg-orchid-7" in result["out"]
     assert not any(result["loaded"].values()), result["loaded"]
@@ -255,3 +256,66 @@ def test_with_a_sidecar_session_start_is_one_round_trip(
     sidecar.wait(20)
     local = hook("sessionStart", _payload("sessionStart", repo, sessionId=other))
     assert local.rstrip("\n") == context.rstrip("\n")
+
+
+def test_an_older_sidecar_without_the_relay_gets_the_hook_run_here(
+    world: Path, repo: Path, tmp_path: Path
+) -> None:
+    """A query service that does not know ``copilot_hook`` (a sidecar started before an
+    upgrade) answers ``unknown_method``: the front hands the payload it read to the full
+    hook in its own process, which asks the same socket for the recall."""
+    from llmem_hooks.service import protocol as proto
+    from llmem_hooks.service.operations import QueryService
+    from llmem_hooks.service.server import ServiceServer
+
+    with MemoryStore(world / "memory.db") as store:
+        service = QueryService(store, {"ollama": {"enabled": False}})
+        with ServiceServer(service, proto.socket_path(world)):
+            result = hook_probe("userPromptSubmitted", _payload("x", repo, prompt=QUESTION))
+        service.close()
+    assert "pg-orchid-7" in result["out"]
+    assert result["loaded"]["llmem_hooks.agents.copilot_hook"]
+    assert not result["loaded"]["llmem_hooks.search.retriever"]  # the socket answered
+
+
+def test_relayed_and_local_hooks_agree_on_every_event(
+    world: Path, repo: Path, tmp_path: Path, sidecar: subprocess.Popen[bytes]
+) -> None:
+    """The relay runs the same `handle`: for each event, a fresh session through the
+    sidecar prints what the hook run in this process prints for another fresh session
+    (the session id aside); bad payloads print nothing either way."""
+    cases: list[tuple[str, dict[str, Any] | str]] = [
+        ("userPromptSubmitted", {"prompt": QUESTION}),
+        ("UserPromptSubmit", {"prompt": QUESTION}),
+        ("sessionStart", {"source": "new", "initialPrompt": QUESTION}),
+        ("agentStop", {"stopReason": "end_turn"}),
+        ("postToolUse", {"toolName": "bash", "toolArgs": {"command": "ls"}}),
+        ("userPromptSubmitted", "{not json"),
+        ("userPromptSubmitted", ""),
+        ("noSuchEvent", {"prompt": QUESTION}),
+    ]
+    for i, (event, fields) in enumerate(cases):
+        outs = []
+        for side in ("relayed", "local"):
+            sid = f"agree-{i}-{side}"
+            if isinstance(fields, str):
+                data: Any = fields
+            else:
+                data = {**_payload("x", repo, sessionId=sid), **fields}
+            raw = data if isinstance(data, str) else json.dumps(data)
+            if side == "relayed":
+                proc = subprocess.run(
+                    [str(EXE), "hook", "copilot", event],
+                    input=raw.encode(),
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                )
+                assert proc.returncode == 0 and proc.stderr == b""
+                text = proc.stdout.decode()
+            else:
+                out = io.StringIO()
+                copilot_hook.main(["copilot", event], stdin=io.BytesIO(raw.encode()), stdout=out)
+                text = out.getvalue()
+            outs.append(text.replace(sid, "SID"))
+        assert outs[0] == outs[1], (event, fields)

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmem_hooks import MemoryStore
-from llmem_hooks.agents import copilot_hook
+from llmem_hooks.agents import copilot_hook, hook_log
 from llmem_hooks.events import session_id_problem
 
 HOOK_EXE = Path(sys.executable).parent / "llmem-hooks"
@@ -202,5 +202,5 @@ def test_hook_command_fails_open_on_fuzzed_stdin(hook_world: Path, data: bytes) 
     assert not (hook_world / "context").exists() or not any(
         "\n" in n or ".." in n for n in os.listdir(hook_world / "context")
     )
-    log = (hook_world / "logs" / copilot_hook.LOG_NAME).read_text()
+    log = (hook_world / "logs" / hook_log.LOG_NAME).read_text()
     assert "sessionStart failed" in log
