@@ -11,8 +11,6 @@ follow a lazy import; ``tests/test_exports.py`` keeps the two equal.
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
-
 # Not `typing`: this runs before every Copilot hook, and importing typing costs ~7 ms.
 TYPE_CHECKING = False
 
@@ -77,7 +75,9 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'llmem_hooks' has no attribute {name!r}")
-    value = getattr(_import_module(f".{module}", __name__), name)
+    from importlib import import_module  # here: every hook and MCP start imports us
+
+    value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
 

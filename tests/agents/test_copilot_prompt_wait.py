@@ -162,37 +162,26 @@ def test_session_start_and_the_prompt_hook_at_once(
     assert "MARKER-WAIT-FACT" in json.loads(out.getvalue())["additionalContext"]
 
 
-def _start_hook(env: dict[str, str], tmp_path: Path, **extra: Any) -> Any:
-    return subprocess.run(
-        ["sh", str(LAUNCHER), "copilot", "sessionStart"],
-        input=_payload(tmp_path, **extra),
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-
-
-def test_the_launcher_marks_the_lock_before_session_start_runs(
+def test_the_launcher_hands_session_start_to_the_hook_itself(
     world: dict[str, str], tmp_path: Path
 ) -> None:
-    """The mark is there when Python starts (a slow start must not let the prompt hook
-    miss it), only for a payload with an initialPrompt, and never through a link."""
-    shown = tmp_path / "show-lock"
-    shown.write_text(f'#!/bin/sh\ncat >/dev/null\ncat "{_lock(world)}" 2>/dev/null\necho RAN\n')
+    """sessionStart is waited for: the launcher becomes the hook (exec, no process of
+    its own first) with the payload untouched; the hook marks the lock itself."""
+    shown = tmp_path / "show-start"
+    shown.write_text('#!/bin/sh\necho "pid $$ args $*"\ncat\n')
     shown.chmod(0o755)
     env = {**world, "LLMEM_HOOKS_BIN": str(shown)}
-    proc = _start_hook(env, tmp_path, initialPrompt=PROMPT)
-    first, ran = proc.stdout.decode().splitlines()
-    assert first.startswith("pending ") and first.split()[1].isdigit() and ran == "RAN"
-    _lock(world).unlink()
-    assert _start_hook(env, tmp_path).stdout == b"RAN\n"  # no initialPrompt, no mark
-    assert not _lock(world).exists()
-    target = tmp_path / "elsewhere"
-    target.write_text("keep\n")
-    _lock(world).symlink_to(target)
-    _start_hook(env, tmp_path, initialPrompt=PROMPT)
-    assert target.read_text() == "keep\n"
+    payload = _payload(tmp_path, initialPrompt=PROMPT)
+    proc = subprocess.Popen(
+        ["sh", str(LAUNCHER), "copilot", "sessionStart"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    out, _ = proc.communicate(payload, timeout=60)
+    first, _, rest = out.partition(b"\n")
+    assert first == f"pid {proc.pid} args hook copilot sessionStart".encode()
+    assert rest == payload and not _lock(world).exists()
 
 
 def test_a_launcher_mark_is_cleared_by_a_hook_that_does_not_stamp(
