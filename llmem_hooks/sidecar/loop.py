@@ -66,11 +66,7 @@ EXISTENCE_CHECK_S = 1.0  # how often active sessions are checked for deletion
 # A session the Copilot sessionStart hook recorded may not have its events.jsonl yet:
 # it is not taken for deleted until the adapter has shown it, or after this long.
 UNSEEN_GRACE_MS = 60_000
-# A burst of file events becomes one pass, made once the agent has written nothing for
-# QUIET_S (at most SETTLE_MAX_S after the first event): an agent that starts, streams or
-# ends a session is busy, and a pass then would take the CPU it is waiting for.
-QUIET_S = 0.25
-SETTLE_MAX_S = 2.0
+COALESCE_S = 0.03  # a burst of file events becomes one pass
 # Folders watched at once (watchdog runs a thread per watch): the stores' own folders and
 # the most recently changed followed sessions. Others are read by the safety poll.
 MAX_WATCHES = 6
@@ -704,16 +700,6 @@ class Sidecar:
             log.info("episode backfill: %d episodes stored", stored)
         return stored
 
-    def _settle_burst(self) -> None:
-        """Wait until no file event came for `QUIET_S`, `SETTLE_MAX_S` at most (or a
-        stop)."""
-        until = time.monotonic() + SETTLE_MAX_S
-        while not self.stop.is_set():
-            self.wake.clear()
-            left = until - time.monotonic()
-            if left <= 0 or not self.wake.wait(min(QUIET_S, left)):
-                return
-
     def run(self) -> None:
         """Catch up, then loop until ``stop`` is set. No step can end the loop."""
         self._step("starting the file watcher", self._start_observer)
@@ -735,7 +721,7 @@ class Sidecar:
                     self._step("episode retention", self.coord.prune_episodes)
                 wait = self._step("computing the next wake-up", self.next_wait)
                 if self.wake.wait(self.poll_s if wait is None else wait):
-                    self._settle_burst()
+                    time.sleep(COALESCE_S)
                 self.wake.clear()
         finally:
             if self._observer is not None:
