@@ -194,3 +194,34 @@ def test_a_launcher_mark_is_cleared_by_a_hook_that_does_not_stamp(
     with lock as locked:
         assert locked
     assert _lock(world).read_text() == ""
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{\n  "sessionId": "s",\n  "prompt": "  lead and trail \\\\ \\t  "\n}\n',
+        b'{"sessionId":"s","prompt":"no newline at the end"}',
+        b'\n\n{"sessionId":"s","prompt":"-e -n %s \xc3\xa9\xf0\x9f\x98\x80"}\n\n',
+        b'{"sessionId":"s","toolName":"view","toolArgs":{"path":"a b\\\\c"}}\r\n',
+    ],
+)
+def test_the_launcher_reads_the_payload_with_built_ins_and_passes_it_on_exactly(
+    world: dict[str, str], tmp_path: Path, payload: bytes
+) -> None:
+    """The launcher reads stdin with the shell's own ``read`` (no process before the hook
+    for prompts and tool calls) and hands the hook the very bytes Copilot wrote."""
+    kept = tmp_path / "kept"
+    exe = tmp_path / "keep-stdin"
+    exe.write_text(f'#!/bin/sh\ncat > "{kept}"\n')
+    exe.chmod(0o755)
+    env = {**world, "LLMEM_HOOKS_BIN": str(exe)}
+    event = "postToolUse" if b"toolName" in payload else "userPromptSubmitted"
+    proc = subprocess.run(
+        ["sh", str(LAUNCHER), "copilot", event],
+        input=payload,
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0 and kept.read_bytes() == payload
