@@ -3,7 +3,7 @@
 Copilot waits for the ``sessionStart`` and ``userPromptSubmitted`` hooks before its first
 model request, and a hook process spent ~20 ms importing ours (json and its regular
 expressions, pathlib, socket and enum, the hook module) before doing ~5 ms of work. This
-front imports nothing but ``_socket`` and ``_json`` (built into the interpreter), sends
+front imports nothing but ``_socket`` and ``wire_json`` (the interpreter's C JSON codec), sends
 the raw payload to the sidecar's query socket (method ``copilot_hook``, answered by
 `agents.hook_relay` with the very same `copilot_hook.handle`) and prints the answer.
 
@@ -36,48 +36,38 @@ CONNECT_TIMEOUT_S = 0.2
 REPLY_TIMEOUT_S = 1.3  # the relay gives up after copilot_hook.DEADLINE_S - 0.1
 READ_TIMEOUT_S = 1.2  # copilot_hook.DEADLINE_S: a payload is written at once
 METHOD = "copilot_hook"  # hook_relay.RELAY_METHOD
-# The server's reply, as `service.protocol.encode` writes it for request id 1.
-REPLY_HEAD = '{"v":1,"id":1,"result":{"output":'
-REPLY_TAIL = "}}"
-# A JSON string's escapes: the quote, the backslash and the control characters.
-_ESCAPES = {i: f"\\u{i:04x}" for i in range(32)} | {ord('"'): '\\"', ord("\\"): "\\\\"}
-
-
-def _string(text: str) -> str:
-    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def request_line(event: str, payload: str, copilot_home: str | None) -> bytes:
-    """The ``copilot_hook`` request for one hook call (JSON written by hand: the json
-    package costs ~5 ms of imports)."""
-    home = "null" if copilot_home is None else _string(copilot_home)
-    params = f'{{"event":{_string(event)},"payload":{_string(payload)},"copilot_home":{home}}}'
-    line = f'{{"v":1,"id":1,"method":"{METHOD}","params":{params}}}\n'
-    return line.encode("utf-8")
+    """The ``copilot_hook`` request for one hook call, as `service.protocol.encode`
+    writes one."""
+    from .wire_json import dumps
+
+    params = {"event": event, "payload": payload, "copilot_home": copilot_home}
+    message = {"v": 1, "id": 1, "method": METHOD, "params": params}
+    return (dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def parse_reply(line: bytes) -> tuple[bool, str | None]:
-    """``(recognised, output)`` of a reply line: ``(True, None)`` for nothing to print."""
-    try:
-        text = line.decode("utf-8").rstrip("\n")
-    except UnicodeDecodeError:
-        return False, None
-    if not text.startswith(REPLY_HEAD):
-        return False, None
-    rest = text[len(REPLY_HEAD) :]
-    if rest == "null" + REPLY_TAIL:
-        return True, None
-    if not rest.startswith('"'):
-        return False, None
-    import _json  # the json package's C scanner, without the package's imports
+    """``(recognised, output)`` of a reply line: ``(True, None)`` for nothing to print.
+    Only ``{"v": 1, "id": 1, "result": {"output": <string or null>}}`` is recognised."""
+    from .wire_json import loads
 
     try:
-        value, end = _json.scanstring(text, len(REPLY_HEAD) + 1, True)
-    except ValueError:
+        reply = loads(line)
+    except (ValueError, RecursionError):
         return False, None
-    if text[end:] != REPLY_TAIL:
+    if not isinstance(reply, dict) or set(reply) != {"v", "id", "result"}:
         return False, None
-    return True, value
+    if any(type(reply[k]) is not int or reply[k] != 1 for k in ("v", "id")):
+        return False, None
+    result = reply["result"]
+    if not isinstance(result, dict) or set(result) != {"output"}:
+        return False, None
+    output = result["output"]
+    if output is not None and not isinstance(output, str):
+        return False, None
+    return True, output
 
 
 def _connect(path: str, sock: socket) -> None:
@@ -184,7 +174,10 @@ def relayed(
         payload = data.decode("utf-8")
     except UnicodeDecodeError:
         return data
-    line = request_line(argv[1], payload, os.environ.get("COPILOT_HOME") or None)
+    try:  # an undecodable byte in $COPILOT_HOME comes back as a lone surrogate
+        line = request_line(argv[1], payload, os.environ.get("COPILOT_HOME") or None)
+    except UnicodeEncodeError:
+        return data
     if len(line) >= MAX_LINE_BYTES:
         return data
     verdict, reply = ask(line, os.path.join(llmem_home_dir(), SOCKET_NAME))

@@ -16,16 +16,18 @@ every line through. Without a cache (first run, an upgrade) the SDK server handl
 everything from the first line (but a method it does not have) and its answers fill the
 cache for the next start.
 
-Imports only `json`, `os`, `sys` and `home` until a message needs the SDK server.
+Imports only `os`, `sys`, `home` and `wire_json` (the interpreter's C JSON codec, not the
+``json`` package) until a message needs the SDK server.
 """
 
 from __future__ import annotations
 
 import _thread
-import json
 import os
 import stat
 import sys
+
+from . import wire_json as json  # json.loads / json.dumps without the package's imports
 
 # Not `typing`, `pathlib`, `threading` or `re` on the way to the cached answers: the
 # agent's first turn waits for them, and each import costs milliseconds at every start.

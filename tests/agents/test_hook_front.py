@@ -131,7 +131,9 @@ def test_an_unknown_reply_hands_the_payload_to_the_full_hook(llmem_home: Path) -
     assert (left, out) == (payload, "")
 
 
-def test_no_socket_and_odd_input_go_to_the_full_hook(llmem_home: Path) -> None:
+def test_no_socket_and_odd_input_go_to_the_full_hook(
+    llmem_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     payload = b'{"sessionId": "s", "prompt": "p"}'
     assert _front(llmem_home, payload)[:2] == (payload, "")  # nobody listens
     srv, thread = _listen(proto.socket_path(llmem_home), b"")
@@ -143,6 +145,9 @@ def test_no_socket_and_odd_input_go_to_the_full_hook(llmem_home: Path) -> None:
             (["copilot", "userPromptSubmitted"], b'"' + b"\x01" * 20_000 + b'"'),  # too long
         ):
             assert hook_front.relayed(argv, io.BytesIO(data), io.StringIO()) == data
+        monkeypatch.setenv("COPILOT_HOME", os.fsdecode(b"/home/\xff"))  # not UTF-8
+        argv, data = ["copilot", "userPromptSubmitted"], payload
+        assert hook_front.relayed(argv, io.BytesIO(data), io.StringIO()) == data
         assert thread.is_alive()  # none of them reached the listener
         with (
             socket.socket(socket.AF_UNIX) as poke,
