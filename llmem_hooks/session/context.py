@@ -8,6 +8,7 @@ goes on. Both are 0600 in a 0700 folder.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -82,7 +83,7 @@ def select_memories(
     code changed (one query for all the candidates, `citation_review.stale_among`)."""
     types = [t for t, _ in SECTIONS]
     mems = store.list_all(
-        type=types, project=project, sort="updated", order="desc", limit=CANDIDATES
+        type=types, project=project, sort="updated", order="desc", limit=CANDIDATES, brief=True
     )
     if project is None:
         mems = [m for m in mems if m.get("project") is None]
@@ -100,10 +101,20 @@ def context_entry(content: object) -> str:
     """A memory as its line of the context file shows it (after ``- ``): flat, cut at
     `ENTRY_CHARS`, anything imitating our markers defused (`markers.neutralize`).
     Per-prompt recall compares against it to skip what the file gave."""
-    text = " ".join(neutralize(str(content)).split())
+    return _entry(str(content))
+
+
+@functools.lru_cache(maxsize=4096)  # the same memories open every session: computed once
+def _entry(content: str) -> str:
+    text = " ".join(neutralize(content).split())
     if len(text) > ENTRY_CHARS:
         text = neutralize(text[: ENTRY_CHARS - 3].rstrip()) + "..."
     return text
+
+
+@functools.lru_cache(maxsize=4096)
+def _holds_secret(text: str) -> bool:
+    return bool(find_secrets(text))
 
 
 def render_context(
@@ -136,7 +147,7 @@ def _render(
             continue
         line = f"- {text}\n"
         extra = len(line) + (0 if picked[mem["type"]] else 20)
-        if used + extra > budget or find_secrets(text):  # the costly check last
+        if used + extra > budget or _holds_secret(text):  # the costly check last
             continue
         seen.add(text.lower())
         picked[mem["type"]].append(line)

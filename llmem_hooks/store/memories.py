@@ -30,6 +30,7 @@ from . import archive, browse, inbox, relations, sessions, vectors, vocabulary
 from .db import Database, connect, connect_readonly, is_sqlite_file
 from .migrations import BM25_RANK, migrate, schema_lag
 from .records import (
+    BRIEF_COLUMNS,
     DEFAULT_CONFIDENCE,
     DEFAULT_EXPORT_LIMIT,
     DUPLICATE_COSINE,
@@ -719,10 +720,12 @@ class MemoryStore:
         offset: int = 0,
         sort: str = "created",
         order: str = "desc",
+        brief: bool = False,
         **filters: Any,
     ) -> list[dict[str, Any]]:
         """Memories matching the filters, sorted by ``sort`` (created, updated, accessed,
-        expires, confidence, content, type)."""
+        expires, confidence, content, type). ``brief``: only `BRIEF_COLUMNS`, nothing
+        decoded (a session's start context ranks hundreds at every session start)."""
         if sort not in SORT_COLUMNS:
             raise ValidationError(f"invalid sort {sort!r} (use {', '.join(SORT_COLUMNS)})")
         if order.lower() not in ("asc", "desc"):
@@ -730,13 +733,13 @@ class MemoryStore:
         flt = MemoryFilter(type=type, valid_only=valid_only, **filters)
         cond, params = flt.to_sql(now_iso())
         sql = (
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {cond} "
+            f"SELECT {BRIEF_COLUMNS if brief else MEMORY_COLUMNS} FROM memories m WHERE {cond} "
             f"ORDER BY {SORT_COLUMNS[sort]} {order.upper()}, m.seq {order.upper()} "
             "LIMIT ? OFFSET ?"
         )
         with self.db.lock:
             rows = self.db.conn.execute(sql, [*params, limit, offset]).fetchall()
-        return [row_to_memory(r) for r in rows]
+        return [dict(r) for r in rows] if brief else [row_to_memory(r) for r in rows]
 
     def count(self, valid_only: bool = True) -> int:
         cond, params = MemoryFilter(valid_only=valid_only, include_expired=True).to_sql(now_iso())

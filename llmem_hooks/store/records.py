@@ -75,6 +75,8 @@ MEMORY_COLUMNS = (
     "accessed_at, access_count, valid_until, invalidation_reason, expires_at, entered_by, "
     "project, session_id, source_message_ids, tag_text"
 )
+# What ranking a list needs (`MemoryStore.list_all(brief=True)`): no JSON to decode.
+BRIEF_COLUMNS = "id, type, content, confidence, updated_at, access_count, project"
 
 
 class Memory(TypedDict):
