@@ -160,8 +160,13 @@ class ModelCaller:
         return f"{down[1]} (retrying in {math.ceil(down[0])} s)"
 
     def _back_off(self, reason: str) -> None:
-        self.backoff.failed(reason)
-        log.info("ollama: %s; using the heuristics for %g s", reason, self.backoff.seconds)
+        first = self.backoff.failed(reason)  # once an outage at info, then at debug
+        log.log(
+            logging.INFO if first else logging.DEBUG,
+            "ollama: %s; using the heuristics (retried every %g s)",
+            reason,
+            self.backoff.seconds,
+        )
 
     def _charge(self, key: str, prompt_tokens: int, output_tokens: int, seconds: float) -> None:
         if self.budget is not None:

@@ -55,6 +55,7 @@ class Backoff:
         self._lock = threading.Lock()
         self._until = 0.0
         self._reason = ""
+        self._down = False
 
     def blocked(self) -> tuple[float, str] | None:
         """(seconds left, why) while the back-off runs, else None."""
@@ -67,16 +68,21 @@ class Backoff:
         with self._lock:
             return max(0.0, self._until - self._clock())
 
-    def failed(self, reason: str) -> None:
-        """The server failed: skip it for the next ``seconds``."""
+    def failed(self, reason: str) -> bool:
+        """The server failed: skip it for the next ``seconds``. Returns whether it was
+        answering until now (the first failure of an outage: the one worth a log line)."""
         with self._lock:
             self._until = self._clock() + self.seconds
             self._reason = reason
+            first, self._down = not self._down, True
+            return first
 
-    def succeeded(self) -> None:
-        """The server answered: try it again at once."""
+    def succeeded(self) -> bool:
+        """The server answered: try it again at once. Returns whether it was down."""
         with self._lock:
             self._until = 0.0
+            was, self._down = self._down, False
+            return was
 
 
 @dataclass(frozen=True)

@@ -277,14 +277,21 @@ class EmbeddingEngine:
         except (OllamaUnavailable, OllamaTimeout) as exc:
             with self._lock:
                 self._errors += 1
-            self.backoff.failed(str(exc))
+            first = self.backoff.failed(str(exc))
             if shared is not None:
                 kind = "timeout" if isinstance(exc, OllamaTimeout) else "down"
                 detail = "cannot connect" if kind == "down" else str(exc)
                 self.last_failure = shared.failed(
                     self.client.base_url, kind, detail, self.client.timeout
                 )
-            log.info("embeddings paused for %.0f s: %s", self.backoff.seconds, exc)
+            # Once an outage (then each retry at debug): a sidecar at rest with no model
+            # server would otherwise say the same thing every minute.
+            log.log(
+                logging.INFO if first else logging.DEBUG,
+                "embeddings paused (retried every %.0f s): %s",
+                self.backoff.seconds,
+                exc,
+            )
             raise
         except OllamaError:
             with self._lock:
@@ -310,7 +317,8 @@ class EmbeddingEngine:
             self._requests += 1
             self._tokens += result.prompt_tokens
             self._seconds += result.seconds
-        self.backoff.succeeded()
+        if self.backoff.succeeded():
+            log.info("embeddings resumed: %s answers", self.client.shown_url)
         if shared is not None:
             shared.succeeded(self.client.base_url)
         log.debug("embedded %d texts in %.3f s", len(texts), result.seconds)

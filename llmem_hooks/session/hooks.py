@@ -656,7 +656,15 @@ class SessionHookCoordinator:
         try:
             return [list(vec) for vec in self.embedder.embed_batch(texts)]
         except Exception as exc:  # a dead or misconfigured server must not cost the memory
-            log.info("memories stored without embeddings: %s", exc)
+            from ..model.ollama import OllamaTimeout, OllamaUnavailable
+
+            # The embedder logs an outage once; a misconfiguration is said every time.
+            quiet = isinstance(exc, OllamaUnavailable | OllamaTimeout)
+            log.log(
+                logging.DEBUG if quiet else logging.INFO,
+                "memories stored without embeddings: %s",
+                exc,
+            )
             return [None] * len(texts)
 
     def key_memories(self, project: str | None, limit: int = 20) -> list[dict[str, Any]]:

@@ -284,3 +284,25 @@ def test_engine_shares_the_backoff_and_a_success_clears_it(
     assert shared.blocked(url) is None
     assert json.loads((tmp_path / "model-backoff.json").read_text()) == {}
     other.close()
+
+
+def test_an_outage_is_logged_once_and_its_end_once(
+    fake_ollama: tuple[object, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sidecar at rest with no model server retries every minute: one line when the
+    server goes away, one when it is back, nothing at info level in between."""
+    srv, url = fake_ollama
+    caplog.set_level("DEBUG", logger="llmem_hooks")
+    eng = EmbeddingEngine(url, timeout=0.2, backoff_seconds=0)
+    srv.control.delay_ms = 1000  # type: ignore[attr-defined]
+    for i in range(4):
+        with pytest.raises(OllamaTimeout):
+            eng.embed(f"down {i}")
+    srv.control.delay_ms = 0  # type: ignore[attr-defined]
+    assert len(eng.embed("up")) == 768
+    eng.close()
+    said = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    assert len([m for m in said if "embeddings paused" in m]) == 1, said
+    assert len([m for m in said if "embeddings resumed" in m]) == 1, said
+    debug = [r for r in caplog.records if r.levelname == "DEBUG" and "paused" in r.getMessage()]
+    assert len(debug) == 3
