@@ -92,7 +92,7 @@ def load_cache(stamp: list[Any]) -> dict[str, Any] | None:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 return None
             data = json.loads(fh.read(MAX_CACHE_BYTES))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("stamp") != stamp:
         return None
@@ -197,7 +197,7 @@ class _Backend:
         for line in self._out_r:
             try:
                 message = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(message, dict) and message.get("id") == REPLAY_ID:
                 continue
@@ -265,7 +265,7 @@ def serve(
             continue
         try:
             message = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # absurd nesting too
             message = None
         if backend is None and isinstance(message, dict):
             if _answer(message, cache, seen, emit):  # type: ignore[arg-type]
@@ -348,7 +348,7 @@ def guard_line(line: str) -> str:
         return line  # a surrogate in JSON is always written as an escape
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return line  # the SDK answers malformed JSON itself
     return json.dumps(_unsurrogate(message), ensure_ascii=False) + "\n"
 

@@ -385,6 +385,21 @@ def test_mcp_front_stale_or_broken_cache_falls_back(world: dict[str, str]) -> No
     cache.write_text("not json")
     out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
     assert out[1]["result"]["tools"]
+    cache.write_text("[" * 100_000)  # nesting no parser takes
+    out = _mcp_session(world, [INIT, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
+    assert out[1]["result"]["tools"]
+
+
+def test_mcp_front_survives_a_line_nested_past_any_parser(world: dict[str, str]) -> None:
+    """A line of 200,000 brackets (valid JSON's start, nesting no parser takes) is the
+    SDK's to refuse; the server lives on and answers what follows."""
+    data = "[" * 200_000 + "\n" + json.dumps(INIT) + "\n"
+    done = subprocess.run(
+        [str(EXE), "mcp"], input=data.encode(), env=world, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert any(a.get("id") == 1 and "result" in a for a in answers), answers
 
 
 def test_a_first_start_answers_copilots_opening_without_a_page_of_errors(
