@@ -74,6 +74,26 @@ LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
 
+# SQLite's side files: a reader of a WAL database (our adapters) opens -wal read-write
+# and writes -shm, and may create or remove them.
+_SQLITE_SIDE = ("-wal", "-shm", "-journal")
+
+
+def _agent_wrote(event_type: str, path: str) -> bool:
+    """Whether a file event can be an agent's write, not our own read of its store. Our
+    reads open files (``opened``), close them (``closed``: inotify reports closing a file
+    opened for writing, written or not, and SQLite opens -wal read-write), change a side
+    file's metadata (``attrib``), touch -shm and may create or remove SQLite's side files. An agent's write always shows as
+    ``modified`` (or ``created`` / ``moved`` / ``deleted`` of a file of its own), so the
+    sidecar woke itself up at every pass over a WAL-mode store and read it again, without
+    end."""
+    if event_type in ("opened", "closed", "closed_no_write", "attrib"):
+        return False
+    if path.endswith("-shm"):
+        return False
+    return not (path.endswith(_SQLITE_SIDE) and event_type in ("created", "deleted"))
+
+
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """A RotatingFileHandler whose every log file is 0600, whatever the umask: the stdlib
     opens the new file after a rollover with ``open()`` (0666 minus the umask), and log
@@ -620,9 +640,9 @@ class Sidecar:
 
         class _Handler(FileSystemEventHandler):
             def on_any_event(self, event: FileSystemEvent) -> None:
-                path = str(event.src_path)
-                # Our own reads may touch -shm; only the agent's writes matter.
-                if path.endswith("-shm") or event.event_type in ("opened", "closed_no_write"):
+                if event.is_directory and event.event_type == "modified":
+                    return  # an entry in it changed: that entry's own event says which
+                if not _agent_wrote(event.event_type, str(event.src_path)):
                     return
                 wake.set()
 

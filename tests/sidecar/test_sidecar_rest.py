@@ -194,3 +194,59 @@ def test_a_real_sidecar_over_ended_sessions_runs_few_threads(tmp_path: Path) -> 
         proc.terminate()
         proc.wait(timeout=30)
         err.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_reading_an_opencode_store_does_not_wake_the_sidecar_again(tmp_path: Path) -> None:
+    """OpenCode keeps its database in WAL mode and open. Reading it opens the -wal file
+    read-write, and closing that file is an inotify "closed after write" event in the
+    watched folder: the sidecar took its own read for the agent's write and read again,
+    ~10% of a CPU for as long as it ran. At rest it must stay at rest."""
+    from support.opencode_db import OpenCodeDB
+
+    xdg = tmp_path / "xdg"
+    oc = OpenCodeDB(xdg / "opencode" / "opencode.db")  # kept open, as a running OpenCode does
+    sid = oc.session("tidy the logger")
+    oc.assistant(
+        sid,
+        oc.user(sid, "remember that the logger lives in lib/log.ts"),
+        {"type": "text", "text": "Noted."},
+    )
+    llmem = tmp_path / "llmem-home"
+    llmem.mkdir(mode=0o700)
+    (llmem / "config.yaml").write_text("ollama:\n  enabled: false\n")
+    env = {
+        **os.environ,
+        "LLMEM_HOME": str(llmem),
+        "COPILOT_HOME": str(tmp_path / "copilot"),
+        "XDG_DATA_HOME": str(xdg),
+    }
+    env.pop("LLMEM_DB", None)
+    env.pop("OPENCODE_DB", None)
+    err = (tmp_path / "run.err").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmem_hooks.cli", "run"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=err,
+        stderr=err,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (llmem / "query.sock").exists():
+            time.sleep(0.2)
+            assert proc.poll() is None, (tmp_path / "run.err").read_text()
+        time.sleep(3.0)  # caught up: the session read, its context written
+        before = _cpu_seconds(proc.pid)
+        time.sleep(5.0)
+        spent = _cpu_seconds(proc.pid) - before
+        assert spent < 0.25, f"{spent:.2f} s of CPU in 5 s at rest"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        err.close()
+        oc.conn.close()
