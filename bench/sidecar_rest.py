@@ -1,12 +1,14 @@
 """The sidecar at rest: CPU, threads and memory of a real `llmem-hooks run` with N ended
 Copilot sessions and nothing happening.
 
-Usage: python bench/sidecar_rest.py [--sessions 20 200] [--window 30] [--source DIR] [--json]
+Usage: python bench/sidecar_rest.py [--sessions 20 200] [--window 30] [--opencode]
+           [--source DIR] [--json]
 
 A COPILOT_HOME with ``sessions`` ended sessions (each: start, one exchange, shutdown; as
 tests/support/copilot_home.py writes them, shaped like Copilot CLI 1.0.102's) in a temp
-folder; the model off; no OpenCode store. The sidecar starts, catches up (the episode
-backfill, every session's ending), and once its CPU use has settled (under 0.05 s in a
+folder; the model off; no OpenCode store, or with ``--opencode`` one in WAL mode with a
+session, kept open for the whole run as a running OpenCode keeps it. The sidecar starts,
+catches up (the episode backfill, every session's ending), and once its CPU use has settled (under 0.05 s in a
 2 s sample) the window starts: CPU seconds (utime + stime from /proc/<pid>/stat), the
 thread count (/proc/<pid>/status), RSS. Target (issue 18): <= 0.15 s CPU per 30 s,
 <= 10 threads, flat in the number of ended sessions (run with --sessions 20 and 200).
@@ -17,6 +19,7 @@ bench/cli_speed.py), for a before/after.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -57,11 +60,23 @@ def make_home(root: Path, sessions: int) -> Path:
 
 
 def measure(
-    sessions: int, window: float, settle_max: float, source: Path | None = None
+    sessions: int,
+    window: float,
+    settle_max: float,
+    source: Path | None = None,
+    opencode: bool = False,
 ) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         root = Path(tmp)
         copilot = make_home(root, sessions)
+        if opencode:  # open until the end, as OpenCode holds it
+            from support.opencode_db import OpenCodeDB
+
+            oc = OpenCodeDB(root / "opencode" / "opencode.db")
+            stack.callback(oc.conn.close)
+            sid = oc.session("tidy the logger")
+            ask = oc.user(sid, "remember that the logger lives in lib/log.ts")
+            oc.assistant(sid, ask, {"type": "text", "text": "Noted."})
         llmem = root / "llmem-home"
         llmem.mkdir(mode=0o700)
         (llmem / "config.yaml").write_text(
@@ -108,6 +123,7 @@ def measure(
             log.close()
     return {
         "sessions": sessions,
+        "opencode": opencode,
         "settle_s": round(settle, 1),
         "cpu_s_per_30s": round(used * 30 / window, 3),
         "threads_max": max(threads),
@@ -120,18 +136,24 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, nargs="+", default=[200])
     ap.add_argument("--window", type=float, default=30.0)
     ap.add_argument("--settle-max", type=float, default=180.0)
+    ap.add_argument("--opencode", action="store_true", help="an open WAL OpenCode store too")
     ap.add_argument("--source", type=Path, help="another checkout to measure")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    results = [measure(n, args.window, args.settle_max, args.source) for n in args.sessions]
+    results = [
+        measure(n, args.window, args.settle_max, args.source, args.opencode) for n in args.sessions
+    ]
     if args.json:
         print(json.dumps(results, indent=1))
         return
-    print("| ended sessions | CPU s per 30 s | threads | RSS MB | caught up after s |")
-    print("|---|---|---|---|---|")
+    print(
+        "| ended sessions | OpenCode store | CPU s per 30 s | threads | RSS MB | caught up after s |"
+    )
+    print("|---|---|---|---|---|---|")
     for r in results:
         print(
-            f"| {r['sessions']} | {r['cpu_s_per_30s']:.2f} | {r['threads_max']} "
+            f"| {r['sessions']} | {'open, WAL' if r['opencode'] else 'none'} "
+            f"| {r['cpu_s_per_30s']:.2f} | {r['threads_max']} "
             f"| {r['rss_mb']:.0f} | {r['settle_s']:.0f} |"
         )
 
