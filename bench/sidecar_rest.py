@@ -8,11 +8,11 @@ A COPILOT_HOME with ``sessions`` ended sessions (each: start, one exchange, shut
 tests/support/copilot_home.py writes them, shaped like Copilot CLI 1.0.102's) in a temp
 folder; the model off; no OpenCode store, or with ``--opencode`` one in WAL mode with a
 session, kept open for the whole run as a running OpenCode keeps it. The sidecar starts,
-catches up (the episode backfill, every session's ending), and once its CPU use has settled (under 0.05 s in a
-2 s sample) the window starts: CPU seconds (utime + stime from /proc/<pid>/stat), the
-thread count (/proc/<pid>/status), RSS. Target (issue 18): <= 0.15 s CPU per 30 s,
-<= 10 threads, flat in the number of ended sessions (run with --sessions 20 and 200).
-Linux only (/proc). ``--source DIR``: another checkout's code on PYTHONPATH (see
+catches up (the episode backfill, every session's ending), and once its CPU use has
+settled (under 0.05 s in a 2 s sample) the window starts: CPU seconds (utime + stime from
+/proc/<pid>/stat), the thread count (/proc/<pid>/status), RSS. Target (issue 18): <= 0.15
+s CPU per 30 s, <= 10 threads, flat in the number of ended sessions (run with --sessions
+20 and 200). Linux only (/proc). ``--source DIR``: another checkout's code on PYTHONPATH (see
 bench/cli_speed.py), for a before/after.
 """
 
@@ -146,9 +146,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=1))
         return
-    print(
-        "| ended sessions | OpenCode store | CPU s per 30 s | threads | RSS MB | caught up after s |"
-    )
+    print("| ended sessions | OpenCode store | CPU s per 30 s | threads | RSS MB | caught up, s |")
     print("|---|---|---|---|---|---|")
     for r in results:
         print(
