@@ -83,10 +83,10 @@ def _agent_wrote(event_type: str, path: str) -> bool:
     """Whether a file event can be an agent's write, not our own read of its store. Our
     reads open files (``opened``), close them (``closed``: inotify reports closing a file
     opened for writing, written or not, and SQLite opens -wal read-write), change a side
-    file's metadata (``attrib``), touch -shm and may create or remove SQLite's side files. An agent's write always shows as
-    ``modified`` (or ``created`` / ``moved`` / ``deleted`` of a file of its own), so the
-    sidecar woke itself up at every pass over a WAL-mode store and read it again, without
-    end."""
+    file's metadata (``attrib``), touch -shm and may create or remove SQLite's side
+    files. An agent's write always shows as ``modified`` (or ``created`` / ``moved`` /
+    ``deleted`` of a file of its own); before, the sidecar woke itself up at every pass
+    over a WAL-mode store and read it again, without end."""
     if event_type in ("opened", "closed", "closed_no_write", "attrib"):
         return False
     if path.endswith("-shm"):
