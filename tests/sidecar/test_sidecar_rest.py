@@ -240,11 +240,19 @@ def test_reading_an_opencode_store_does_not_wake_the_sidecar_again(tmp_path: Pat
         while time.monotonic() < deadline and not (llmem / "query.sock").exists():
             time.sleep(0.2)
             assert proc.poll() is None, (tmp_path / "run.err").read_text()
-        time.sleep(3.0)  # caught up: the session read, its context written
+        # Caught up (the session read, its context written): a second with next to no CPU.
+        # The loop never had one; at most 60 s of waiting either way.
+        settled, last = False, _cpu_seconds(proc.pid)
+        for _ in range(60):
+            time.sleep(1.0)
+            now = _cpu_seconds(proc.pid)
+            settled, last = now - last <= 0.02, now
+            if settled:
+                break
         before = _cpu_seconds(proc.pid)
         time.sleep(5.0)
         spent = _cpu_seconds(proc.pid) - before
-        assert spent < 0.25, f"{spent:.2f} s of CPU in 5 s at rest"
+        assert settled and spent < 0.25, f"{spent:.2f} s of CPU in 5 s at rest"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
