@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.copilot_home import REPO, CopilotHome, Session
@@ -27,6 +28,17 @@ from llmem_hooks.adapters import CopilotAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.sidecar.loop import MAX_WATCHES, Sidecar
 from llmem_hooks.store import sessions as session_state
+
+
+def _run(env: dict[str, str], err: Any) -> subprocess.Popen[bytes]:
+    """A real `llmem-hooks run` with ``env``, its output into ``err``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "llmem_hooks.cli", "run"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=err,
+        stderr=err,
+    )
 
 
 def now_ms() -> int:
@@ -163,13 +175,7 @@ def test_a_real_sidecar_over_ended_sessions_runs_few_threads(tmp_path: Path) -> 
     }
     env.pop("LLMEM_DB", None)
     err = (tmp_path / "run.err").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llmem_hooks.cli", "run"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=err,
-        stderr=err,
-    )
+    proc = _run(env, err)
     try:
         deadline = time.monotonic() + 60
         ended = 0
@@ -228,13 +234,7 @@ def test_reading_an_opencode_store_does_not_wake_the_sidecar_again(tmp_path: Pat
     env.pop("LLMEM_DB", None)
     env.pop("OPENCODE_DB", None)
     err = (tmp_path / "run.err").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llmem_hooks.cli", "run"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=err,
-        stderr=err,
-    )
+    proc = _run(env, err)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (llmem / "query.sock").exists():
