@@ -101,10 +101,14 @@ def context_entry(content: object) -> str:
     """A memory as its line of the context file shows it (after ``- ``): flat, cut at
     `ENTRY_CHARS`, anything imitating our markers defused (`markers.neutralize`).
     Per-prompt recall compares against it to skip what the file gave."""
-    return _entry(str(content))
+    text = str(content)
+    return _entry(text) if len(text) <= _CACHED_CHARS else _entry.__wrapped__(text)
 
 
-@functools.lru_cache(maxsize=4096)  # the same memories open every session: computed once
+_CACHED_CHARS = 4096  # longer texts are not kept: the cache stays under ~4 MB
+
+
+@functools.lru_cache(maxsize=1024)  # the same memories open every session: computed once
 def _entry(content: str) -> str:
     text = " ".join(neutralize(content).split())
     if len(text) > ENTRY_CHARS:
@@ -112,7 +116,7 @@ def _entry(content: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)  # entries of at most ENTRY_CHARS
 def _holds_secret(text: str) -> bool:
     return bool(find_secrets(text))
 
