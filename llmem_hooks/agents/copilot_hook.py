@@ -29,7 +29,9 @@ what the first gave (the service never repeats a memory within a session).
 
 Fail open: on any error, bad input or a slow database the hook prints nothing and exits
 0 (errors go to ``<LLMEM_HOME>/logs/copilot-hook.log``), always within `DEADLINE_S`.
-Imports are lazy: this runs on every session start and prompt.
+Imports are lazy: this runs on every session start and prompt. With a sidecar running,
+the command's front (`agents.hook_front`) has the sidecar run `handle` instead
+(`agents.hook_relay`), and this module is not imported by the hook process at all.
 """
 
 from __future__ import annotations
