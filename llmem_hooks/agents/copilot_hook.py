@@ -513,11 +513,9 @@ def recall_block(
     if isinstance(cwd, str):
         params["directory"] = cwd
     # Half the time for the sidecar, the rest for the in-process fallback if it is stuck.
-    result = _local_call("recall", params)
-    result = (
-        result
-        if result is not None
-        else query(
+    result = _local_call("recall", params)  # in the sidecar: its own service
+    if result is None:
+        result = query(
             "recall",
             params,
             fallback=True,
@@ -525,7 +523,6 @@ def recall_block(
             config=settings.typed,  # only called when the in-process fallback runs
             report=log_line,  # a listener that is not ours: one line in the hook log
         )
-    )
     block = result.get("block") if isinstance(result, Mapping) else None
     if not isinstance(block, str):
         return ""
