@@ -34,13 +34,13 @@ PAYLOADS = [
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
-def test_the_request_line_carries_any_payload_exactly(payload: str) -> None:
-    line = hook_front.request_line("sessionStart", payload, '/home/u/.copilot "q"')
+def test_the_request_line_carries_any_payload_exactly(payload: str, tmp_path: Path) -> None:
+    home = str(tmp_path / 'copilot "q" \\ home')  # a quote and a backslash in it too
+    line = hook_front.request_line("sessionStart", payload, home)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     req = json.loads(line)
     assert req == proto.request(
-        hook_front.METHOD,
-        {"event": "sessionStart", "payload": payload, "copilot_home": '/home/u/.copilot "q"'},
+        hook_front.METHOD, {"event": "sessionStart", "payload": payload, "copilot_home": home}
     )
     assert json.loads(hook_front.request_line("x", payload, None))["params"]["copilot_home"] is None
 
@@ -145,7 +145,8 @@ def test_no_socket_and_odd_input_go_to_the_full_hook(
             (["copilot", "userPromptSubmitted"], b'"' + b"\x01" * 20_000 + b'"'),  # too long
         ):
             assert hook_front.relayed(argv, io.BytesIO(data), io.StringIO()) == data
-        monkeypatch.setenv("COPILOT_HOME", os.fsdecode(b"/home/\xff"))  # not UTF-8
+        odd = os.fsencode(llmem_home.parent) + b"/copilot-\xff"  # not UTF-8
+        monkeypatch.setenv("COPILOT_HOME", os.fsdecode(odd))
         argv, data = ["copilot", "userPromptSubmitted"], payload
         assert hook_front.relayed(argv, io.BytesIO(data), io.StringIO()) == data
         assert thread.is_alive()  # none of them reached the listener
@@ -196,3 +197,21 @@ def _foreign(home: Path) -> None:
     received = proc.stdout.readline().strip()
     proc.wait(10)
     assert hook.returncode == 0 and received == "0"
+
+
+def test_the_fronts_copies_agree_with_their_sources() -> None:
+    """The front keeps its own copies of the wire's constants (importing the protocol
+    module costs json, socket and pathlib at every hook call): they must not drift."""
+    from llmem_hooks.agents import copilot_hook, hook_relay
+
+    assert hook_front.SOCKET_NAME == proto.SOCKET_NAME
+    assert hook_front.SUN_PATH_MAX == proto.SUN_PATH_MAX
+    assert hook_front.MAX_LINE_BYTES == proto.MAX_LINE_BYTES
+    assert hook_front.MAX_REPLY_BYTES == proto.MAX_REPLY_BYTES
+    assert hook_front.MAX_STDIN_BYTES == copilot_hook.MAX_STDIN_BYTES
+    assert hook_front.READ_TIMEOUT_S == copilot_hook.DEADLINE_S
+    assert hook_front.REPLY_TIMEOUT_S > hook_relay.RELAY_DEADLINE_S
+    assert hook_front.METHOD == hook_relay.RELAY_METHOD
+    assert hook_front.request_line("e", "p", None) == proto.encode(
+        proto.request(hook_front.METHOD, {"event": "e", "payload": "p", "copilot_home": None})
+    )
