@@ -17,7 +17,7 @@ The service has its own store connection (WAL: the sidecar's writers do not bloc
 reads; its one write, what recall gave a session, waits at most a second).
 
 Relays: methods the caller of `serve` adds (the sidecar's command line adds the Copilot
-hook's, `agents.copilot_hook.relay`), so that a process an agent waits for can have the
+hook's, `agents.hook_relay.relay`), so that a process an agent waits for can have the
 warm sidecar do its whole work in one round trip. They take the service and the params
 and are answered like the service's own methods.
 """
