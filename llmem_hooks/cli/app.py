@@ -529,12 +529,17 @@ def run(
     """Run the sidecar in the foreground: watch the agents' session stores and fire the
     created / idle / compacting / ending hooks (Ctrl-C or SIGTERM stops it). One per
     LLMEM_HOME: a second one exits with a message."""
+    from ..agents import hook_door
     from ..agents.hook_relay import RELAY_METHOD, relay
     from ..sidecar.lock import AlreadyRunning
     from ..sidecar.loop import run_foreground
 
-    try:  # the Copilot hook's front has the sidecar do its work (agents/hook_front.py)
-        code = run_foreground(Invocation.of(ctx).config_for_db(), relays={RELAY_METHOD: relay})
+    try:  # the Copilot hook's front and the launcher's door have the sidecar do its work
+        code = run_foreground(
+            Invocation.of(ctx).config_for_db(),
+            relays={RELAY_METHOD: relay},
+            companions=(hook_door.start,),
+        )
     except AlreadyRunning as exc:
         typer.echo(f"llmem-hooks run: {exc}", err=True)
         raise typer.Exit(1) from None

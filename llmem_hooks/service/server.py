@@ -20,6 +20,11 @@ Relays: methods the caller of `serve` adds (the sidecar's command line adds the 
 hook's, `agents.hook_relay.relay`), so that a process an agent waits for can have the
 warm sidecar do its whole work in one round trip. They take the service and the params
 and are answered like the service's own methods.
+
+Companions: other doors to the same warm service that the caller of `serve` adds (the
+sidecar's command line adds the Copilot launcher's FIFO door, `agents.hook_door`): each
+is started with the service and the LLMEM_HOME folder once the socket listens, and
+stopped before it.
 """
 
 from __future__ import annotations
@@ -32,12 +37,12 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..paths import ensure_private_dir
+from ..paths import ensure_private_dir, get_llmem_home
 from . import protocol as proto
 from .operations import QueryService
 from .params import ServiceError
@@ -47,6 +52,9 @@ log = logging.getLogger("llmem_hooks.service.operations")
 
 # A method answered beside the service's own: (the service, the params) -> the result.
 Relay = Callable[[QueryService, Mapping[str, Any]], dict[str, Any]]
+# Another door to the service: (the service, LLMEM_HOME) -> something with ``stop()``, or
+# None when it could not open (it logs why).
+Companion = Callable[[QueryService, Path], Any]
 
 IDLE_TIMEOUT_S = 10.0  # a link with no request for this long is closed
 LINE_TIMEOUT_S = 2.0  # a started request line must be complete within this
@@ -85,6 +93,7 @@ class ServiceServer:
         self._accept_thread: threading.Thread | None = None
         self._links: dict[socket.socket, threading.Thread] = {}
         self._links_lock = threading.Lock()
+        self.companions: list[Any] = []
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> ServiceServer:
@@ -137,6 +146,10 @@ class ServiceServer:
     def stop(self, timeout: float = 3.0) -> None:
         """Stop accepting, close every link, wait for the threads, remove the socket."""
         self._stop.set()
+        for companion in self.companions:
+            with contextlib.suppress(Exception):
+                companion.stop()
+        self.companions.clear()
         if self._accept_thread is not None:
             self._accept_thread.join(timeout)
         if self._sock is not None:
@@ -292,11 +305,15 @@ class ServiceServer:
 
 
 def serve(
-    config: Config, home: Path | None = None, relays: Mapping[str, Relay] | None = None
+    config: Config,
+    home: Path | None = None,
+    relays: Mapping[str, Relay] | None = None,
+    companions: Sequence[Companion] = (),
 ) -> ServiceServer | None:
     """The sidecar's query service, started: a warm `QueryService` with its own store on
-    the socket of ``home`` (plus ``relays``, see `Relay`). None (logged) when it cannot
-    start: the sidecar runs on and clients fall back to in-process queries."""
+    the socket of ``home`` (plus ``relays``, see `Relay`, and ``companions``, see
+    `Companion`). None (logged) when it cannot start: the sidecar runs on and clients
+    fall back to in-process queries."""
     try:
         service = QueryService.open(config, served_by="sidecar")
     except Exception as exc:
@@ -310,6 +327,14 @@ def serve(
         service.close()
         return None
     log.info("query service listening on %s", server.path)
+    for opener in companions:
+        try:
+            companion = opener(service, home or get_llmem_home())
+        except Exception as exc:
+            log.error("query service: a companion did not start: %s", exc)
+            continue
+        if companion is not None:
+            server.companions.append(companion)
     try:  # count the memories now, off any agent's path (`status` then stays cheap)
         service.status()
     except Exception as exc:

@@ -35,7 +35,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -58,7 +58,7 @@ from .lock import single_instance
 
 if TYPE_CHECKING:
     from ..adapters.base import SessionAdapter
-    from ..service.server import Relay
+    from ..service.server import Companion, Relay
 
 log = logging.getLogger("llmem_hooks.sidecar.loop")
 
@@ -752,10 +752,13 @@ class Sidecar:
 
 
 def run_foreground(
-    config: Config, home: Path | None = None, relays: Mapping[str, Relay] | None = None
+    config: Config,
+    home: Path | None = None,
+    relays: Mapping[str, Relay] | None = None,
+    companions: Sequence[Companion] = (),
 ) -> int:
     """`llmem-hooks run`: the sidecar in the foreground until SIGINT / SIGTERM; ``relays``
-    go to the query service (`service.server.Relay`)."""
+    and ``companions`` go to the query service (`service.server.Relay`, `.Companion`)."""
     from ..registry import load_session_hook_entry_points
     from ..session.hooks import create_session_hook_coordinator
 
@@ -790,7 +793,7 @@ def run_foreground(
         # to start it is logged and the sidecar runs on (clients then query in-process).
         from ..service.server import serve
 
-        server = None if stopping else serve(config, home, relays)
+        server = None if stopping else serve(config, home, relays, companions)
         # The team hub (docs/team.md): only when this machine joined one; its own thread.
         from .team import start_if_joined
 

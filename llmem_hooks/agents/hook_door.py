@@ -1,0 +1,278 @@
+"""The hook door: the Copilot hook's whole call without an interpreter start.
+
+Copilot waits for the ``sessionStart`` and ``userPromptSubmitted`` hooks before its first
+model request. Even the hook's front (`agents.hook_front`) costs a Python start (~12 ms of
+CPU alone, 20-30 ms inside a run on two cores, where every millisecond we spend is one
+Copilot waits). The door lets the plugin's shell launcher (``bin/llmem-hook``) hand the
+call to the running sidecar with the shell's built-ins, ``mkfifo`` and ``cat``:
+
+1. the launcher makes the FIFO ``door/r.<its pid>`` (0600), writes ``door/q.<its pid>``
+   (first line ``$COPILOT_HOME`` or empty, then the payload as read from stdin), and
+   writes the line ``<its pid> <event>`` to the FIFO ``door/in``;
+2. the door (a thread of the sidecar) reads that line, reads and removes the request
+   file, runs `hook_relay.relay` (the same `copilot_hook.handle` as every other route,
+   with the relay's deadline), opens the reply FIFO once the launcher reads it, writes
+   what the hook prints (one JSON line, or nothing), closes it (the launcher's ``cat``
+   ends) and removes it.
+
+Rules: ``door/`` is 0700 in LLMEM_HOME and made by the sidecar; request files must be
+regular files of our uid (opened without following links), reply FIFOs FIFOs of our uid;
+a launcher that gives up (Copilot's timeout) costs the door one reply it cannot deliver
+within `REPLY_OPEN_S`. Whatever goes wrong, the door opens and closes the reply FIFO
+when it exists (the launcher then prints nothing: fail open), so a launcher waits on a
+live sidecar at most the relay's deadline plus `REPLY_OPEN_S`. The launcher uses the door
+only while ``sidecar.pid`` names a live process and ``door/in`` is a FIFO in a folder of
+ours; otherwise it starts the hook (front, then the full hook) as before. The sidecar
+removes ``door/in`` when it stops and clears the folder when it starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import select
+import stat
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..paths import ensure_private_dir
+from .hook_log import log_line
+from .hook_relay import RELAY_DEADLINE_S, relay
+
+log = logging.getLogger("llmem_hooks.agents.hook_door")
+
+DOOR_DIR = "door"  # in LLMEM_HOME
+IN_FIFO = "in"
+MAX_REQUEST_BYTES = (1 << 20) + 4096  # copilot_hook.MAX_STDIN_BYTES and a $COPILOT_HOME line
+MAX_LINE = 64  # "<pid> <event>": anything longer is not a launcher's
+MAX_IN_FLIGHT = 16  # calls answered at once; more get nothing (their launchers print nothing)
+REPLY_OPEN_S = 0.5  # how long a launcher may take to open its reply FIFO for reading
+POLL_S = 0.5  # how often the reading thread looks at the stop flag
+STALE_S = 30.0  # request files and FIFOs older than this are a dead launcher's
+
+
+def door_dir(home: Path) -> Path:
+    return home / DOOR_DIR
+
+
+class HookDoor:
+    """The door of ``home``, answered with ``service`` (the query service's): `start`
+    makes ``door/in`` and a thread reading it; `stop` removes it and ends the thread."""
+
+    def __init__(self, service: Any, home: Path) -> None:
+        self.service = service
+        self.folder = door_dir(home)
+        self._stop = threading.Event()
+        self._fd: int | None = None
+        self._thread: threading.Thread | None = None
+        self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._inode: int | None = None
+
+    def start(self) -> HookDoor:
+        """Make the folder (0700) and ``in`` (0600), clearing what a previous sidecar
+        left; raises OSError when that cannot be done."""
+        ensure_private_dir(self.folder)
+        st = os.lstat(self.folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(f"{self.folder} is not a folder of ours")
+        self._clear(max_age=None)
+        path = self.folder / IN_FIFO
+        os.mkfifo(path, 0o600)
+        # O_RDWR: the door is a writer of its own FIFO too, so it never reads an end of
+        # file between launchers and a launcher's write never waits for a reader.
+        self._fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._inode = os.fstat(self._fd).st_ino
+        self._thread = threading.Thread(target=self._read_loop, name="llmem-hook-door", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Remove ``in`` (launchers go back to starting the hook) and end the thread."""
+        self._stop.set()
+        self._unlink_in()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._fd is not None:
+            with contextlib.suppress(OSError):  # launchers that wrote in time get an end
+                for line in os.read(self._fd, 65536).split(b"\n"):
+                    parts = line.split(b" ")
+                    if len(parts) == 2 and parts[0].isdigit() and len(parts[0]) <= 10:
+                        self._refuse(parts[0].decode())
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def _clear(self, max_age: float | None) -> None:
+        """Remove our names (``in``, ``q.N``, ``r.N``) from the folder: all of them, or
+        the request files and FIFOs older than ``max_age`` seconds."""
+        now = time.time()
+        with contextlib.suppress(OSError), os.scandir(self.folder) as entries:
+            for entry in entries:
+                name = entry.name
+                ours = name == IN_FIFO and max_age is None
+                ours = ours or (name[:2] in ("q.", "r.") and name[2:].isdigit())
+                if not ours:
+                    continue
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    if max_age is None or now - st.st_mtime > max_age:
+                        os.unlink(entry.path)
+
+    # -- the reading thread -------------------------------------------------------------
+    def _read_loop(self) -> None:
+        try:
+            self._read_lines()
+        except Exception as exc:  # a door nobody reads would cost each launcher its timeout
+            log.warning("hook door: closed after %s: %s", type(exc).__name__, exc)
+        finally:
+            if not self._stop.is_set():
+                self._unlink_in()
+
+    def _unlink_in(self) -> None:
+        with contextlib.suppress(OSError):
+            path = self.folder / IN_FIFO
+            if self._inode is not None and os.lstat(path).st_ino == self._inode:
+                os.unlink(path)
+
+    def _read_lines(self) -> None:
+        fd = self._fd
+        assert fd is not None
+        buf = b""
+        last_sweep = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                ready = select.select([fd], [], [], POLL_S)[0]
+                chunk = os.read(fd, 4096) if ready else b""
+            except BlockingIOError:
+                continue
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                self._dispatch(line)
+            if len(buf) > MAX_LINE:
+                buf = b""  # not a launcher's line: drop it
+            if time.monotonic() - last_sweep > STALE_S:
+                last_sweep = time.monotonic()
+                self._clear(max_age=STALE_S)
+
+    def _dispatch(self, line: bytes) -> None:
+        parts = line.split(b" ")
+        if len(parts) != 2 or not parts[0].isdigit() or len(parts[0]) > 10:
+            return
+        pid, event = parts[0].decode(), parts[1].decode("ascii", "replace")
+        if not self._slots.acquire(blocking=False):
+            log_line(f"door: {event[:40]} not answered: {MAX_IN_FLIGHT} calls in flight")
+            self._refuse(pid)
+            return
+        thread = threading.Thread(
+            target=self._answer, args=(pid, event), name="llmem-hook-door-call", daemon=True
+        )
+        try:
+            thread.start()
+        except RuntimeError:
+            self._slots.release()
+            self._refuse(pid)
+
+    def _refuse(self, pid: str) -> None:
+        """An empty answer, at once: the request file removed, the reply FIFO closed."""
+        path = self.folder / f"q.{pid}"
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+        self._close_reply(pid, None, time.monotonic() + REPLY_OPEN_S)
+
+    def _answer(self, pid: str, event: str) -> None:
+        output: str | None = None
+        try:
+            request = self._take_request(pid)
+            if request is not None and event.isascii() and event.isalpha() and len(event) < 40:
+                home, payload = request
+                params = {"event": event, "payload": payload, "copilot_home": home or None}
+                output = relay(self.service, params)["output"]
+        except Exception as exc:  # fail open: the launcher prints nothing
+            log_line(f"door: {event[:40]} failed: {type(exc).__name__}: {exc}")
+        finally:
+            try:
+                self._close_reply(pid, output, time.monotonic() + REPLY_OPEN_S)
+            finally:
+                self._slots.release()
+
+    def _take_request(self, pid: str) -> tuple[str, str] | None:
+        """``($COPILOT_HOME or "", payload)`` from ``q.<pid>``, removed once read; None
+        for a file that is not a launcher's."""
+        path = self.folder / f"q.{pid}"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                return None
+            if st.st_size > MAX_REQUEST_BYTES:
+                log_line(f"door: a request of {st.st_size} bytes refused")
+                return None
+            data = os.read(fd, MAX_REQUEST_BYTES + 1)
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        head, sep, body = data.partition(b"\n")
+        if not sep:
+            return None
+        try:
+            payload = body.decode("utf-8")
+        except UnicodeDecodeError:
+            log_line("door: a payload that is not UTF-8")
+            return None
+        return os.fsdecode(head), payload
+
+    def _close_reply(self, pid: str, output: str | None, deadline: float) -> None:
+        """Write ``output`` (one line) into the launcher's FIFO ``r.<pid>``, once its
+        reader has opened it (by ``deadline``), and close and remove it."""
+        path = self.folder / f"r.{pid}"
+        fd = None
+        while fd is None:
+            try:
+                st = os.lstat(path)
+                if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
+                    return  # not a launcher's FIFO: nothing to open or remove
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError as exc:
+                if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                    break  # gone, or its reader never came
+                time.sleep(0.002)  # the launcher has not opened it yet
+        try:
+            if fd is not None and output:
+                data = (output + "\n").encode("utf-8", "replace")
+                os.set_blocking(fd, True)
+                with contextlib.suppress(OSError):  # the reader went away (EPIPE)
+                    _write_all(fd, data)
+        finally:
+            if fd is not None:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def start(service: Any, home: Path) -> HookDoor | None:
+    """The door of ``home``, started; None (logged) when it cannot be made: launchers
+    then start the hook as before."""
+    try:
+        return HookDoor(service, home).start()
+    except OSError as exc:
+        log.warning("hook door not opened: %s", exc)
+        return None
+
+
+__all__ = ["DOOR_DIR", "IN_FIFO", "RELAY_DEADLINE_S", "HookDoor", "door_dir", "start"]
