@@ -187,6 +187,7 @@ class HookDoor:
 
     def _answer(self, pid: str, event: str) -> None:
         output: str | None = None
+        hold = self._hold_reply(pid)
         try:
             request = self._take_request(pid)
             if request is not None and event.isascii() and event.isalpha() and len(event) < 40:
@@ -197,9 +198,52 @@ class HookDoor:
             log_line(f"door: {event[:40]} failed: {type(exc).__name__}: {exc}")
         finally:
             try:
-                self._close_reply(pid, output, time.monotonic() + REPLY_OPEN_S)
+                if hold is None:
+                    self._close_reply(pid, None, time.monotonic() + REPLY_OPEN_S)
+                else:
+                    self._deliver(pid, output, hold, time.monotonic() + REPLY_OPEN_S)
             finally:
                 self._slots.release()
+
+    def _hold_reply(self, pid: str) -> int | None:
+        """The launcher's FIFO ``r.<pid>`` held open (read-write: that never waits) while
+        the hook runs, so the launcher's ``cat`` opens it at once and, should the sidecar
+        die meanwhile (kill -9), reads an end of file instead of waiting for Copilot's
+        timeout. None when it is not a FIFO of ours."""
+        path = self.folder / f"r.{pid}"
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
+                return None
+            return os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+
+    def _deliver(self, pid: str, output: str | None, hold: int, deadline: float) -> None:
+        """``output`` through the held FIFO, then its end: what a FIFO holds is lost once
+        nobody has it open, so ``hold`` is closed only when the launcher's ``cat`` has
+        read it all (or the launcher is gone, or ``deadline`` passed). Without an output
+        ``hold`` is closed at once, and a ``cat`` that had not opened the FIFO yet gets
+        its end from a write-only open made once it has (`_close_reply`)."""
+        try:
+            data = memoryview((output + "\n").encode("utf-8", "replace") if output else b"")
+            while data and time.monotonic() < deadline and _alive(pid):
+                if select.select([], [hold], [], 0.05)[1]:
+                    with contextlib.suppress(BlockingIOError):
+                        data = data[os.write(hold, data) :]
+            while not data and time.monotonic() < deadline and _alive(pid):
+                if _unread(hold) == 0:
+                    break  # all of it read by the launcher's cat
+                time.sleep(0.0002)  # its end of file is what the agent waits for
+        except OSError as exc:
+            log_line(f"door: a reply not delivered: {exc}")
+        finally:
+            os.close(hold)
+        if output:
+            with contextlib.suppress(OSError):
+                os.unlink(self.folder / f"r.{pid}")
+        else:
+            self._close_reply(pid, None, deadline)
 
     def _take_request(self, pid: str) -> tuple[str, str] | None:
         """``($COPILOT_HOME or "", payload)`` from ``q.<pid>``, removed once read; None
@@ -233,7 +277,8 @@ class HookDoor:
 
     def _close_reply(self, pid: str, output: str | None, deadline: float) -> None:
         """Write ``output`` (one line) into the launcher's FIFO ``r.<pid>``, once its
-        reader has opened it (by ``deadline``), and close and remove it."""
+        reader has opened it (a write-only open succeeds only then: by ``deadline``, while
+        the launcher lives), and close and remove it."""
         path = self.folder / f"r.{pid}"
         fd = None
         while fd is None:
@@ -243,7 +288,7 @@ class HookDoor:
                     return  # not a launcher's FIFO: nothing to open or remove
                 fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
             except OSError as exc:
-                if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                if exc.errno != errno.ENXIO or time.monotonic() > deadline or not _alive(pid):
                     break  # gone, or its reader never came
                 time.sleep(0.002)  # the launcher has not opened it yet
         try:
@@ -257,6 +302,28 @@ class HookDoor:
                 os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def _alive(pid: str) -> bool:
+    """Whether the launcher ``pid`` still runs (a launcher Copilot gave up on is gone)."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError):
+        return True  # not ours to signal (a reused pid): let the deadline decide
+    return True
+
+
+def _unread(fd: int) -> int:
+    """Bytes in the FIFO of ``fd`` that nobody has read yet (FIONREAD)."""
+    import array
+    import fcntl
+    import termios
+
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+    return buf[0]
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -315,3 +315,58 @@ def test_a_request_file_past_the_limit_is_refused(tmp_path: Path) -> None:
     finally:
         door.stop()
     assert not (tmp_path / "door" / "in").exists()
+
+
+def test_a_sidecar_killed_during_a_call_ends_the_launcher_at_once(
+    world: dict[str, str], repo: Path, sidecar: subprocess.Popen[bytes]
+) -> None:
+    """kill -9 while the hook runs in the sidecar (held up here by a writer that holds the
+    store): the launcher reads an end of file and exits, printing nothing, instead of
+    waiting for Copilot's timeout."""
+    import sqlite3
+
+    home = Path(world["LLMEM_HOME"])
+    blocker = sqlite3.connect(home / "memory.db", timeout=5, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the sidecar's one write (what it gave) waits
+    try:
+        proc = subprocess.Popen(
+            ["sh", str(LAUNCHER), "copilot", "sessionStart"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=world,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(payload(repo, "killed-mid-call", source="new"))
+        proc.stdin.close()
+        proc.stdin = None
+        time.sleep(0.4)
+        assert proc.poll() is None  # still waiting on the sidecar
+        sidecar.kill()
+        sidecar.wait(10)
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 1.0
+        assert proc.returncode == 0 and out == b"" and err == b""
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+
+
+def test_a_reply_longer_than_a_pipe_holds_arrives_whole(tmp_path: Path) -> None:
+    door = hook_door.HookDoor(service=None, home=tmp_path).start()
+    try:
+        fifo = tmp_path / "door" / f"r.{os.getpid()}"
+        os.mkfifo(fifo, 0o600)
+        hold = door._hold_reply(str(os.getpid()))
+        assert hold is not None
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+        reader.start()
+        text = "é" * 150_000  # 300 kB: more than a pipe's 64 kB
+        door._deliver(str(os.getpid()), text, hold, time.monotonic() + 5)
+        reader.join(10)
+        assert got == [(text + "\n").encode()]
+        assert not fifo.exists()
+    finally:
+        door.stop()
