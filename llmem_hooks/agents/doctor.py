@@ -12,6 +12,7 @@ URLs are printed without credentials (`url_validate.strip_credentials`).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -253,7 +254,23 @@ def _service_check() -> Check:
             " recall until `llmem-hooks run` (its plugin starts it); Copilot and MCP answer"
             " in-process",
         )
-    return Check("query_service", "ok", f"the sidecar answers (v{status.get('version', '?')})")
+    import stat
+
+    from .hook_door import IN_FIFO, door_dir
+
+    version = status.get("version", "?")
+    try:
+        door = stat.S_ISFIFO(os.lstat(door_dir(get_llmem_home()) / IN_FIFO).st_mode)
+    except OSError:
+        door = False
+    if not door:  # a sidecar started before an upgrade, or one whose door failed (its log)
+        return Check(
+            "query_service",
+            "ok",
+            f"the sidecar answers (v{version}); its door for the Copilot plugin's launcher is"
+            " not open, so each of those hooks starts Python (restart the sidecar)",
+        )
+    return Check("query_service", "ok", f"the sidecar answers (v{version}) and its door is open")
 
 
 def render(checks: list[Check], markdown: bool = False) -> str:

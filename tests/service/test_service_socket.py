@@ -239,5 +239,15 @@ def test_doctor_says_whether_the_query_service_answers(
     assert status == "warn" and "no sidecar answers" in detail
     service = QueryService(store, NO_MODEL, served_by="test-server")
     with ServiceServer(service, proto.socket_path(llmem_home)):
-        assert service_check()[0] == "ok"
+        status, detail = service_check()
+        assert status == "ok" and "door for the Copilot plugin's launcher is not open" in detail
+        from llmem_hooks import __version__
+        from llmem_hooks.agents.hook_door import HookDoor
+
+        door = HookDoor(service, llmem_home).start()
+        try:
+            opened = f"the sidecar answers (v{__version__}) and its door is open"
+            assert service_check() == ("ok", opened)
+        finally:
+            door.stop()
     service.close()
