@@ -370,3 +370,14 @@ def test_a_reply_longer_than_a_pipe_holds_arrives_whole(tmp_path: Path) -> None:
         assert not fifo.exists()
     finally:
         door.stop()
+
+
+def test_a_copilot_home_the_request_file_cannot_carry_goes_to_the_hook(
+    world: dict[str, str], repo: Path, tmp_path: Path, sidecar: subprocess.Popen[bytes]
+) -> None:
+    """The request file's first line is ``$COPILOT_HOME``: one holding a newline is not
+    sent through the door (the hook process reads it from its environment)."""
+    env = {**world, "COPILOT_HOME": str(tmp_path / "copilot\nhome")}
+    out, _ = launch(env, "userPromptSubmitted", payload(repo, "nl-home", prompt=QUESTION))
+    assert out == "RAN\n"
+    assert door_files(Path(world["LLMEM_HOME"])) == ["in"]
