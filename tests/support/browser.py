@@ -74,6 +74,26 @@ def wait(driver: Any, cond: Any, timeout: float = 10) -> Any:
     return WebDriverWait(driver, timeout, ignored_exceptions=ignored).until(cond)
 
 
+def click(driver: Any, by: Any, value: str, timeout: float = 10) -> None:
+    """Find the element and click it, again while the page re-renders it (a click on a
+    stale element does not happen, so it is safe to repeat)."""
+
+    def clicked(d: Any) -> bool:
+        d.find_element(by, value).click()
+        return True
+
+    wait(driver, clicked, timeout)
+
+
+def detached(element: Any) -> bool:
+    """Whether the page has replaced ``element`` (re-rendered it) since it was found."""
+    try:
+        element.is_enabled()  # any read of a replaced element raises
+    except StaleElementReferenceException:
+        return True
+    return False
+
+
 def cards(driver: Any, where: str = "#list") -> list[str]:
     """The ids of the memory cards listed under ``where``, in order."""
     try:

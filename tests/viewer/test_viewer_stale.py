@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.browser import By, cards, wait
+from support.browser import By, cards, click, detached, wait
 from support.viewer import ViewerProcess, api, env_for, seed
 
 from llmem_hooks.evidence.cite import Citation, text_hash
@@ -180,13 +180,21 @@ def test_review_in_chromium(browser: Any, setup: Any, tmp_path: Path) -> None:
         wait(browser, lambda d: set(cards(d, "#stale-list")) == stale)
 
         def open_card(mid: str) -> None:
-            browser.find_element(By.CSS_SELECTOR, f'#stale-list .memory[data-id="{mid}"]').click()
-            panel = (By.ID, "detail-panel")
-            wait(browser, lambda d: d.find_element(*panel).get_attribute("data-id") == mid)
+            """Open ``mid`` and wait for its panel: a new one even when ``mid`` is open
+            already (the page fetches and renders it again)."""
+            before = browser.find_elements(By.ID, "detail-panel")
+            click(browser, By.CSS_SELECTOR, f'#stale-list .memory[data-id="{mid}"]')
+            wait(
+                browser,
+                lambda d: (
+                    all(detached(p) for p in before)
+                    and d.find_element(By.ID, "detail-panel").get_attribute("data-id") == mid
+                ),
+            )
 
         # still holds
         open_card(ids["holds"])
-        browser.find_element(By.ID, "confirm").click()
+        click(browser, By.ID, "confirm")
         wait(browser, lambda d: "confirmed" in d.find_element(By.ID, "note").text)
         assert "dropped gone.py:1-2" in browser.find_element(By.ID, "note").text
         wait(browser, lambda d: ids["holds"] not in cards(d, "#stale-list"))
@@ -194,30 +202,30 @@ def test_review_in_chromium(browser: Any, setup: Any, tmp_path: Path) -> None:
 
         # fix the citation
         open_card(ids["moved"])
-        browser.find_element(By.ID, "fix").click()
+        click(browser, By.ID, "fix")
         spec = browser.find_element(By.ID, "fix-spec")
         assert spec.get_attribute("value") == "Makefile:4-5"  # the stale one, to edit
         spec.clear()
         spec.send_keys("Makefile:6-7")
-        browser.find_element(By.ID, "fix-save").click()
+        click(browser, By.ID, "fix-save")
         wait(browser, lambda d: "citation fixed" in d.find_element(By.ID, "note").text)
         assert _cites(home, ids["moved"])[0][:2] == ("Makefile:6-7", "valid")
         wait(browser, lambda d: ids["moved"] not in cards(d, "#stale-list"))
 
         # a bad spec: one line on the page, nothing changed
         open_card(ids["wrong"])
-        browser.find_element(By.ID, "fix").click()
+        click(browser, By.ID, "fix")
         spec = browser.find_element(By.ID, "fix-spec")
         spec.clear()
         spec.send_keys("../secrets:1")
-        browser.find_element(By.ID, "fix-save").click()
+        click(browser, By.ID, "fix-save")
         wait(browser, lambda d: "relative to the repository" in d.find_element(By.ID, "note").text)
         assert _cites(home, ids["wrong"])[0][:2] == ("fabfile.py:1-3", "stale")
 
         # forget
         open_card(ids["wrong"])
-        browser.find_element(By.ID, "forget").click()
-        browser.find_element(By.ID, "forget-confirm").click()
+        click(browser, By.ID, "forget")
+        click(browser, By.ID, "forget-confirm")
         wait(browser, lambda d: "forgotten" in d.find_element(By.ID, "note").text)
         wait(browser, lambda d: set(cards(d, "#stale-list")) == {ids["elsewhere"]})
         with MemoryStore(home / "memory.db") as st:
