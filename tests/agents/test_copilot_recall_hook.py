@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.waiting import sidecar_process
 
 from llmem_hooks import paths
 from llmem_hooks.agents import copilot_hook
@@ -181,22 +182,8 @@ def sidecar(world: Path, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A real `llmem-hooks run` whose query service answers on the socket."""
     env = {**os.environ, "LLMEM_HOME": str(world), "COPILOT_HOME": str(tmp_path / "copilot-home")}
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg-data")  # no OpenCode store
-    proc = subprocess.Popen(
-        [str(EXE), "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while answers(world) is None:
-            assert proc.poll() is None and time.monotonic() < deadline, "no sidecar"
-            time.sleep(0.1)
+    with sidecar_process(env, lambda: answers(world) is not None) as proc:
         yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def hook_probe(event: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.waiting import sidecar_process
 
 from llmem_hooks.agents import hook_door
 from llmem_hooks.project import project_key
@@ -59,24 +60,10 @@ def world(llmem_home: Path, tmp_path: Path, repo: Path) -> dict[str, str]:
 def sidecar(world: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
     """A real `llmem-hooks run`, once its socket answers and its door is open."""
     home = Path(world["LLMEM_HOME"])
-    env = {**world}
-    env.pop("LLMEM_HOOKS_BIN")
-    proc = subprocess.Popen(
-        [str(EXE), "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while answers(home) is None or not (home / "door" / "in").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "no sidecar"
-            time.sleep(0.1)
+    env = {k: v for k, v in world.items() if k != "LLMEM_HOOKS_BIN"}
+    opened = home / "door" / "in"
+    with sidecar_process(env, lambda: answers(home) is not None and opened.exists()) as proc:
         yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def payload(repo: Path, sid: str, **fields: Any) -> bytes:
