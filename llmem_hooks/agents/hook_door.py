@@ -51,7 +51,6 @@ MAX_REQUEST_BYTES = (1 << 20) + 4096  # copilot_hook.MAX_STDIN_BYTES and a $COPI
 MAX_LINE = 64  # "<pid> <event>": anything longer is not a launcher's
 MAX_IN_FLIGHT = 16  # calls answered at once; more get nothing (their launchers print nothing)
 REPLY_OPEN_S = 0.5  # how long a launcher may take to open its reply FIFO for reading
-POLL_S = 0.5  # how often the reading thread looks at the stop flag
 STALE_S = 30.0  # request files and FIFOs older than this are a dead launcher's
 
 
@@ -94,6 +93,9 @@ class HookDoor:
         """Remove ``in`` (launchers go back to starting the hook) and end the thread."""
         self._stop.set()
         self._unlink_in()
+        if self._fd is not None:  # wake the reading thread (a blank line means nothing)
+            with contextlib.suppress(OSError):
+                os.write(self._fd, b"\n")
         if self._thread is not None:
             self._thread.join(timeout)
         if self._fd is not None:
@@ -145,7 +147,8 @@ class HookDoor:
         last_sweep = time.monotonic()
         while not self._stop.is_set():
             try:
-                ready = select.select([fd], [], [], POLL_S)[0]
+                # at rest it wakes for the sweep only (`stop` writes a blank line)
+                ready = select.select([fd], [], [], STALE_S)[0]
                 chunk = os.read(fd, 4096) if ready else b""
             except BlockingIOError:
                 continue
