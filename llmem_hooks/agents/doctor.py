@@ -298,9 +298,17 @@ def _resolvable(command: str) -> str | None:
     return shutil.which(command)
 
 
+def _script(path: str) -> str | None:
+    """``path`` when it is an absolute file (a script run with ``sh``: no exec bit needed)."""
+    from pathlib import Path
+
+    return path if Path(path).is_absolute() and Path(path).is_file() else None
+
+
 def _first_word(bash: str) -> str | None:
     """The program a hook's shell line runs (after an ``exec 3<&0;`` prefix, or the
-    ``p=$(cat); case ...`` filter of postToolUse: the program the payload is piped to)."""
+    ``p=$(cat); case ...`` filter of postToolUse: the program the payload is piped to;
+    for ``sh <script>``, the script: our launcher)."""
     import shlex
 
     if bash.startswith("p=$(cat);") and "| " in bash:
@@ -310,6 +318,8 @@ def _first_word(bash: str) -> str | None:
         words = shlex.split(bash.split(";", 1)[1] if bash.startswith("exec 3<&0;") else bash)
     except ValueError:
         return None
+    if words[:1] == ["sh"] and len(words) > 1:
+        return words[1]
     return words[0] if words else None
 
 
@@ -465,7 +475,14 @@ def copilot_checks(config: Config) -> list[Check]:
             commands = {_first_word(h.get("bash", "")) for g in data["hooks"].values() for h in g}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             commands = {None}
-        broken = sorted(str(c) for c in commands if c is None or _resolvable(c) is None)
+        scripts = {c for c in commands if c is not None and c.endswith("/llmem-hook")}
+        if scripts and not (recorded and _resolvable(recorded)):
+            commands.add(recorded or "the llmem-hooks of $LLMEM_HOME/entry-point")
+        broken = sorted(
+            str(c)
+            for c in commands
+            if c is None or (_script(c) if c in scripts else _resolvable(c)) is None
+        )
         if broken:
             checks.append(
                 Check(

@@ -223,30 +223,28 @@ class HookDoor:
             return None
 
     def _deliver(self, pid: str, output: str | None, hold: int, deadline: float) -> None:
-        """``output`` through the held FIFO, then its end: what a FIFO holds is lost once
+        """``output`` through the held FIFO, then its end. What a FIFO holds is lost once
         nobody has it open, so ``hold`` is closed only when the launcher's ``cat`` has
-        read it all (or the launcher is gone, or ``deadline`` passed). Without an output
-        ``hold`` is closed at once, and a ``cat`` that had not opened the FIFO yet gets
-        its end from a write-only open made once it has (`_close_reply`)."""
+        read it all (or the launcher is gone, or ``deadline`` passed). The FIFO is removed
+        before that end of file (the launcher exits on it and leaves nothing behind); a
+        ``cat`` that had not opened it yet then finds no FIFO and prints nothing."""
         try:
             data = memoryview((output + "\n").encode("utf-8", "replace") if output else b"")
-            while data and time.monotonic() < deadline and _alive(pid):
-                if select.select([], [hold], [], 0.05)[1]:
-                    with contextlib.suppress(BlockingIOError):
-                        data = data[os.write(hold, data) :]
-            while not data and time.monotonic() < deadline and _alive(pid):
-                if _unread(hold) == 0:
-                    break  # all of it read by the launcher's cat
-                time.sleep(0.0002)  # its end of file is what the agent waits for
+            if data:
+                while data and time.monotonic() < deadline and _alive(pid):
+                    if select.select([], [hold], [], 0.05)[1]:
+                        with contextlib.suppress(BlockingIOError):
+                            data = data[os.write(hold, data) :]
+                while not data and time.monotonic() < deadline and _alive(pid):
+                    if _unread(hold) == 0:
+                        break  # all of it read by the launcher's cat
+                    time.sleep(0.0002)  # its end of file is what the agent waits for
         except OSError as exc:
             log_line(f"door: a reply not delivered: {exc}")
         finally:
-            os.close(hold)
-        if output:
             with contextlib.suppress(OSError):
                 os.unlink(self.folder / f"r.{pid}")
-        else:
-            self._close_reply(pid, None, deadline)
+            os.close(hold)
 
     def _take_request(self, pid: str) -> tuple[str, str] | None:
         """``($COPILOT_HOME or "", payload)`` from ``q.<pid>``, removed once read; None
@@ -295,6 +293,8 @@ class HookDoor:
                     break  # gone, or its reader never came
                 time.sleep(0.002)  # the launcher has not opened it yet
         try:
+            with contextlib.suppress(OSError):  # before its end of file (see `_deliver`)
+                os.unlink(path)
             if fd is not None and output:
                 data = (output + "\n").encode("utf-8", "replace")
                 os.set_blocking(fd, True)
@@ -303,8 +303,6 @@ class HookDoor:
         finally:
             if fd is not None:
                 os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
 
 
 def _alive(pid: str) -> bool:

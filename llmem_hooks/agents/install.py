@@ -264,6 +264,50 @@ def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
     return {"version": 1, "hooks": hooks}
 
 
+LAUNCHER_DATA = "share/llmem-hooks/llmem-hook"  # where a wheel installs `PLUGIN_LAUNCHER`
+
+
+def installed_launcher() -> Path | None:
+    """This installation's copy of the plugin's launcher: the one the wheel installed
+    (pyproject's data-files, under the prefix pip chose: a venv, ``--user``, pipx), else
+    the checkout's ``bin/llmem-hook`` when running from one (an editable install); None
+    when neither exists (the hooks then call llmem-hooks directly)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("llmem-hooks").files or []
+    except metadata.PackageNotFoundError:
+        files = []
+    candidates = [Path(str(f.locate())) for f in files if str(f).endswith(LAUNCHER_DATA)]
+    candidates.append(Path(__file__).resolve().parents[2] / PLUGIN_LAUNCHER)
+    for path in candidates:
+        if path.is_file():
+            return path.resolve()
+    return None
+
+
+def launcher_hooks(launcher: Path) -> dict[str, Any]:
+    """The hooks file content for Copilot CLI through ``launcher`` (`installed_launcher`):
+    what the plugin's ``hooks.json`` runs, by absolute path, so a user-level install gets
+    the same fast paths (the sidecar's door, the stamped first prompt, Python only for file
+    tools, detached events). The launcher finds llmem-hooks through
+    ``$LLMEM_HOME/entry-point`` (`record_entry_point`); should the launcher itself be gone,
+    ``sessionStart`` says so once."""
+    word = shlex.quote(str(launcher))
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event in COPILOT_HOOK_EVENTS:
+        bash = f"sh {word} copilot {event}"
+        if event == "sessionStart":
+            bash += f" 2>/dev/null || printf '%s\\n' {MISSING_NOTICE}"
+        hooks[event] = [_hook_entry(bash)]
+    return {"version": 1, "hooks": hooks}
+
+
+def is_launcher_command(bash: str) -> bool:
+    """Whether a hook command runs a copy of our launcher (`launcher_hooks`)."""
+    return bash.startswith("sh ") and "llmem-hook" in bash and " copilot " in bash
+
+
 def plugin_hooks() -> dict[str, Any]:
     """The repository's ``hooks.json`` (``copilot --plugin-dir <repo>``): every event
     through `PLUGIN_LAUNCHER`, which finds llmem-hooks without PATH, says once when it
@@ -316,7 +360,9 @@ def install_copilot(command: str | None = None, report: Report | None = None) ->
     the path; ``report`` gets ``"installed ..."``, ``"updated ..."`` or
     ``"already installed ..."``."""
     target = copilot_hooks_path()
-    body = json.dumps(copilot_hooks(command or hook_command()), indent=2) + "\n"
+    launcher = installed_launcher() if command is None else None
+    hooks = launcher_hooks(launcher) if launcher else copilot_hooks(command or hook_command())
+    body = json.dumps(hooks, indent=2) + "\n"
     status = _write_if_changed(target, body.encode(), private=False)
     if report is not None:
         report(f"{status} {target}")
@@ -328,7 +374,11 @@ def is_our_copilot_hooks(path: Path) -> bool:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         hooks = data["hooks"].values()
-        return any(COPILOT_MARKER in h.get("bash", "") for group in hooks for h in group)
+        return any(
+            COPILOT_MARKER in h.get("bash", "") or is_launcher_command(h.get("bash", ""))
+            for group in hooks
+            for h in group
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 

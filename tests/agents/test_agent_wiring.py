@@ -219,9 +219,19 @@ def test_doctor_names_the_wiring(world: dict[str, str], tmp_path: Path) -> None:
     for name in ("opencode_plugin", "copilot_hooks", "copilot_mcp"):
         assert checks[name]["status"] == "ok", checks[name]
     assert str(EXE) in checks["copilot_hooks"]["detail"]  # the launcher's entry point
-    # The hooks and the MCP server name a llmem-hooks that is gone: doctor says so.
+    # The hooks run the launcher, which finds llmem-hooks through the entry point: one
+    # that names a llmem-hooks that is gone is said.
+    entry = Path(world["LLMEM_HOME"]) / "entry-point"
+    entry.write_text("/gone/llmem-hooks\n")
+    checks = _doctor(world)
+    assert checks["copilot_hooks"]["status"] == "warn"
+    assert "/gone/llmem-hooks" in checks["copilot_hooks"]["detail"]
+    entry.write_text(f"{EXE}\n")
+    # The hooks, their launcher and the MCP server name what is gone: doctor says so.
     hooks = Path(world["COPILOT_HOME"]) / "hooks" / "llmem.json"
-    hooks.write_text(hooks.read_text().replace(str(EXE), "/gone/llmem-hooks"))
+    launcher = str(ROOT / "bin" / "llmem-hook")
+    assert launcher in hooks.read_text()  # the plugin's launcher (editable: the checkout's)
+    hooks.write_text(hooks.read_text().replace(launcher, "/gone/llmem-hooks"))
     mcp = Path(world["COPILOT_HOME"]) / "mcp-config.json"
     mcp.write_text(mcp.read_text().replace(str(EXE), "/gone/llmem-hooks"))
     settings = Path(world["LLMEM_HOME"]) / "plugin.json"

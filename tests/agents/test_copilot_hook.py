@@ -30,8 +30,9 @@ from llmem_hooks.agents import copilot_hook
 from llmem_hooks.agents.install import (
     copilot_hooks,
     copilot_hooks_path,
-    hook_command,
     install_copilot,
+    installed_launcher,
+    launcher_hooks,
     plugin_hooks,
     uninstall_copilot,
 )
@@ -616,9 +617,13 @@ def test_install_copilot_is_idempotent(
     ]
     assert _mode(target) == 0o644 and _mode(mcp) == 0o600
     installed = json.loads(target.read_text())
-    assert installed == copilot_hooks(hook_command())
+    launcher = installed_launcher()  # this checkout's bin/llmem-hook (an editable install)
+    assert launcher == ROOT / "bin" / "llmem-hook"
+    assert installed == launcher_hooks(launcher)  # the plugin's fast paths, user-wide
     command = installed["hooks"]["sessionStart"][0]["bash"]
-    assert command.startswith(str(HOOK_EXE)), command  # absolute: works without PATH
+    assert command.startswith(f"sh {launcher} "), command  # absolute: works without PATH
+    entry = Path(os.environ["LLMEM_HOME"]) / "entry-point"
+    assert entry.read_text().strip() == str(HOOK_EXE)  # where the launcher finds us
     # The installed command, as Copilot runs it, without llmem-hooks on PATH.
     proc = subprocess.run(
         ["/bin/bash", "-c", command],

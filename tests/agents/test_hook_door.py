@@ -368,3 +368,30 @@ def test_a_copilot_home_the_request_file_cannot_carry_goes_to_the_hook(
     out, _ = launch(env, "userPromptSubmitted", payload(repo, "nl-home", prompt=QUESTION))
     assert out == "RAN\n"
     assert door_files(Path(world["LLMEM_HOME"])) == ["in"]
+
+
+def test_user_level_hooks_go_through_the_door_too(
+    world: dict[str, str], repo: Path, tmp_path: Path, sidecar: subprocess.Popen[bytes]
+) -> None:
+    """``install --copilot`` points Copilot's user-level hooks at the same launcher: run
+    as Copilot runs them (``bash -c``), they start no Python while the sidecar runs."""
+    from llmem_hooks.agents.install import install_copilot
+
+    hooks_file = install_copilot()[0]
+    hooks = json.loads(hooks_file.read_text())["hooks"]
+    for event, fields in (
+        ("sessionStart", {"source": "new"}),
+        ("userPromptSubmitted", {"prompt": QUESTION}),
+    ):
+        proc = subprocess.run(
+            ["bash", "-c", hooks[event][0]["bash"]],
+            input=payload(repo, "user-level", **fields),
+            env=world,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert proc.returncode == 0 and proc.stderr == b""
+        if event == "sessionStart":
+            assert "pg-orchid-7" in json.loads(proc.stdout)["additionalContext"]
+    assert not (tmp_path / "it-ran").exists()
