@@ -9,27 +9,26 @@ call to the running sidecar with the shell's built-ins, ``mkfifo`` and ``cat``:
 1. the launcher makes the FIFO ``door/r.<its pid>`` (0600), writes ``door/q.<its pid>``
    (first line ``$COPILOT_HOME`` or empty, then the payload as read from stdin), and
    writes the line ``<its pid> <event>`` to the FIFO ``door/in``;
-2. the door (a thread of the sidecar) reads that line, reads and removes the request
-   file, runs `hook_relay.relay` (the same `copilot_hook.handle` as every other route,
-   with the relay's deadline), opens the reply FIFO once the launcher reads it, writes
-   what the hook prints (one JSON line, or nothing), closes it (the launcher's ``cat``
-   ends) and removes it.
+2. the door (a thread of the sidecar) reads that line and holds the reply FIFO open
+   (read-write, which never waits: the launcher's ``cat`` opens it at once), reads and
+   removes the request file, runs `hook_relay.relay` (the same `copilot_hook.handle` as
+   every other route, with the relay's deadline), writes what the hook prints (one JSON
+   line, or nothing), waits until ``cat`` has read it, removes the FIFO and closes it:
+   ``cat`` ends.
 
 Rules: ``door/`` is 0700 in LLMEM_HOME and made by the sidecar; request files must be
-regular files of our uid (opened without following links), reply FIFOs FIFOs of our uid;
-a launcher that gives up (Copilot's timeout) costs the door one reply it cannot deliver
-within `REPLY_OPEN_S`. Whatever goes wrong, the door opens and closes the reply FIFO
-when it exists (the launcher then prints nothing: fail open), so a launcher waits on a
-live sidecar at most the relay's deadline plus `REPLY_OPEN_S`. The launcher uses the door
-only while ``sidecar.pid`` names a live process and ``door/in`` is a FIFO in a folder of
-ours; otherwise it starts the hook (front, then the full hook) as before. The sidecar
-removes ``door/in`` when it stops and clears the folder when it starts.
+regular files of our uid (opened without following links), reply FIFOs FIFOs of our uid.
+Whatever goes wrong, the reply FIFO is removed and closed, and the launcher prints
+nothing (fail open): a sidecar killed mid-call closes it too, a ``cat`` that comes late
+finds no FIFO, and an answer nobody reads is given up after `REPLY_OPEN_S`. The launcher
+uses the door only while ``sidecar.pid`` names a live process and ``door/in`` is a FIFO
+in a folder of ours; otherwise it starts the hook (front, then the full hook) as before.
+The sidecar removes ``door/in`` when it stops and clears the folder when it starts.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import select
@@ -50,7 +49,7 @@ IN_FIFO = "in"
 MAX_REQUEST_BYTES = (1 << 20) + 4096  # copilot_hook.MAX_STDIN_BYTES and a $COPILOT_HOME line
 MAX_LINE = 64  # "<pid> <event>": anything longer is not a launcher's
 MAX_IN_FLIGHT = 16  # calls answered at once; more get nothing (their launchers print nothing)
-REPLY_OPEN_S = 0.5  # how long a launcher may take to open its reply FIFO for reading
+REPLY_OPEN_S = 0.5  # how long an answer waits for the launcher's cat to read it
 STALE_S = 30.0  # request files and FIFOs older than this are a dead launcher's
 
 
@@ -181,12 +180,15 @@ class HookDoor:
             self._refuse(pid)
 
     def _refuse(self, pid: str) -> None:
-        """An empty answer, at once: the request file removed, the reply FIFO closed."""
+        """An empty answer, at once: the request file and the reply FIFO removed, and an
+        end of file for a ``cat`` that had opened it."""
         path = self.folder / f"q.{pid}"
         with contextlib.suppress(OSError):
             if stat.S_ISREG(os.lstat(path).st_mode):
                 os.unlink(path)
-        self._close_reply(pid, None, time.monotonic() + REPLY_OPEN_S)
+        hold = self._hold_reply(pid)
+        if hold is not None:
+            self._deliver(pid, None, hold, 0.0)
 
     def _answer(self, pid: str, event: str) -> None:
         output: str | None = None
@@ -201,9 +203,7 @@ class HookDoor:
             log_line(f"door: {event[:40]} failed: {type(exc).__name__}: {exc}")
         finally:
             try:
-                if hold is None:
-                    self._close_reply(pid, None, time.monotonic() + REPLY_OPEN_S)
-                else:
+                if hold is not None:  # else no FIFO of a launcher's to answer through
                     self._deliver(pid, output, hold, time.monotonic() + REPLY_OPEN_S)
             finally:
                 self._slots.release()
@@ -276,34 +276,6 @@ class HookDoor:
             return None
         return os.fsdecode(head), payload
 
-    def _close_reply(self, pid: str, output: str | None, deadline: float) -> None:
-        """Write ``output`` (one line) into the launcher's FIFO ``r.<pid>``, once its
-        reader has opened it (a write-only open succeeds only then: by ``deadline``, while
-        the launcher lives), and close and remove it."""
-        path = self.folder / f"r.{pid}"
-        fd = None
-        while fd is None:
-            try:
-                st = os.lstat(path)
-                if not stat.S_ISFIFO(st.st_mode) or st.st_uid != os.getuid():
-                    return  # not a launcher's FIFO: nothing to open or remove
-                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError as exc:
-                if exc.errno != errno.ENXIO or time.monotonic() > deadline or not _alive(pid):
-                    break  # gone, or its reader never came
-                time.sleep(0.002)  # the launcher has not opened it yet
-        try:
-            with contextlib.suppress(OSError):  # before its end of file (see `_deliver`)
-                os.unlink(path)
-            if fd is not None and output:
-                data = (output + "\n").encode("utf-8", "replace")
-                os.set_blocking(fd, True)
-                with contextlib.suppress(OSError):  # the reader went away (EPIPE)
-                    _write_all(fd, data)
-        finally:
-            if fd is not None:
-                os.close(fd)
-
 
 def _alive(pid: str) -> bool:
     """Whether the launcher ``pid`` still runs (a launcher Copilot gave up on is gone)."""
@@ -325,12 +297,6 @@ def _unread(fd: int) -> int:
     buf = array.array("i", [0])
     fcntl.ioctl(fd, termios.FIONREAD, buf, True)
     return buf[0]
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def start(service: Any, home: Path) -> HookDoor | None:
