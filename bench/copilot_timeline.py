@@ -2,7 +2,11 @@
 plugin, with the floor plugin (hooks running ``true``, a bare MCP server) and with ours,
 read from each session's own ``events.jsonl``.
 
-Usage: python bench/copilot_timeline.py [--runs 20] [--memories 400]
+Usage: python bench/copilot_timeline.py [--runs 20] [--memories 400] [--user-level]
+
+``--user-level`` compares the hooks ``install --copilot`` writes to
+``$COPILOT_HOME/hooks/llmem.json`` instead of plugins: calling llmem-hooks directly (what
+it wrote before) against running the installed copy's launcher (what it writes now).
 
 The same world as `bench/agent_overhead.py` (its helpers: an installed copy of this
 checkout, a running sidecar, the fake model server). Per variant, the medians (ms) of:
@@ -53,6 +57,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--memories", type=int, default=400)
+    ap.add_argument("--user-level", action="store_true", help="user-level hooks, not plugins")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="llmem-timeline-"))
     try:
@@ -67,7 +72,18 @@ def main() -> int:
             cp.env["PATH"] = os.pathsep.join([str(bin_dir), cp.env["PATH"]])
             cp.env["LLMEM_HOOKS_BIN"] = str(bin_dir / "llmem-hooks")
             sidecar = cp.sidecar().start()
+            variants: dict[str, Path | dict[str, object] | None]
             variants = {"none": None, "floor": bench.shell_plugin(root), "ours": bench.REPO}
+            hooks_file = Path(cp.env["COPILOT_HOME"]) / "hooks" / "llmem.json"
+            if args.user_level:
+                from llmem_hooks.agents.install import copilot_hooks, launcher_hooks
+
+                launcher = bin_dir.parent / "share" / "llmem-hooks" / "llmem-hook"
+                variants = {
+                    "none": None,
+                    "direct hooks": copilot_hooks(str(bin_dir / "llmem-hooks")),
+                    "launcher hooks": launcher_hooks(launcher),
+                }
             rows: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
             try:
                 for _ in range(args.runs + 1):
@@ -75,7 +91,11 @@ def main() -> int:
                         sid = str(uuid.uuid4())
                         cmd = [str(copilot), "-p", bench.PROMPT, f"--session-id={sid}"]
                         cmd += ["--allow-all-tools", "--no-auto-update"]
-                        if plugin is not None:
+                        hooks_file.unlink(missing_ok=True)
+                        if isinstance(plugin, dict):
+                            hooks_file.parent.mkdir(parents=True, exist_ok=True)
+                            hooks_file.write_text(json.dumps(plugin))
+                        elif plugin is not None:
                             cmd += ["--plugin-dir", str(plugin)]
                         t0 = time.time()
                         wall = bench.timed(cmd, cp.repo, cp.env)
@@ -108,7 +128,7 @@ def main() -> int:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"{args.runs} rounds, {args.memories} memories; medians in ms after session.start")
-    keys = list(rows["ours"][0])
+    keys = list(next(iter(rows.values()))[0])
     print("| variant | " + " | ".join(keys) + " |")
     print("|---|" + "---:|" * len(keys))
     for name, runs in rows.items():
