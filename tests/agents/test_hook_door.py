@@ -400,3 +400,14 @@ def test_user_level_hooks_go_through_the_door_too(
         if event == "sessionStart":
             assert "pg-orchid-7" in json.loads(proc.stdout)["additionalContext"]
     assert not (tmp_path / "it-ran").exists()
+
+
+def test_a_payload_that_is_not_utf8_gets_nothing_and_leaves_nothing(
+    world: dict[str, str], repo: Path, tmp_path: Path, sidecar: subprocess.Popen[bytes]
+) -> None:
+    data = payload(repo, "bad-bytes", prompt=QUESTION).replace(b"staging", b"stag\xff\xfeing")
+    out, _ = launch(world, "userPromptSubmitted", data)
+    assert out == "" and not (tmp_path / "it-ran").exists()
+    assert door_files(Path(world["LLMEM_HOME"])) == ["in"]
+    out, _ = launch(world, "sessionStart", payload(repo, "after-bad-bytes", source="new"))
+    assert "pg-orchid-7" in out
