@@ -445,6 +445,7 @@ def copilot_checks(config: Config) -> list[Check]:
         copilot_hooks_path,
         copilot_mcp_path,
         entry_point_path,
+        is_launcher_command,
         is_our_copilot_hooks,
         is_our_mcp_entry,
     )
@@ -472,10 +473,11 @@ def copilot_checks(config: Config) -> list[Check]:
     else:
         try:
             data = json.loads(hooks.read_text(encoding="utf-8"))
-            commands = {_first_word(h.get("bash", "")) for g in data["hooks"].values() for h in g}
+            lines: list[str] = [h.get("bash", "") for g in data["hooks"].values() for h in g]
+            commands: set[str | None] = {_first_word(b) for b in lines}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            commands = {None}
-        scripts = {c for c in commands if c is not None and c.endswith("/llmem-hook")}
+            lines, commands = [], {None}
+        scripts = {_first_word(b) for b in lines if is_launcher_command(b)} - {None}
         if scripts and not (recorded and _resolvable(recorded)):
             commands.add(recorded or "the llmem-hooks of $LLMEM_HOME/entry-point")
         broken = sorted(

@@ -100,9 +100,9 @@ class HookDoor:
         if self._fd is not None:
             with contextlib.suppress(OSError):  # launchers that wrote in time get an end
                 for line in os.read(self._fd, 65536).split(b"\n"):
-                    parts = line.split(b" ")
-                    if len(parts) == 2 and parts[0].isdigit() and len(parts[0]) <= 10:
-                        self._refuse(parts[0].decode())
+                    call = _launcher_call(line)
+                    if call is not None:
+                        self._refuse(call[0])
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
@@ -162,10 +162,10 @@ class HookDoor:
                 self._clear(max_age=STALE_S)
 
     def _dispatch(self, line: bytes) -> None:
-        parts = line.split(b" ")
-        if len(parts) != 2 or not parts[0].isdigit() or len(parts[0]) > 10:
+        call = _launcher_call(line)
+        if call is None:
             return
-        pid, event = parts[0].decode(), parts[1].decode("ascii", "replace")
+        pid, event = call
         if not self._slots.acquire(blocking=False):
             log_line(f"door: {event[:40]} not answered: {MAX_IN_FLIGHT} calls in flight")
             self._refuse(pid)
@@ -275,6 +275,14 @@ class HookDoor:
             log_line("door: a payload that is not UTF-8")
             return None
         return os.fsdecode(head), payload
+
+
+def _launcher_call(line: bytes) -> tuple[str, str] | None:
+    """``(pid, event)`` of a launcher's line ``<pid> <event>``; None for any other line."""
+    parts = line.split(b" ")
+    if len(parts) != 2 or not parts[0].isdigit() or len(parts[0]) > 10:
+        return None
+    return parts[0].decode(), parts[1].decode("ascii", "replace")
 
 
 def _alive(pid: str) -> bool:
