@@ -89,10 +89,19 @@ EVENTS = (
     "errorOccurred",
     "postToolUse",
 )
-# Events on which a missing sidecar is started (not userPromptSubmitted: it runs at the
-# same time as sessionStart, and one start attempt per process launch is enough).
+# Events on which a missing sidecar is started. userPromptSubmitted too: the plugin hooks
+# no end-of-turn event any more, so a sidecar that died mid-session is restarted at the
+# next prompt (the first prompt's hook rarely gets here: sessionStart's stamp answers it).
 AUTOSTART_EVENTS = frozenset(
-    {"sessionStart", "agentStop", "preCompact", "sessionEnd", "subagentStop", "errorOccurred"}
+    {
+        "sessionStart",
+        "userPromptSubmitted",
+        "agentStop",
+        "preCompact",
+        "sessionEnd",
+        "subagentStop",
+        "errorOccurred",
+    }
 )
 
 

@@ -305,6 +305,18 @@ def _script(path: str) -> str | None:
     return path if Path(path).is_absolute() and Path(path).is_file() else None
 
 
+def _missing_mcp_part(server: Any) -> str | None:
+    """What our MCP server entry runs that is gone: its command, or the launcher script
+    it hands to ``sh`` (`install.mcp_server_entry`); None when both are there."""
+    command, args = str(server["command"]), server.get("args") or []
+    if _resolvable(command) is None:
+        return command
+    for arg in args[:-1]:
+        if isinstance(arg, str) and arg.endswith("llmem-hook") and _script(arg) is None:
+            return arg
+    return None
+
+
 def _first_word(bash: str) -> str | None:
     """The program a hook's shell line runs (after an ``exec 3<&0;`` prefix, or the
     ``p=$(cat); case ...`` filter of postToolUse: the program the payload is piped to;
@@ -506,10 +518,8 @@ def copilot_checks(config: Config) -> list[Check]:
         checks.append(
             Check("copilot_mcp", "warn", f"no {MCP_SERVER_NAME!r} server of ours in {mcp}")
         )
-    elif _resolvable(str(server["command"])) is None:  # type: ignore[index]
-        checks.append(
-            Check("copilot_mcp", "warn", f"{mcp}: the command {server['command']!r} does not exist")  # type: ignore[index]
-        )
+    elif (gone := _missing_mcp_part(server)) is not None:
+        checks.append(Check("copilot_mcp", "warn", f"{mcp}: {gone!r} does not exist"))
     else:
         checks.append(Check("copilot_mcp", "ok", f"{mcp} ({MCP_SERVER_NAME!r})"))
     state = home / "session-state"

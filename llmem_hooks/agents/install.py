@@ -191,18 +191,14 @@ def uninstall_opencode(report: Report | None = None) -> list[Path]:
 
 # -- GitHub Copilot CLI -------------------------------------------------------------------------
 COPILOT_HOOKS_FILE = "llmem.json"
-COPILOT_HOOK_EVENTS = (
-    "sessionStart",
-    "userPromptSubmitted",
-    "postToolUse",
-    "agentStop",
-    "preCompact",
-    "sessionEnd",
-)
-# Events whose output Copilot uses: it waits for these. The others only (re)start the
-# sidecar, so their command returns at once and the hook runs detached. postToolUse is
+# The events we hook: those whose output Copilot uses (it waits for each). postToolUse is
 # recall for the file in hand (the plugin's launcher starts Python only for file tools).
-COPILOT_SYNC_EVENTS = frozenset({"sessionStart", "userPromptSubmitted", "postToolUse"})
+# Not agentStop, preCompact or sessionEnd: the sidecar sees them in the session's
+# events.jsonl, their hooks only restarted a sidecar that was not running (sessionStart
+# and userPromptSubmitted do that too), and Copilot waits for every hook it runs: two
+# shell starts at the end of every `copilot -p` (docs/copilot.md). Hooks files written
+# before still work: the launcher and `hook copilot` accept every event.
+COPILOT_HOOK_EVENTS = ("sessionStart", "userPromptSubmitted", "postToolUse")
 COPILOT_HOOK_TIMEOUT_S = 5  # the hook gives up after ~1.5 s on its own
 COPILOT_MARKER = "llmem-hooks hook copilot"  # in every command we write
 PLUGIN_LAUNCHER = "bin/llmem-hook"  # the repository's launcher (hooks.json, plugin.json)
@@ -237,11 +233,9 @@ def _hook_entry(bash: str) -> dict[str, Any]:
 
 
 def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
-    """The hooks file content for Copilot CLI: one command hook per lifecycle event that
-    fails open even when ``command`` is missing (stderr dropped, ``|| true``). Events in
-    `COPILOT_SYNC_EVENTS` run in the foreground; the others are started detached (stdin
-    passed on through fd 3: a background job's stdin is /dev/null) so Copilot does not
-    wait for a Python start at every turn's and the session's end."""
+    """The hooks file content for Copilot CLI: one command hook per event of
+    `COPILOT_HOOK_EVENTS` that fails open even when ``command`` is missing (stderr
+    dropped, ``|| true``)."""
     hooks: dict[str, list[dict[str, Any]]] = {}
     for event in COPILOT_HOOK_EVENTS:
         if event == "sessionStart":  # a command that is gone is said once, not swallowed
@@ -256,10 +250,8 @@ def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
                 f"p=$(cat); case $p in {names}) printf '%s' \"$p\" | {command} hook copilot"
                 f" {event} 2>/dev/null ;; esac; true"
             )
-        elif event in COPILOT_SYNC_EVENTS:
-            bash = f"{command} hook copilot {event} 2>/dev/null || true"
         else:
-            bash = f"exec 3<&0; {command} hook copilot {event} <&3 >/dev/null 2>&1 3<&- & true"
+            bash = f"{command} hook copilot {event} 2>/dev/null || true"
         hooks[event] = [_hook_entry(bash)]
     return {"version": 1, "hooks": hooks}
 
@@ -412,8 +404,14 @@ def copilot_mcp_path() -> Path:
 
 def mcp_server_entry(command: Sequence[str] | None = None) -> dict[str, Any]:
     """Our server in Copilot CLI's user config form (what ``copilot mcp add`` writes):
-    this installation's ``llmem-hooks`` (absolute), argument ``mcp``."""
-    base = list(command) if command else sidecar_command()[:-1]
+    this installation's launcher (`installed_launcher`), which answers the handshake
+    Copilot waits for before every first turn without starting Python, else ``command``
+    or this installation's ``llmem-hooks`` (absolute); argument ``mcp``."""
+    launcher = installed_launcher() if not command else None
+    if launcher is not None:
+        base = ["/bin/sh", str(launcher)]
+    else:
+        base = list(command) if command else sidecar_command()[:-1]
     return {"type": "local", "command": base[0], "args": [*base[1:], "mcp"], "tools": ["*"]}
 
 
@@ -424,8 +422,8 @@ def is_our_mcp_entry(entry: Any) -> bool:
     command, args = entry.get("command"), entry.get("args")
     if not isinstance(command, str) or not isinstance(args, list) or args[-1:] != ["mcp"]:
         return False
-    if any(isinstance(a, str) and a.endswith(PLUGIN_LAUNCHER) for a in args):
-        return True  # the plugin manifest's server, through the launcher
+    if any(isinstance(a, str) and a.endswith((PLUGIN_LAUNCHER, LAUNCHER_DATA)) for a in args):
+        return True  # through a launcher: the plugin manifest's, or installed with the wheel
     return Path(command).name == "llmem-hooks" or "llmem_hooks.cli" in args
 
 

@@ -18,6 +18,14 @@ cache for the next start.
 
 Imports only `os`, `sys`, `home` and `wire_json` (the interpreter's C JSON codec, not the
 ``json`` package) until a message needs the SDK server.
+
+The plugin's launcher (``bin/llmem-hook mcp``) goes one step further: it answers the
+handshake itself, in the shell, from a copy of the same answers this front keeps in
+``<LLMEM_HOME>/mcp-front/`` (`sync_shell_answers`), and starts this front only at the first
+line it cannot answer, handing it the client's ``initialize`` (already answered:
+`ANSWERED_ENV`), ``notifications/initialized`` and that line. Copilot waits for the
+handshake before every first turn; a shell answers it in ~2 ms of CPU, an interpreter's
+start costs ~15 ms.
 """
 
 from __future__ import annotations
@@ -50,6 +58,18 @@ METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the server does not ha
 FRONT_METHODS = frozenset({"initialize", "tools/list", "ping"})
 FINISH_WAIT_S = 5.0  # at the end of input, how long the requests in flight may still take
 LONE_SURROGATE_MARK = "\ufdd0"  # a noncharacter standing in for a lone UTF-16 surrogate
+# The launcher's copy of the answers (read by `bin/llmem-hook`; the format is the two's
+# contract): <LLMEM_HOME>/mcp-front/handshake holds, one per line, SHELL_MAGIC, the
+# llmem-hooks it is for, the protocol versions, the latest, the SDK's request methods
+# (space-separated), what follows ``"protocolVersion":"<v>"`` in initialize's result, the
+# name of the file holding tools/list's result, the cache stamp, then the files that must
+# not be newer than it (a shell can test that with ``-nt``; it cannot read a stamp).
+SHELL_DIR = "mcp-front"
+SHELL_FILE = "handshake"
+SHELL_MAGIC = "llmem-hooks mcp front 1"
+# Set (to "1") by the launcher when the first line it hands over is an initialize it has
+# already answered: this front takes it in without answering it again.
+ANSWERED_ENV = "LLMEM_MCP_FRONT_ANSWERED"
 
 
 def cache_path() -> str:
@@ -150,6 +170,95 @@ def sdk_request_methods() -> list[str]:
     return _SDK_METHODS[0]
 
 
+def _shell_word(text: str) -> bool:
+    """A version or method name the launcher may print as is (and match with ``case``)."""
+    return bool(text) and text.isascii() and all(c.isalnum() or c in "/._-" for c in text)
+
+
+def _shell_tools_name(name: str) -> bool:
+    """A tools file name the launcher accepts (``tools.<hex>.json``, no path)."""
+    middle = name[len("tools.") : -len(".json")]
+    return name.startswith("tools.") and name.endswith(".json") and middle.isalnum()
+
+
+def _shell_deps(stamp: list[Any], exe: str) -> list[str]:
+    here = os.path.abspath(__file__)
+    dirs = [e[0] for e in stamp[3:] if isinstance(e, list) and e and isinstance(e[0], str)]
+    return [here, SERVER_MODULE, TOOLS_FILE, exe, *dirs]
+
+
+def _shell_current(path: str, stamp_line: str, exe: str, deps: list[str]) -> bool:
+    """Whether the launcher's copy is this cache's, for ``exe``, and no file it depends on
+    is newer than it (the launcher's own test, so neither side keeps a copy the other
+    refuses)."""
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        with os.fdopen(os.open(path, flags), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            lines = fh.read(MAX_CACHE_BYTES).decode("utf-8").split("\n")
+        if not stat.S_ISREG(st.st_mode) or len(lines) < 9 or lines[0] != SHELL_MAGIC:
+            return False
+        if lines[1] != exe or lines[7] != stamp_line or [x for x in lines[8:] if x] != deps:
+            return False
+        if not _shell_tools_name(lines[6]):
+            return False
+        tools = os.lstat(os.path.join(os.path.dirname(path), lines[6]))
+        if not stat.S_ISREG(tools.st_mode):
+            return False
+        return all(os.stat(dep).st_mtime_ns <= st.st_mtime_ns for dep in deps)
+    except (OSError, ValueError):
+        return False
+
+
+def sync_shell_answers(stamp: list[Any], cache: dict[str, Any], exe: str | None) -> None:
+    """Keep the launcher's copy of ``cache`` (see `SHELL_FILE`) in step, for ``exe`` (the
+    ``llmem-hooks`` the launcher runs); never raises: it is only a speed-up, and without
+    it the launcher starts this front for everything."""
+    if exe is None:
+        return
+    try:
+        folder = os.path.join(os.path.dirname(cache_path()), SHELL_DIR)
+        path = os.path.join(folder, SHELL_FILE)
+        stamp_line = json.dumps(stamp, separators=(",", ":"))
+        deps = _shell_deps(stamp, exe)
+        if _shell_current(path, stamp_line, exe, deps):
+            return
+        words = [*cache["versions"], cache["latest"], *cache["requests"]]
+        if not all(isinstance(w, str) and _shell_word(w) for w in words):
+            return
+        if any("\n" in p or "\r" in p for p in (exe, *deps)):
+            return
+        init = {k: v for k, v in cache["initialize"].items() if k != "protocolVersion"}
+        rest = json.dumps(init, separators=(",", ":"))
+        tail = "}" if rest == "{}" else "," + rest[1:]
+        tools = json.dumps(cache["tools"], separators=(",", ":"))
+        if "\n" in tail or "\n" in tools:
+            return
+        import hashlib
+        from pathlib import Path
+
+        from ..paths import write_private_file
+
+        name = f"tools.{hashlib.sha256(tools.encode()).hexdigest()[:16]}.json"
+        write_private_file(Path(folder, name), tools)
+        head = [SHELL_MAGIC, exe, " ".join(cache["versions"]), cache["latest"]]
+        head += [" ".join(cache["requests"]), tail, name, stamp_line, *deps]
+        write_private_file(Path(path), "\n".join(head) + "\n")
+        for other in os.listdir(folder):
+            if other.startswith("tools.") and other != name:
+                os.unlink(os.path.join(folder, other))
+    except Exception:
+        pass
+
+
+def entry_point() -> str | None:
+    """The ``llmem-hooks`` script this process runs as (what the launcher starts), if any."""
+    exe = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(exe) != "llmem-hooks" or not os.access(exe, os.X_OK):
+        return None
+    return exe
+
+
 class _Backend:
     """The SDK server in a thread, reading from one pipe and writing to another; a reader
     thread forwards its lines to ``emit`` (except the answer to the replayed initialize)."""
@@ -230,13 +339,18 @@ def serve(
     server_module: str,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
+    exe: str | None = None,
 ) -> int:
-    """Serve MCP on stdio until the client closes stdin (see the module docstring)."""
+    """Serve MCP on stdio until the client closes stdin (see the module docstring);
+    ``exe``: the ``llmem-hooks`` the launcher runs, whose copy of the answers to keep."""
     src = stdin if stdin is not None else sys.stdin.buffer
     dst = stdout if stdout is not None else sys.stdout.buffer
     lock = _thread.allocate_lock()  # the front and the SDK server's reader both write
     stamp = cache_stamp(server_module)
     cache = load_cache(stamp)
+    answered = os.environ.pop(ANSWERED_ENV, "") == "1"
+    if cache is not None:
+        sync_shell_answers(stamp, cache, exe)
     seen: dict[str, Any] = {"init": None, "initialized": False, "ids": {}}
     learned: dict[str, Any] = {}
 
@@ -246,6 +360,9 @@ def serve(
             learned[method] = message["result"]
             if len(learned) == 2:
                 save_cache(stamp, learned["initialize"], learned["tools/list"])
+                saved = load_cache(stamp)
+                if saved is not None:
+                    sync_shell_answers(stamp, saved, exe)
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
         with lock:
             dst.write(data)
@@ -267,6 +384,15 @@ def serve(
             message = json.loads(raw)
         except (ValueError, RecursionError):  # absurd nesting too
             message = None
+        if answered:
+            answered = False
+            if isinstance(message, dict) and message.get("method") == "initialize":
+                # The launcher answered it: taken in, and the SDK server (if one runs
+                # already) sees it under the private id whose answer is dropped.
+                seen["init"] = message
+                if backend is not None:
+                    backend.send({**message, "id": REPLAY_ID})
+                continue
         if backend is None and isinstance(message, dict):
             if _answer(message, cache, seen, emit):  # type: ignore[arg-type]
                 continue
@@ -331,7 +457,7 @@ def serve_default() -> int:
         return server
 
     try:
-        return serve(build, SERVER_MODULE)
+        return serve(build, SERVER_MODULE, exe=entry_point())
     finally:
         for seam in seams:
             seam.close()

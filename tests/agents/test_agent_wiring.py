@@ -233,7 +233,8 @@ def test_doctor_names_the_wiring(world: dict[str, str], tmp_path: Path) -> None:
     assert launcher in hooks.read_text()  # the plugin's launcher (editable: the checkout's)
     hooks.write_text(hooks.read_text().replace(launcher, "/gone/llmem-hooks"))
     mcp = Path(world["COPILOT_HOME"]) / "mcp-config.json"
-    mcp.write_text(mcp.read_text().replace(str(EXE), "/gone/llmem-hooks"))
+    assert launcher in mcp.read_text()  # the MCP server through the launcher too
+    mcp.write_text(mcp.read_text().replace(launcher, "/gone/llmem-hooks/bin/llmem-hook"))
     settings = Path(world["LLMEM_HOME"]) / "plugin.json"
     settings.write_text(settings.read_text().replace(str(EXE), "/gone/llmem-hooks"))
     checks = _doctor(world)

@@ -570,14 +570,9 @@ def test_autostart_starts_one_detached_sidecar(repo: Path, llmem_home: Path) -> 
 def test_repo_hooks_json_and_plugin_manifest() -> None:
     hooks = json.loads((ROOT / "hooks.json").read_text())
     assert hooks == plugin_hooks()  # through bin/llmem-hook: no PATH needed
-    assert set(hooks["hooks"]) == {
-        "sessionStart",
-        "userPromptSubmitted",
-        "postToolUse",
-        "agentStop",
-        "preCompact",
-        "sessionEnd",
-    }
+    # Only the events whose output Copilot uses: it waits for every hook it runs, and the
+    # sidecar sees the others in events.jsonl.
+    assert set(hooks["hooks"]) == {"sessionStart", "userPromptSubmitted", "postToolUse"}
     manifest = json.loads((ROOT / ".github" / "plugin" / "plugin.json").read_text())
     assert manifest["name"] == "llmem-hooks" and manifest["version"]
     # Copilot resolves the manifest's "hooks" against the plugin root (--plugin-dir).

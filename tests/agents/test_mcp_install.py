@@ -14,6 +14,7 @@ from llmem_hooks.agents.install import (
     MCP_SERVER_NAME,
     copilot_mcp_path,
     install_copilot_mcp,
+    installed_launcher,
     is_our_mcp_entry,
     mcp_server_entry,
     uninstall_copilot_mcp,
@@ -59,6 +60,9 @@ def test_install_creates_a_private_file(
     entry = data["mcpServers"]["llmem"]
     assert entry == mcp_server_entry() and entry["args"][-1] == "mcp"
     assert Path(entry["command"]).is_absolute()  # works without PATH
+    # Through this installation's launcher (it answers the handshake without Python).
+    assert entry["command"] == "/bin/sh" and entry["args"] == [str(installed_launcher()), "mcp"]
+    assert is_our_mcp_entry(entry)
     assert _mode(target) == 0o600
     assert lines == [f"installed {target} (MCP server 'llmem')"]
 

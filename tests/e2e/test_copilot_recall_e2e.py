@@ -29,6 +29,7 @@ import pytest
 from copilot_harness import CopilotEnv, last_user_text, messages, session_context
 from oc_harness import SidecarProcess
 
+from llmem_hooks.agents.install import installed_launcher
 from llmem_hooks.store import MemoryStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.copilot]
@@ -128,6 +129,12 @@ def test_a_prompt_about_the_old_fact_carries_it(world: CopilotEnv) -> None:
 
 
 def test_b_memory_search_through_the_plugin_mcp_server(world: CopilotEnv) -> None:
+    # The launcher answers Copilot's handshake itself from the copy the Python front left
+    # at the first start, and hands the tool call over to Python.
+    handshake = world.llmem_home / "mcp-front" / "handshake"
+    if not handshake.is_file():
+        world.prompt("hello")
+    assert handshake.is_file()
     run = world.prompt('USE-TOOL memory_search {"query": "staging database"}')
     offered = {t["function"]["name"] for t in run.first["body"]["tools"]}
     assert {f"llmem-memory_{n}" for n in ("search", "remember", "forget", "get", "timeline")} <= (
@@ -185,7 +192,8 @@ def test_install_copilot_registers_the_server_copilot_reads(
     servers = json.loads(copilot("mcp", "list", "--json"))["mcpServers"]
     assert set(servers) == {"other", "llmem"}
     ours = servers["llmem"]
-    assert [ours["command"], *ours["args"]] == [str(EXE), "mcp"]
+    # Through this installation's launcher (the checkout's, for an editable install).
+    assert [ours["command"], *ours["args"]] == ["/bin/sh", str(installed_launcher()), "mcp"]
     assert ours["source"] == "user" and ours["enabled"] is True
     llmem("uninstall", "--copilot")
     assert set(json.loads(copilot("mcp", "list", "--json"))["mcpServers"]) == {"other"}
