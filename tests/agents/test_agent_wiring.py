@@ -37,7 +37,8 @@ def world(tmp_path: Path) -> dict[str, str]:
 
 
 def _payload(tmp_path: Path, **extra: Any) -> bytes:
-    body = {"sessionId": SID, "cwd": str(tmp_path), "timestamp": 1795700000000, **extra}
+    now_ms = int(time.time() * 1000)  # Copilot's time of the call
+    body = {"sessionId": SID, "cwd": str(tmp_path), "timestamp": now_ms, **extra}
     return json.dumps(body, ensure_ascii=False).encode()  # as JSON.stringify writes it
 
 
@@ -503,6 +504,15 @@ def test_launcher_answers_the_prompt_session_start_recalled_for(
         launcher, env, "copilot", "userPromptSubmitted", stdin=_payload(tmp_path, prompt="x")
     )
     assert proc.stdout == b"RAN\n"
+    # The call's time is the payload's own (no `date` process); without one, the clock's.
+    lock.write_text(f"{int(time.time())}\n{json.dumps('x')}\n")
+    late = _payload(tmp_path, prompt="x", timestamp=int(time.time() * 1000) + 60_000)
+    assert _launch(launcher, env, "copilot", "userPromptSubmitted", stdin=late).stdout == b"RAN\n"
+    untimed = json.dumps({"sessionId": SID, "prompt": "x"}).encode()
+    for payload in (untimed, _payload(tmp_path, prompt="x")):
+        lock.write_text(f"{int(time.time())}\n{json.dumps('x')}\n")
+        proc = _launch(launcher, env, "copilot", "userPromptSubmitted", stdin=payload)
+        assert (proc.returncode, proc.stdout, lock.read_text()) == (0, b"", "")
 
 
 def test_no_stamp_when_the_prompt_hook_has_a_resume_pack_to_give(
