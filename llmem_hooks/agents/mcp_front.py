@@ -70,6 +70,7 @@ SHELL_MAGIC = "llmem-hooks mcp front 1"
 # Set (to "1") by the launcher when the first line it hands over is an initialize it has
 # already answered: this front takes it in without answering it again.
 ANSWERED_ENV = "LLMEM_MCP_FRONT_ANSWERED"
+SHELL_TOOLS_KEEP_S = 60.0  # a replaced tools file stays this long (a launcher may read it)
 
 
 def cache_path() -> str:
@@ -235,6 +236,7 @@ def sync_shell_answers(stamp: list[Any], cache: dict[str, Any], exe: str | None)
         if "\n" in tail or "\n" in tools:
             return
         import hashlib
+        import time
         from pathlib import Path
 
         from ..paths import write_private_file
@@ -244,9 +246,13 @@ def sync_shell_answers(stamp: list[Any], cache: dict[str, Any], exe: str | None)
         head = [SHELL_MAGIC, exe, " ".join(cache["versions"]), cache["latest"]]
         head += [" ".join(cache["requests"]), tail, name, stamp_line, *deps]
         write_private_file(Path(path), "\n".join(head) + "\n")
+        # Older tools files go once no launcher can still be reading one (two
+        # installations sharing a home take turns writing the copy).
+        old = time.time() - SHELL_TOOLS_KEEP_S
         for other in os.listdir(folder):
-            if other.startswith("tools.") and other != name:
-                os.unlink(os.path.join(folder, other))
+            path = os.path.join(folder, other)
+            if other.startswith("tools.") and other != name and os.lstat(path).st_mtime < old:
+                os.unlink(path)
     except Exception:
         pass
 

@@ -207,3 +207,31 @@ def test_a_copy_that_is_stale_or_not_ours_is_not_used(
     lines[6] = "../../etc/passwd"
     handshake.write_text("\n".join(lines))
     assert _serve(world, OPENING) == good and _starts(tmp_path) == 1
+
+
+def test_launchers_at_once_while_the_copy_is_renewed(world: dict[str, str], tmp_path: Path) -> None:
+    """Sixteen launchers at once, half of them finding the copy stale (so Python answers
+    and renews it while the others read it): every client gets its four answers whole."""
+    _serve(world, OPENING)
+    handshake = Path(world["LLMEM_HOME"]) / mcp_front.SHELL_DIR / mcp_front.SHELL_FILE
+    data = ("\n".join(OPENING) + "\n").encode()
+    procs = []
+    for i in range(16):
+        if i % 2 == 0:
+            earlier = Path(world["LLMEM_HOOKS_BIN"]).stat().st_mtime - 5
+            os.utime(handshake, (earlier, earlier))  # stale: this one starts Python
+        proc = subprocess.Popen(
+            ["sh", str(LAUNCHER), "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=world,
+        )
+        procs.append(proc)
+    for proc in procs:
+        out, err = proc.communicate(data, timeout=120)
+        assert proc.returncode == 0 and err == b"", err[-2000:]
+        answers = _answers(out)
+        assert [a["id"] for a in answers] == [0, 1, 2, 3]
+        assert answers[2]["result"]["tools"] and answers[3] == answers[2] | {"id": 3}
+    assert _starts(tmp_path) >= 2
