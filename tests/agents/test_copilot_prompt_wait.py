@@ -40,7 +40,8 @@ def world(tmp_path: Path) -> dict[str, str]:
 
 
 def _payload(tmp_path: Path, **extra: Any) -> bytes:
-    body = {"sessionId": SID, "cwd": str(tmp_path), "timestamp": 1795700000000, **extra}
+    now_ms = int(time.time() * 1000)  # Copilot's time of the call
+    body = {"sessionId": SID, "cwd": str(tmp_path), "timestamp": now_ms, **extra}
     return json.dumps(body, ensure_ascii=False).encode()  # as JSON.stringify writes it
 
 

@@ -164,6 +164,7 @@ def test_a_listener_of_another_uid_reads_nothing_from_the_front() -> None:
     front sends nothing and the full hook runs (which logs it, see test_socket_trust)."""
     home = Path(tempfile.mkdtemp(prefix="llmem-shared-", dir="/tmp"))
     os.chmod(home, 0o1777)
+    (home / "config.yaml").write_text("copilot:\n  autostart_sidecar: false\n")
     try:
         _foreign(home)
     finally:

@@ -96,6 +96,7 @@ def shared_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     by the other user."""
     home = Path(tempfile.mkdtemp(prefix="llmem-shared-", dir="/tmp"))
     os.chmod(home, 0o1777)
+    (home / "config.yaml").write_text("copilot:\n  autostart_sidecar: false\n")  # the hook's
     monkeypatch.setenv("LLMEM_HOME", str(home))
     try:
         yield home
