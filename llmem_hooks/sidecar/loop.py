@@ -54,7 +54,7 @@ from ..session.hooks import (
     SessionHookCoordinator,
 )
 from ..store import sessions as session_state
-from .lock import single_instance
+from .lock import pid_path, single_instance
 
 if TYPE_CHECKING:
     from ..adapters.base import SessionAdapter
@@ -67,6 +67,7 @@ EXISTENCE_CHECK_S = 1.0  # how often active sessions are checked for deletion
 # it is not taken for deleted until the adapter has shown it, or after this long.
 UNSEEN_GRACE_MS = 60_000
 COALESCE_S = 0.03  # a burst of file events becomes one pass
+PID_CHECK_S = 10.0  # how often the sidecar checks that its pid file still names it
 # Folders watched at once (watchdog runs a thread per watch): the stores' own folders and
 # the most recently changed followed sessions. Others are read by the safety poll.
 MAX_WATCHES = 6
@@ -324,6 +325,11 @@ class Sidecar:
         self._dream_at = 0.0  # monotonic time of the next "is a dream owed?" check
         self._started_ms = int(time.time() * 1000)
         self.citations = StartChecks(coordinator.store, settings.citations)
+        # The pid file that names this process (`run_foreground` sets it): when it no longer
+        # does (its LLMEM_HOME removed, the file deleted), nothing can find this sidecar any
+        # more (hooks, the door, `status`, `stop`) and it stops instead of running on alone.
+        self.pid_file: Path | None = None
+        self._pid_checked = 0.0
         self._load_active()
 
     # -- state -----------------------------------------------------------------------------
@@ -720,6 +726,29 @@ class Sidecar:
             log.info("episode backfill: %d episodes stored", stored)
         return stored
 
+    def _still_named(self) -> bool:
+        """Whether `pid_file` still names this process (read at most every
+        `PID_CHECK_S`; True when there is none to check or it cannot be read for a
+        reason other than its absence)."""
+        now = time.monotonic()
+        if self.pid_file is None or now - self._pid_checked < PID_CHECK_S:
+            return True
+        self._pid_checked = now
+        try:
+            named = self.pid_file.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            named = ""
+        except (OSError, ValueError):
+            return True
+        if named == str(os.getpid()):
+            return True
+        log.warning(
+            "%s no longer names this sidecar (%s): stopping",
+            self.pid_file,
+            f"it names {named[:20]!r}" if named else "it is gone",
+        )
+        return False
+
     def run(self) -> None:
         """Catch up, then loop until ``stop`` is set. No step can end the loop."""
         self._step("starting the file watcher", self._start_observer)
@@ -731,6 +760,8 @@ class Sidecar:
             self._step("episode retention", self.coord.prune_episodes)
             last_cleanup = time.monotonic()
             while not self.stop.is_set():
+                if not self._still_named():
+                    break
                 self._step("sidecar pass", self.tick)
                 self._step("watching", self._ensure_watches)
                 if time.monotonic() - last_cleanup > 3600:
@@ -785,6 +816,7 @@ def run_foreground(
         # Idle and ending (which may wait on the local model) run on a second coordinator.
         slow = create_session_hook_coordinator(config)
         sidecar = Sidecar(coord, config, worker=slow)
+        sidecar.pid_file = pid_path(home)
         if stopping:
             sidecar.stop.set()
         watched = {name: a.watch_paths() for name, a in coord.adapters.items()}

@@ -258,3 +258,50 @@ def test_reading_an_opencode_store_does_not_wake_the_sidecar_again(tmp_path: Pat
         proc.wait(timeout=30)
         err.close()
         oc.conn.close()
+
+
+@pytest.mark.parametrize("how", ["home removed", "pid file names another"])
+def test_a_sidecar_nothing_can_find_stops(tmp_path: Path, how: str) -> None:
+    """Its LLMEM_HOME removed (or its pid file naming another process): no hook, door or
+    `stop` can find this sidecar any more, so it stops by itself instead of running on
+    alone (tests that removed their home left such sidecars running for good). A pid file
+    it does not own is left as it is."""
+    llmem = tmp_path / "llmem-home"
+    llmem.mkdir(mode=0o700)
+    (llmem / "config.yaml").write_text(
+        "ollama:\n  enabled: false\nsession:\n  poll_seconds: 0.5\n"
+        f"copilot:\n  home: {tmp_path / 'copilot'}\n"
+    )
+    env = {
+        **os.environ,
+        "LLMEM_HOME": str(llmem),
+        "COPILOT_HOME": str(tmp_path / "copilot"),
+        "OPENCODE_DB": str(tmp_path / "oc" / "opencode.db"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+    }
+    env.pop("LLMEM_DB", None)
+    err = (tmp_path / "run.err").open("wb")
+    proc = _run(env, err)
+    try:
+        pid_file = llmem / "sidecar.pid"
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text().strip() == str(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, "no sidecar"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert proc.poll() is None  # at rest, it runs on
+        if how == "home removed":
+            import shutil
+
+            shutil.rmtree(llmem)
+        else:
+            pid_file.write_text("4194000\n")
+        assert proc.wait(timeout=40) == 0
+        if how != "home removed":
+            assert pid_file.read_text() == "4194000\n"
+            assert "no longer names this sidecar" in (llmem / "logs" / "sidecar.log").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        err.close()
