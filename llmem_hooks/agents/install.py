@@ -228,8 +228,22 @@ MISSING_NOTICE = shlex.quote(
 )
 
 
-def _hook_entry(bash: str) -> dict[str, Any]:
-    return {"type": "command", "bash": bash, "timeoutSec": COPILOT_HOOK_TIMEOUT_S}
+def _hook_entry(bash: str, event: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "command", "bash": bash, "timeoutSec": COPILOT_HOOK_TIMEOUT_S}
+    if event == "postToolUse":
+        entry["matcher"] = file_tool_matcher()
+    return entry
+
+
+def file_tool_matcher() -> str:
+    """postToolUse's ``matcher``: the file tools' names (`copilot_hook.FILE_TOOLS`).
+    Copilot (1.0.102, verified) then starts the hook after those tools only: every other
+    tool call (bash above all, whose output can run to many kilobytes of payload) costs
+    nothing. The launcher and the hook filter by tool name too (a Copilot that ignores
+    the field)."""
+    from .copilot_hook import FILE_TOOLS
+
+    return "^(" + "|".join(sorted(FILE_TOOLS)) + ")$"
 
 
 def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
@@ -252,7 +266,7 @@ def copilot_hooks(command: str = "llmem-hooks") -> dict[str, Any]:
             )
         else:
             bash = f"{command} hook copilot {event} 2>/dev/null || true"
-        hooks[event] = [_hook_entry(bash)]
+        hooks[event] = [_hook_entry(bash, event)]
     return {"version": 1, "hooks": hooks}
 
 
@@ -291,7 +305,7 @@ def launcher_hooks(launcher: Path) -> dict[str, Any]:
         bash = f"sh {word} copilot {event}"
         if event == "sessionStart":
             bash += f" 2>/dev/null || printf '%s\\n' {MISSING_NOTICE}"
-        hooks[event] = [_hook_entry(bash)]
+        hooks[event] = [_hook_entry(bash, event)]
     return {"version": 1, "hooks": hooks}
 
 
@@ -309,7 +323,8 @@ def plugin_hooks() -> dict[str, Any]:
     return {
         "version": 1,
         "hooks": {
-            event: [_hook_entry(f"sh {launcher} copilot {event}")] for event in COPILOT_HOOK_EVENTS
+            event: [_hook_entry(f"sh {launcher} copilot {event}", event)]
+            for event in COPILOT_HOOK_EVENTS
         },
     }
 

@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import sqlite3
 import stat
@@ -573,6 +574,12 @@ def test_repo_hooks_json_and_plugin_manifest() -> None:
     # Only the events whose output Copilot uses: it waits for every hook it runs, and the
     # sidecar sees the others in events.jsonl.
     assert set(hooks["hooks"]) == {"sessionStart", "userPromptSubmitted", "postToolUse"}
+    # postToolUse only after the file tools (Copilot applies the matcher to the tool name).
+    matcher = re.compile(hooks["hooks"]["postToolUse"][0]["matcher"])
+    assert {
+        t for t in (*copilot_hook.FILE_TOOLS, "bash", "xview", "view2", "grep") if matcher.search(t)
+    } == set(copilot_hook.FILE_TOOLS)
+    assert all("matcher" not in h[0] for e, h in hooks["hooks"].items() if e != "postToolUse")
     manifest = json.loads((ROOT / ".github" / "plugin" / "plugin.json").read_text())
     assert manifest["name"] == "llmem-hooks" and manifest["version"]
     # Copilot resolves the manifest's "hooks" against the plugin root (--plugin-dir).

@@ -74,6 +74,37 @@ def test_copilot_plugin_works_without_llmem_hooks_on_path(
     assert "MARKER-NOPATH-DEPLOY" not in context
 
 
+@pytest.mark.copilot
+def test_copilot_starts_the_tool_hook_after_file_tools_only(
+    make_copilot_env: Callable[..., CopilotEnv], tmp_path: Path
+) -> None:
+    """hooks.json's postToolUse ``matcher``: Copilot starts our launcher after a ``view``,
+    never after ``bash`` (whose payload carries the command's whole output, read for
+    nothing on every shell call before)."""
+    world = make_copilot_env()
+    plugin = _plugin_copy(tmp_path / "plugin")
+    launcher = plugin / "bin" / "llmem-hook"
+    launcher.rename(plugin / "bin" / "llmem-hook.real")
+    log = tmp_path / "launched"
+    launcher.write_text(
+        f'#!/bin/sh\necho "$*" >> {log}\nexec sh "${{0%/*}}/llmem-hook.real" "$@"\n'
+    )
+    world.copilot_args = lambda: [  # type: ignore[method-assign]
+        "--plugin-dir",
+        str(plugin),
+        "--allow-all-tools",
+        "--no-auto-update",
+    ]
+    (world.repo / "notes.txt").write_text("the notes\n")
+    world.prompt("USE-BASH cat notes.txt")
+    bash_calls = log.read_text().splitlines()
+    world.prompt('USE-TOOL view {"path": "%s"}' % (world.repo / "notes.txt"))
+    view_calls = log.read_text().splitlines()[len(bash_calls) :]
+    assert "copilot postToolUse" not in bash_calls, bash_calls
+    assert "copilot sessionStart" in bash_calls  # the launcher did run for this session
+    assert view_calls.count("copilot postToolUse") == 1, view_calls
+
+
 TITLE_ASK = "Generate a title for this conversation"
 
 
