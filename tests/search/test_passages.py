@@ -165,3 +165,27 @@ def test_a_word_longer_than_a_unit_is_cut_inside_it() -> None:
     (shown,) = fit([blob], ["deploy", "vault"], 400)
     assert len(shown) <= 400 + 2 * len(ELLIPSIS) + 4
     assert "deploy key lives in vault" in shown
+
+
+def test_the_first_three_results_get_the_budget_first() -> None:
+    """The first three results are read first: they share the budget less a small reserve
+    for each later one, which then share what the first three leave (issue 23)."""
+
+    def doc(i: int) -> str:  # filler of its own (not the list's repeated lines)
+        lines = [f"Line {k}: module m{i}x{k} wrote r{i}y{k} rows to t{i}z{k}." for k in range(30)]
+        lines.insert(5 + 3 * i, f"Answer {i}: the flaky test was the clock skew {i}.")
+        return "\n".join(lines)
+
+    texts = [doc(i) for i in range(5)]
+    terms = ["flaky", "clock", "skew"]
+    shown = fit(texts, terms, 1500)
+    assert all(f"Answer {i}" in s for i, s in enumerate(shown))  # each its best line
+    head, tail = [len(s) for s in shown[:3]], [len(s) for s in shown[3:]]
+    assert min(head) > max(tail) and max(tail) <= 200
+    assert sum(head) + sum(tail) <= 1500 + 80
+    # First three short: the later ones share what they leave.
+    short = ["Answer: the flaky test was the clock skew."] * 3 + texts[3:]
+    shown = fit(short, terms, 1500)
+    assert shown[:3] == short[:3] and min(len(s) for s in shown[3:]) > 400
+    # A budget too small to keep a reserve: one list, as before.
+    assert all(f"Answer {i}" in s for i, s in enumerate(fit(texts, terms, 300)))

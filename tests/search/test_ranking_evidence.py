@@ -191,7 +191,8 @@ def test_passages_follow_the_ranking_when_the_budget_is_short() -> None:
 
     contents = [*(doc(t, "") for t in ("first", "b", "c", "d")), doc("fifth", " on staging")]
     shown = fit(contents, ["ledger", "pool", "size", "staging"], 700)
-    assert shown[0].count("ledger") > shown[4].count("ledger"), shown
+    assert shown[0].count("ledger") == 5, shown  # all its lines
+    assert shown[0].count("ledger") >= shown[4].count("ledger"), shown
 
 
 def test_a_developers_other_words_for_the_same_thing() -> None:
