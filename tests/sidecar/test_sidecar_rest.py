@@ -41,6 +41,19 @@ def _run(env: dict[str, str], err: Any) -> subprocess.Popen[bytes]:
     )
 
 
+def _sidecar_env(tmp_path: Path, llmem: Path, copilot: Path) -> dict[str, str]:
+    """This environment with every store the sidecar reads under ``tmp_path``."""
+    env = {
+        **os.environ,
+        "LLMEM_HOME": str(llmem),
+        "COPILOT_HOME": str(copilot),
+        "OPENCODE_DB": str(tmp_path / "oc" / "opencode.db"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+    }
+    env.pop("LLMEM_DB", None)
+    return env
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -166,14 +179,7 @@ def test_a_real_sidecar_over_ended_sessions_runs_few_threads(tmp_path: Path) -> 
     (llmem / "config.yaml").write_text(
         f"ollama:\n  enabled: false\nepisodes:\n  enabled: false\ncopilot:\n  home: {home.root}\n"
     )
-    env = {
-        **os.environ,
-        "LLMEM_HOME": str(llmem),
-        "COPILOT_HOME": str(home.root),
-        "OPENCODE_DB": str(tmp_path / "oc" / "opencode.db"),
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),
-    }
-    env.pop("LLMEM_DB", None)
+    env = _sidecar_env(tmp_path, llmem, home.root)
     err = (tmp_path / "run.err").open("wb")
     proc = _run(env, err)
     try:
@@ -272,14 +278,7 @@ def test_a_sidecar_nothing_can_find_stops(tmp_path: Path, how: str) -> None:
         "ollama:\n  enabled: false\nsession:\n  poll_seconds: 0.5\n"
         f"copilot:\n  home: {tmp_path / 'copilot'}\n"
     )
-    env = {
-        **os.environ,
-        "LLMEM_HOME": str(llmem),
-        "COPILOT_HOME": str(tmp_path / "copilot"),
-        "OPENCODE_DB": str(tmp_path / "oc" / "opencode.db"),
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),
-    }
-    env.pop("LLMEM_DB", None)
+    env = _sidecar_env(tmp_path, llmem, tmp_path / "copilot")
     err = (tmp_path / "run.err").open("wb")
     proc = _run(env, err)
     try:
