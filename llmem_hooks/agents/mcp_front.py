@@ -250,9 +250,9 @@ def sync_shell_answers(stamp: list[Any], cache: dict[str, Any], exe: str | None)
         # installations sharing a home take turns writing the copy).
         old = time.time() - SHELL_TOOLS_KEEP_S
         for other in os.listdir(folder):
-            path = os.path.join(folder, other)
-            if other.startswith("tools.") and other != name and os.lstat(path).st_mtime < old:
-                os.unlink(path)
+            stale = os.path.join(folder, other)
+            if other.startswith("tools.") and other != name and os.lstat(stale).st_mtime < old:
+                os.unlink(stale)
     except Exception:
         pass
 
