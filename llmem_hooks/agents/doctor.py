@@ -308,11 +308,13 @@ def _script(path: str) -> str | None:
 def _missing_mcp_part(server: Any) -> str | None:
     """What our MCP server entry runs that is gone: its command, or the launcher script
     it hands to ``sh`` (`install.mcp_server_entry`); None when both are there."""
+    from .install import is_launcher_path
+
     command, args = str(server["command"]), server.get("args") or []
     if _resolvable(command) is None:
         return command
     for arg in args[:-1]:
-        if isinstance(arg, str) and arg.endswith("llmem-hook") and _script(arg) is None:
+        if is_launcher_path(arg) and _script(arg) is None:
             return arg
     return None
 

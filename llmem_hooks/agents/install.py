@@ -430,6 +430,12 @@ def mcp_server_entry(command: Sequence[str] | None = None) -> dict[str, Any]:
     return {"type": "local", "command": base[0], "args": [*base[1:], "mcp"], "tools": ["*"]}
 
 
+def is_launcher_path(arg: Any) -> bool:
+    """Whether a command's argument names a copy of our launcher (the plugin's
+    `PLUGIN_LAUNCHER` or the wheel's `LAUNCHER_DATA`)."""
+    return isinstance(arg, str) and arg.endswith((PLUGIN_LAUNCHER, LAUNCHER_DATA))
+
+
 def is_our_mcp_entry(entry: Any) -> bool:
     """An entry that runs ``llmem-hooks mcp`` (or ``python -m llmem_hooks.cli mcp``)."""
     if not isinstance(entry, dict):
@@ -437,7 +443,7 @@ def is_our_mcp_entry(entry: Any) -> bool:
     command, args = entry.get("command"), entry.get("args")
     if not isinstance(command, str) or not isinstance(args, list) or args[-1:] != ["mcp"]:
         return False
-    if any(isinstance(a, str) and a.endswith((PLUGIN_LAUNCHER, LAUNCHER_DATA)) for a in args):
+    if any(is_launcher_path(a) for a in args):
         return True  # through a launcher: the plugin manifest's, or installed with the wheel
     return Path(command).name == "llmem-hooks" or "llmem_hooks.cli" in args
 
