@@ -7,9 +7,10 @@ blocks llmem-hooks itself injects are stripped. Credentials and private key bloc
 redacted before anything is cut (`redact_transcript`), and the store redacts again.
 
 Besides its own text, an episode is indexed (``metadata.fts_context``, the low-weight FTS5
-column of migration 10) by the words of the exchange before it and by its time as words:
-ISO date, weekday, month name, and the dates that relative expressions in its text
-("yesterday", "last week", "3 days ago") meant when it was said. See docs/episodes.md.
+column of migration 10) by the words of the exchange before it, by its time as words
+(ISO date, weekday, month name, and the dates that relative expressions in its text
+("yesterday", "last week", "3 days ago") meant when it was said) and by the words inside
+its camelCase identifiers (`text.words.identifier_parts`). See docs/episodes.md.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..extraction.transcript import transcript_lines
 from ..redact import redact_transcript
 from ..store.records import MAX_LIST_ITEMS
 from ..text.lines import cap
+from ..text.words import identifier_parts
 
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
@@ -212,6 +214,7 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
                 cap(prev, CONTEXT_CHARS),
                 time_words(time_ms),
                 *resolved_times(content, time_ms),
+                identifier_parts(content),
             )
             if x
         )

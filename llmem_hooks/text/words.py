@@ -13,8 +13,34 @@ from __future__ import annotations
 import re
 
 WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
+# An identifier of two or more humps: ``maxConcurrentReconciles``, ``TidePoolReconciler``,
+# ``HTTPServer`` (ASCII: the casing conventions of code).
+_COMPOUND = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+|[A-Z]+(?![a-z]))+[A-Za-z0-9]*\b")
+_HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]{2,}(?![a-z])|[0-9]+")
 
 
 def words(text: str) -> list[str]:
     """Words of free text, lower-cased, punctuation around them removed."""
     return [w.lower() for w in WORD.findall(text)]
+
+
+def identifier_parts(text: str, limit: int = 400) -> str:
+    """The words inside the camelCase and PascalCase identifiers of ``text``, lower-cased,
+    each once, at most ``limit`` characters: ``MaxConcurrentReconciles`` -> ``max
+    concurrent reconciles``. A developer asks in words ("how many concurrent reconciles")
+    for what the code said as one token, which the full-text index keeps whole (it splits
+    snake_case and kebab-case at their punctuation, not camelCase at its humps)."""
+    seen: dict[str, None] = {}
+    size = 0
+    for m in _COMPOUND.finditer(text):
+        parts = [p.lower() for p in _HUMP.findall(m.group(0)) if len(p) > 1]
+        if len(parts) < 2:  # "iOS", "v1Alpha": not words put together
+            continue
+        for word in parts:
+            if word in seen:
+                continue
+            if size + len(word) + 1 > limit:
+                return " ".join(seen)
+            seen[word] = None
+            size += len(word) + 1
+    return " ".join(seen)

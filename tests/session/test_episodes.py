@@ -165,6 +165,26 @@ def test_neighbour_words_find_the_episode(store: MemoryStore, tmp_path: Path) ->
     db.close()
 
 
+def test_words_inside_camel_case_identifiers_find_the_episode(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """A developer asks in words for what the code said as one token: the index keeps
+    ``MaxConcurrentReconciles`` whole, the episode's search-only words hold its parts."""
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = db.session("Operator")
+    u1 = db.user(sid, "How is the controller set up?")
+    db.assistant(sid, u1, text("`MaxConcurrentReconciles: 4` and `ensureBackend` dials first."))
+    u2 = db.user(sid, "And the readiness probe?")
+    db.assistant(sid, u2, text("It checks the pool every 10 seconds."))
+    coord.on_idle(sid, force=True)
+    first = episodes_of(store)[0]
+    assert "max concurrent reconciles ensure backend" in first["metadata"]["fts_context"]
+    hits = Retriever(store).find("concurrent reconciles", MemoryFilter(type="conversation"))
+    assert hits and "MaxConcurrentReconciles" in hits[0].memory["content"]
+    db.close()
+
+
 def test_time_words_find_the_episode(store: MemoryStore, tmp_path: Path) -> None:
     db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
     coord = coordinator(store, db, tmp_path / "ctx")

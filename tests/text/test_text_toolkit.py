@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 from llmem_hooks.text.lines import cap, clip, clip_at_word, flatten
-from llmem_hooks.text.words import words
+from llmem_hooks.text.words import identifier_parts, words
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,3 +63,12 @@ def test_words_keep_paths_versions_and_handles_whole() -> None:
         "at",
         "team/x",
     ]
+
+
+def test_identifier_parts_are_the_words_inside_camel_case() -> None:
+    text = "Set MaxConcurrentReconciles, then HTTPServer and getUserById; iOS, v1alpha1, snake_case"
+    assert identifier_parts(text) == "max concurrent reconciles http server get user by id"
+    assert identifier_parts("plain words, kebab-case and snake_case only") == ""
+    assert identifier_parts("useState useEffect") == "use state effect"  # each word once
+    huge = " ".join(f"Name{i}Part{i}Thing" for i in range(5000))  # bounded, not quadratic
+    assert 300 < len(identifier_parts(huge)) <= 400
