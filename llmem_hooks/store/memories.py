@@ -741,6 +741,12 @@ class MemoryStore:
             rows = self.db.conn.execute(sql, [*params, limit, offset]).fetchall()
         return [dict(r) for r in rows] if brief else [row_to_memory(r) for r in rows]
 
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version`` on this store's connection: it changes when
+        another connection (another thread's store, another process) commits, not for
+        this connection's own commits. A cache of what the store holds keys on it."""
+        return int(self.db.fetchone("PRAGMA data_version")[0])
+
     def count(self, valid_only: bool = True) -> int:
         cond, params = MemoryFilter(valid_only=valid_only, include_expired=True).to_sql(now_iso())
         return int(self.db.fetchone(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)[0])

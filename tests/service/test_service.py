@@ -332,3 +332,41 @@ def test_a_long_episode_shows_the_lines_that_answer(tmp_path: Path) -> None:
         svc = QueryService(store)
         res = svc.search("multipart chunk size")["results"]
         assert res and "16 MiB" in res[0]["line"]
+
+
+def test_the_start_context_is_built_once_until_the_store_changes(tmp_path: Path) -> None:
+    """Every session of a project starts with the same text until a memory changes: a
+    service with its own store builds it once (Copilot feels every millisecond of CPU
+    at its start) and builds it again after a commit of any other connection or process,
+    or a write of its own; what each session was given is recorded all the same."""
+    import llmem_hooks.service.operations as ops
+
+    db = tmp_path / "memory.db"
+    cfg = {**NO_MODEL, "memory": {"db_path": str(db)}, "context": {"dir": str(tmp_path / "c")}}
+    with MemoryStore(db) as other:
+        other.add("decision", "Deploys go through the blue-green pipeline", project="p1")
+    builds: list[str | None] = []
+    real = ops.session_context
+
+    def counting(store: MemoryStore, scope: str | None, *a: object, **k: object):
+        builds.append(scope)
+        return real(store, scope, *a, **k)  # type: ignore[arg-type]
+
+    ops.session_context = counting  # type: ignore[assignment]
+    try:
+        with QueryService.open(cfg) as svc:
+            first = svc.start("ses_1", project="p1")["context"]
+            assert "blue-green" in first
+            assert svc.start("ses_2", project="p1")["context"] == first
+            assert builds == ["p1"]
+            assert given.given_ids(svc.store.db, "ses_2")  # recorded for each session
+            with MemoryStore(db) as other:  # another process commits
+                other.add("preference", "Use pnpm, never npm, in the web workspace", project="p1")
+            assert "pnpm" in svc.start("ses_3", project="p1")["context"]
+            mid = svc.remember("The API listens on port 8443", type="decision", project="p1")["id"]
+            assert "8443" in svc.start("ses_4", project="p1")["context"]  # its own write
+            svc.forget(mid, "moved", project="p1")
+            assert "8443" not in svc.start("ses_5", project="p1")["context"]
+            assert builds == ["p1"] * 4
+    finally:
+        ops.session_context = real  # type: ignore[assignment]
