@@ -88,6 +88,7 @@ from .params import (  # noqa: F401 - ServiceError is also this module's (caller
     _text,
 )
 from .prompts import MAX_PROMPT_CHARS, MAX_PROMPT_WORDS, asks_general, prompt_words
+from .start_contexts import StartContexts
 from .topic import SessionTopics, refers_back
 
 if TYPE_CHECKING:
@@ -107,10 +108,6 @@ RECALL_RANK_NEWEST = 3000
 WRITE_BUSY_MS = 1000  # a recall waits this long at most for the sidecar's writer
 MAX_IDLE_READERS = 4  # read connections kept open between requests
 STATUS_COUNT_TTL_S = 300.0  # `status` recounts the memories at most this often
-# A project's session-start context is built once and given to each new session until the
-# store changes (`_start_context`), or this long (its order weighs recency).
-START_CONTEXT_TTL_S = 300.0
-MAX_START_CONTEXTS = 64
 TYPE_LABELS = {"conversation": "episode"}
 # A word no memory holds weighs as if this share of the memories (at least 2) held it
 # (`relevance.idf_weights`): an unknown topic counts against a hit, but less than a known
@@ -163,9 +160,7 @@ class QueryService:
         self._closed = False
         self._count: tuple[int, float, int] | None = None  # (count, when, max seq then)
         self._named: set[str] = set()  # project keys whose name this service checked
-        # (project, budget, hide_stale) -> (store version, built at, context, ids shown)
-        self._starts: dict[tuple[str | None, int, bool], tuple[int, float, str, tuple[str, ...]]]
-        self._starts = {}
+        self._starts = StartContexts()  # each project's start context, per store version
 
     @classmethod
     def open(
@@ -360,7 +355,7 @@ class QueryService:
             name = project_name(directory)
             if name is not None and project_names.name_of(self._rstore.db, key) != name:
                 project_names.set_name(self.store.db, key, name)
-                self._changed()
+                self._starts.clear()
         except Exception as exc:  # a name is never worth a failed request
             log.debug("project of %s not named: %s", directory, exc)
 
@@ -426,38 +421,14 @@ class QueryService:
         return {"context": context, **result}
 
     def _start_context(self, scope: str | None) -> tuple[str, list[str]]:
-        """`session_context` for ``scope``, built once per store version: every session
-        of a project starts with the same text until a memory changes, and building it
-        ranks hundreds of memories (~3 ms of CPU while Copilot starts up, which it feels).
-
-        The version is ``PRAGMA data_version`` on the service's own writer connection: the
-        sidecar's coordinator, the CLI and other processes change it with every commit,
-        and the records of what a session was given (this connection's own writes) do
-        not. This service's own writes to memories and names clear the cache
-        (`_changed`). Only for a store of its own: a caller's store may be written through
-        the very connection the version is read on."""
-        budget = self.settings.context.budget_tokens
-        hide = self.settings.citations.hide_stale
+        """`session_context` for ``scope``, once per store version (`start_contexts`)
+        when the store is the service's own: a caller's store may be written through the
+        very connection the version is read on."""
+        budget, hide = self.settings.context.budget_tokens, self.settings.citations.hide_stale
+        build = partial(session_context, self._rstore, scope, budget, hide_stale=hide)
         if not self._owns_store:
-            return session_context(self._rstore, scope, budget, hide_stale=hide)
-        key = (scope, budget, hide)
-        version = self.store.data_version()  # before building: a later commit rebuilds
-        now = time.monotonic()
-        with self._lock:
-            hit = self._starts.get(key)
-        if hit is not None and hit[0] == version and now - hit[1] < START_CONTEXT_TTL_S:
-            return hit[2], list(hit[3])
-        context, shown = session_context(self._rstore, scope, budget, hide_stale=hide)
-        with self._lock:
-            if len(self._starts) >= MAX_START_CONTEXTS:
-                self._starts.clear()
-            self._starts[key] = (version, now, context, tuple(shown))
-        return context, shown
-
-    def _changed(self) -> None:
-        """This service wrote to memories or project names: cached start contexts go."""
-        with self._lock:
-            self._starts.clear()
+            return build()
+        return self._starts.get((scope, budget, hide), self.store.data_version(), build)
 
     def _recall(
         self,
@@ -734,7 +705,7 @@ class QueryService:
         except ValidationError as exc:
             return {"id": None, "status": "rejected", "reason": str(exc), "redacted": secrets}
         finally:
-            self._changed()
+            self._starts.clear()
         if session_id:  # what the session just said needs no recalling to it
             self._mark(session_id, [stored])
         status = "stored" if stored == new_id else "duplicate"
@@ -787,7 +758,7 @@ class QueryService:
         reason = _text(reason, "reason", 1000)
         full = self._resolve(id, self._reach(project, directory, session_id, any_project))["id"]
         done = self.store.invalidate(full, reason)
-        self._changed()
+        self._starts.clear()
         return {"id": self._short(full), "status": "forgotten" if done else "already_forgotten"}
 
     def get(
@@ -812,7 +783,7 @@ class QueryService:
             self.store.touch_batch([mem["id"]])
             out.append(self._full(mem))
         if out:  # how often a memory is read weighs in the start context's order
-            self._changed()
+            self._starts.clear()
         return {"memories": out, "missing": missing}
 
     def _full(self, mem: Mapping[str, Any]) -> dict[str, Any]:
