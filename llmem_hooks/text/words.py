@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 
 WORD = re.compile(r"[\w][\w.\-:/+#@]*[\w+#]|\w", re.UNICODE)
-# An identifier of two or more humps: ``maxConcurrentReconciles``, ``TidePoolReconciler``,
-# ``HTTPServer`` (ASCII: the casing conventions of code).
-_COMPOUND = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+|[A-Z]+(?![a-z]))+[A-Za-z0-9]*\b")
+# camelCase and PascalCase (ASCII: the casing conventions of code): a run of letters and
+# digits, and in it a hump, an upper-case letter after a lower-case one or a digit
+# (``maxConcurrent``) or starting a word after an acronym (``HTTPServer``). No nested
+# repetition in these patterns: they run over whatever a transcript holds.
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_HAS_HUMP = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
 _HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]{2,}(?![a-z])|[0-9]+")
 
 
@@ -32,8 +35,11 @@ def identifier_parts(text: str, limit: int = 400) -> str:
     snake_case and kebab-case at their punctuation, not camelCase at its humps)."""
     seen: dict[str, None] = {}
     size = 0
-    for m in _COMPOUND.finditer(text):
-        parts = [p.lower() for p in _HUMP.findall(m.group(0)) if len(p) > 1]
+    for m in _TOKEN.finditer(text):
+        token = m.group(0)
+        if not _HAS_HUMP.search(token):
+            continue
+        parts = [p.lower() for p in _HUMP.findall(token) if len(p) > 1]
         if len(parts) < 2:  # "iOS", "v1Alpha": not words put together
             continue
         for word in parts:

@@ -72,3 +72,23 @@ def test_identifier_parts_are_the_words_inside_camel_case() -> None:
     assert identifier_parts("useState useEffect") == "use state effect"  # each word once
     huge = " ".join(f"Name{i}Part{i}Thing" for i in range(5000))  # bounded, not quadratic
     assert 300 < len(identifier_parts(huge)) <= 400
+
+
+def test_identifier_parts_stays_linear_on_adversarial_text() -> None:
+    """A run of capitals between a lower-case letter and an underscore made a pattern with
+    nested repetition backtrack exponentially (24 capitals: 1 s; 60: years). It runs over
+    every exchange the sidecar stores, in a process of its own here so a regression fails
+    instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    code = (
+        "from llmem_hooks.text.words import identifier_parts as p\n"
+        "for s in ('a' + 'A' * 60 + '_', 'aB' * 50_000, 'A' * 100_000 + 'b',\n"
+        "          'a1' * 50_000 + 'Z'):\n"
+        "    p(s)\n"
+        "print(p('a' + 'A' * 60 + '_'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""  # one hump-less word: "a" is dropped, the capitals one part
