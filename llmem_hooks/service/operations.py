@@ -704,8 +704,7 @@ class QueryService:
                 cited.add(self.store.db, stored, cites)
         except ValidationError as exc:
             return {"id": None, "status": "rejected", "reason": str(exc), "redacted": secrets}
-        finally:
-            self._starts.clear()
+        self._starts.clear()
         if session_id:  # what the session just said needs no recalling to it
             self._mark(session_id, [stored])
         status = "stored" if stored == new_id else "duplicate"
