@@ -154,11 +154,14 @@ def parser(doc: str | None) -> Any:
     ap.add_argument("--only", default="", help="conversation ids, comma-separated")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show-misses", action="count", default=0, help="twice: with their top 10")
+    ap.add_argument("--folder", help="another fixture folder of the same format")
     return ap
 
 
 def chosen(folder: Path, args: Any) -> list[dict[str, Any]]:
-    """The conversations the parsed ``args`` ask for."""
+    """The conversations the parsed ``args`` ask for (from ``--folder`` when given)."""
+    if getattr(args, "folder", None):
+        folder = Path(args.folder)
     return load(folder, args.split, [c for c in args.only.split(",") if c])
 
 

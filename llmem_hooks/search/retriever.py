@@ -36,6 +36,7 @@ from ..errors import NotFoundError, SearchError, SearchTimeout, ValidationError
 from ..store import Memory, MemoryFilter, MemoryStore, pack_embedding
 from ..store.db import is_interrupted
 from ..text import fuzzy
+from ..text.comparisons import event_clauses
 from ..text.query import ParsedQuery, parse_query, quote, words
 from .matching import evidence_scorer, memory_text
 from .passages import fit
@@ -58,6 +59,9 @@ DEFAULT_RRF_K_SEMANTIC: int = RetrievalSettings.rrf_k_semantic
 # Known words are widened to their close spellings only when nothing matched them: after a
 # hit, "paging" for "staging" adds noise, not answers (a typo is corrected regardless).
 FUZZY_MIN_RESULTS = 1
+# A question comparing two events in time (`text.comparisons`): each event's best hit is
+# kept within the first EVENT_RANK results, right after the first.
+EVENT_RANK = 5
 SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._bounded`)
 # A plain question's candidates ranked by evidence (`Retriever._ranked`), and the share of
 # their order that BM25 decides (the rest: the best stretch of text holding the question's
@@ -316,6 +320,7 @@ class Retriever:
         pool = max(2 * want, 20)
         fts_hits: list[SearchHit] = []
         sem_hits: list[SearchHit] = []
+        events: list[SearchHit] = []
         parsed = parse_query(query)
         with self._bounded():
             authors = self._authors_named(parsed)
@@ -328,6 +333,7 @@ class Retriever:
                     self.fuzzy_threshold if threshold is None else threshold,
                 )
                 fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
+                events = [] if parsed.explicit else self._event_tops(query, flt, threshold)
             if search_mode in ("semantic", "hybrid"):
                 sem_hits = self._semantic(query, flt, pool)
         if search_mode == "fts":
@@ -335,7 +341,8 @@ class Retriever:
         elif search_mode == "semantic":
             alpha = 1.0
         boost = question_booster(parsed, authors)
-        results = self._fuse(fts_hits, sem_hits, alpha, boost)[offset:want]
+        results = _events_near_top(self._fuse(fts_hits, sem_hits, alpha, boost), events)
+        results = results[offset:want]
         if track_access and results:
             self.store.touch_batch([h.id for h in results])
         return results
@@ -507,6 +514,27 @@ class Retriever:
                     seen.add(row["id"])
         return hits + extra
 
+    def _event_tops(
+        self, query: str, flt: MemoryFilter, threshold: float | None
+    ) -> list[SearchHit]:
+        """The best keyword hit of each event a comparison question names ("which came
+        first: A or B?"), searched on its own (`text.comparisons`); none for other questions."""
+        clauses = event_clauses(query)
+        if clauses is None:
+            return []
+        tops: list[SearchHit] = []
+        for clause in clauses:
+            hits = self._fts(
+                parse_query(clause),
+                flt,
+                EVENT_RANK,
+                None,
+                self.fuzzy_threshold if threshold is None else threshold,
+            )
+            if hits:
+                tops.append(hits[0])
+        return tops
+
     def _split_unknown_compounds(self, parsed: ParsedQuery) -> None:
         """A hyphenated word no memory holds as written ("testing-related", "per-tenant")
         stands for its parts (of 3+ letters): searched as a phrase it would find nothing
@@ -619,6 +647,24 @@ class Retriever:
             if boost is not None:
                 hit.score += boost(hit.memory)
         return sorted(merged.values(), key=lambda h: h.score, reverse=True)
+
+
+def _events_near_top(results: list[SearchHit], events: Sequence[SearchHit]) -> list[SearchHit]:
+    """``results`` with each event's best hit (`Retriever._event_tops`) within the first
+    `EVENT_RANK`: one ranked lower (or not at all) moves to just after the first result,
+    the second event after the first, scored as the hit it follows."""
+    out = list(results)
+    for i, event in enumerate(events):
+        if any(h.id == event.id for h in out[:EVENT_RANK]):
+            continue
+        found = next((h for h in out if h.id == event.id), event)
+        if found in out:
+            out.remove(found)
+        at = min(1 + i, len(out))
+        if at:
+            found.score = out[at - 1].score
+        out.insert(at, found)
+    return out
 
 
 # What a question says beyond its words, added to the final score (which lives in [0, 1]:

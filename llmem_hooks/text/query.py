@@ -16,7 +16,8 @@ boost*, not a filter: a question that holds quoted words and also plain question
 prefixes is parsed as a question over all its words (relaxation applies), and the quoted
 phrases are kept in ``ParsedQuery.phrases`` for the retriever to rank their holders first.
 A query of quotes and keywords only (``"tagged release"``, ``docker "compose up"``) stays
-grep-like and strict.
+grep-like and strict. Parentheses in a sentence with no operator are an aside ("which
+spots has he surfed (or planned to)?"), read as words; in a keyword query they group.
 
 Bounds (docs/query-service.md, *Query limits*): a query is at most `MAX_QUERY_CHARS`
 characters; a query in search syntax holds at most `MAX_QUERY_TERMS` words, phrases and
@@ -176,6 +177,7 @@ def parse_query(query: str) -> ParsedQuery:
     plain: list[str] = []  # free text, for the content words
     phrases: list[str] = []
     other_syntax = False  # operators or parentheses: never a question
+    parens = False  # syntax in a keyword query; prose in a sentence without operators
     globbed = False  # a prefix (word*): syntax in a keyword query, a glob in a sentence
     question_words = False  # an unquoted stop word: the query reads as a sentence
     depth = 0
@@ -190,8 +192,7 @@ def parse_query(query: str) -> ParsedQuery:
         elif lpar:
             tokens.append("(")
             depth += 1
-            parsed.explicit = True
-            other_syntax = True
+            parens = True
         elif rpar:
             if depth > 0:
                 tokens.append(")")
@@ -219,6 +220,10 @@ def parse_query(query: str) -> ParsedQuery:
     first = words(query or "")[:1]
     parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
     sentence = question_words or (query or "").rstrip().endswith("?")
+    if parens and (other_syntax or not sentence):
+        parsed.explicit = other_syntax = True
+    elif parens:  # "which spots has he surfed (or planned to)?": an aside, not a group
+        tokens = [t for t in tokens if t not in ("(", ")")]
     if (phrases or globbed) and not other_syntax and sentence:
         # quotes in a question: a boost (the retriever), not a filter; a star in one is
         # a glob the person typed ("one QUEUE_BACKEND_* variable per task"), not a prefix
@@ -255,9 +260,19 @@ def parse_query(query: str) -> ParsedQuery:
 
 def _tidy(tokens: list[str]) -> str:
     """Drop dangling AND/OR (``docker AND``) so FTS5 accepts the query; a NOT with nothing
-    before it cannot be expressed in FTS5 and is an error rather than silently dropped."""
+    before it cannot be expressed in FTS5 and is an error rather than silently dropped.
+    FTS5 reads two phrases side by side as AND but not a phrase beside a group
+    (``docker (compose OR swarm)`` is its syntax error): the AND is written out there."""
     cleaned: list[str] = []
     for tok in tokens:
+        after_operand = bool(cleaned) and cleaned[-1] not in OPERATORS and cleaned[-1] != "("
+        if (
+            after_operand
+            and tok not in OPERATORS
+            and tok != ")"
+            and (tok == "(" or cleaned[-1] == ")")
+        ):
+            cleaned.append("AND")
         if tok in OPERATORS and (not cleaned or cleaned[-1] in OPERATORS or cleaned[-1] == "("):
             if tok == "NOT":
                 raise ValidationError(

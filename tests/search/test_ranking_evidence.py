@@ -214,3 +214,40 @@ def test_a_hyphenated_word_not_stored_as_written_stands_for_its_parts(tmp_path: 
         )
         assert hits and hits[0].id == testing
         assert "ecommerce-api" not in parse_query("the ecommerce-api port").alternatives
+
+
+def test_a_question_comparing_two_events_finds_both(tmp_path: Path) -> None:
+    """A "which came first: A or B?" question has its evidence in two exchanges. Searched
+    as one question, the exchanges naming the words of both events (plans, status updates)
+    outranked both exchanges where the events happened (ranks 9 and 10 before this);
+    each event is now searched on its own too and its best hit kept near the top."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        moved = store.add(
+            "conversation",
+            "User: the billing cron now runs as a kubernetes CronJob, migration done.\n"
+            "Assistant: Good, the old crontab on the VM can go.",
+        )
+        rotated = store.add(
+            "conversation",
+            "User: I rotated the stripe keys this morning.\nAssistant: Then revoke the old ones"
+            " in the dashboard.",
+        )
+        for i in range(8):  # plans that name the words of both events together
+            store.add(
+                "conversation",
+                f"User: plan {i}: migrating the billing cron to kubernetes, and the stripe keys"
+                f" for billing, the billing cron job logs, kubernetes stripe retries {i}."
+                f"\nAssistant: {FILLER}",
+            )
+        for i in range(30):
+            store.add("conversation", f"User: question {i} about the cache\nAssistant: {FILLER}")
+        hits = Retriever(store).find(
+            "Which came first: migrating the billing cron to kubernetes, or rotating the"
+            " stripe keys?",
+            track_access=False,
+        )
+        top5 = [h.id for h in hits[:5]]
+        assert moved in top5
+        assert rotated in top5
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)

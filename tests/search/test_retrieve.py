@@ -106,8 +106,22 @@ def test_grep_syntax(seeded: tuple[MemoryStore, dict[str, str]]) -> None:
     assert top(r, '"release tagged"', 10) == []  # a phrase keeps word order
     assert set(top(r, "kube*", 10)) == {ids["k8s"]}
     assert set(top(r, "(nomad OR pnpm) AND platform", 10)) == {ids["k8s"]}
+    # A group beside a word is an AND (FTS5 itself rejects `"a" ( ... )` as a syntax error).
+    assert set(top(r, "(nomad OR pnpm) platform", 10)) == {ids["k8s"]}
+    assert set(top(r, "docker (redis OR nomad)", 10)) == {ids["redis"]}
     with pytest.raises(ValidationError):
         r.find("NOT redis")
+
+
+def test_parentheses_in_a_question_are_an_aside_not_a_group(
+    seeded: tuple[MemoryStore, dict[str, str]],
+) -> None:
+    """A person writes "(or ...)" in a sentence; read as search syntax it was an FTS5
+    syntax error ("invalid search query") and the question found nothing."""
+    store, ids = seeded
+    r = Retriever(store)
+    assert top(r, "which package manager (or tool) does the user like?", 1) == [ids["pnpm"]]
+    assert top(r, "why did we choose kubernetes (and not nomad)?", 1) == [ids["k8s"]]
 
 
 def test_and_relaxes_to_or_for_questions_but_not_for_syntax(
