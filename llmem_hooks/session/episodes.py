@@ -32,6 +32,8 @@ from ..text.words import identifier_parts
 CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
 NEXT_CHARS = 300  # ... and the next one's opening (a follow-up names what the answer did)
+ASKED_CHARS = 200  # the question an exchange answers, carried over from the one before it
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 TOOL_LINE_CHARS = 160
 # The context blocks we inject as markdown (a header, to the end of the message). The
 # per-prompt recall block (<llmem-recall> ... </llmem-recall>) is cut out earlier, by
@@ -207,6 +209,9 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         content = cap("\n".join(parts), CONTENT_CHARS)
         if not content:
             continue
+        asked = asked_before(prev)
+        if asked:
+            content = cap(f"{asked}\n{content}", CONTENT_CHARS)
         time_ms = next((m.created_ms for m in group if m.created_ms), 0)
         context = " ".join(
             x
@@ -230,6 +235,31 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         episodes.append(Episode(content, ids, time_ms, context, files, substance=substance))
         prev = content
     return episodes
+
+
+def asked_before(previous: str) -> str:
+    """The question the exchange before ends on ("What cake did you make?"), its last
+    sentence only, as the line an answer to it starts with; "" when it ends on none.
+
+    The assistant's turn often ends by asking, and the answer is the next user message:
+    in a conversation between two people half of all answers start an exchange. Without
+    the question an exchange that says "A volcano cake. Chocolate, with dry ice." holds
+    none of the words of "what cake did she make?" (docs/episodes.md)."""
+    lines = previous.rstrip().splitlines()
+    last = lines[-1].strip() if lines else ""
+    speaker = next((ln for ln in reversed(lines) if ln.startswith(("User: ", "Assistant: "))), "")
+    if not last.endswith("?") or not speaker.startswith("Assistant: "):
+        return ""
+    sentences = _SENTENCE_END.split(last.removeprefix("Assistant: "))
+    n = len(sentences)
+    while n > 1 and sentences[n - 2].endswith("?"):  # "Postgres? REST?" asks once
+        n -= 1
+    text = " ".join(sentences[n - 1 :])
+    if n > 1:  # the question only, not the reply's other sentences
+        text = "… " + text
+    if len(text) > ASKED_CHARS:
+        text = "… " + text[-(ASKED_CHARS - 2) :].lstrip()
+    return f"Assistant: {text}"
 
 
 def after_words(next_content: str) -> str:

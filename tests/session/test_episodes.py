@@ -15,7 +15,13 @@ from llmem_hooks.adapters import OpenCodeAdapter
 from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.events import Message
 from llmem_hooks.search.retriever import Retriever
-from llmem_hooks.session.episodes import build_episodes, message_text, resolved_times, time_words
+from llmem_hooks.session.episodes import (
+    asked_before,
+    build_episodes,
+    message_text,
+    resolved_times,
+    time_words,
+)
 from llmem_hooks.sidecar.loop import Sidecar
 
 TUE = 1_795_478_400_000  # 2026-11-24T00:00:00Z, a Tuesday
@@ -183,6 +189,58 @@ def test_words_inside_camel_case_identifiers_find_the_episode(
     hits = Retriever(store).find("concurrent reconciles", MemoryFilter(type="conversation"))
     assert hits and "MaxConcurrentReconciles" in hits[0].memory["content"]
     db.close()
+
+
+def test_an_answer_starts_with_the_question_it_answers(store: MemoryStore, tmp_path: Path) -> None:
+    """The assistant's turn ends by asking and the user's next message answers: the answer
+    starts the next exchange, which held none of the question's words ("which region?" /
+    "Frankfurt"). It now starts with the question, through the real path (OpenCode's
+    store -> coordinator -> store)."""
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = db.session("Deploy")
+    u1 = db.user(sid, "Set up the object storage bucket for the exports.")
+    db.assistant(
+        sid, u1, text("Done, versioning is on.\nWhich region should the backups replicate to?")
+    )
+    u2 = db.user(sid, "Frankfurt, eu-central-1, and keep them ninety days.")
+    db.assistant(sid, u2, text("Replication rule added."))
+    u3 = db.user(sid, "Thanks, that is all.")
+    db.assistant(sid, u3, text("Happy to help. Anything else?"))
+    coord.on_idle(sid, force=True)
+    first, second = episodes_of(store)[:2]
+    assert second["content"].startswith(
+        "Assistant: Which region should the backups replicate to?\nUser: Frankfurt"
+    )
+    assert not first["content"].startswith("Assistant:")
+    hits = Retriever(store).find(
+        "which region do the backups replicate to?", MemoryFilter(type="conversation")
+    )
+    assert hits and "Frankfurt" in hits[0].memory["content"]
+    db.close()
+
+
+@pytest.mark.parametrize(
+    ("previous", "asked"),
+    [
+        (
+            "User: a\nAssistant: Nice! What cake did you make?",
+            "Assistant: … What cake did you make?",
+        ),
+        (
+            "User: a\nAssistant: " + "Long reply. " * 30 + "Want the index too?",
+            "Assistant: … Want the index too?",
+        ),
+        ("User: a\nAssistant: done.\nShould I add tests?", "Assistant: Should I add tests?"),
+        ("User: a\nAssistant: done.", ""),  # no question
+        ("User: is it?", ""),  # the user's own question, unanswered
+        ("User: a\nbut what about this?", ""),  # a user message of two lines
+        ("", ""),
+    ],
+)
+def test_the_question_carried_over(previous: str, asked: str) -> None:
+    assert asked_before(previous) == asked
+    assert len(asked_before("User: a\nAssistant: " + "x" * 5000 + "?")) <= 220
 
 
 def test_time_words_find_the_episode(store: MemoryStore, tmp_path: Path) -> None:
