@@ -98,6 +98,11 @@ EVERYDAY_GROUPS = (
     "cheer support",
     "fix repair",
     "cook bake",
+    "grandchild grandchildren grandson grandsons granddaughter granddaughters grandkid grandkids",
+    "grandparent grandparents grandmother grandfather grandma grandpa granny",
+    "course module",
+    "dad father",
+    "mum mom mother",
 )
 
 IRREGULAR_VERBS = (
@@ -159,10 +164,34 @@ IRREGULAR_VERBS = (
 # A general word -> the kinds it names (one way).
 KINDS: dict[str, str] = {
     "sport": "football soccer tennis rugby cricket basketball golf running marathon swimming "
-    "cycling climbing bouldering hiking skiing boxing yoga",
-    "exercise": "running swimming cycling gym yoga walking hiking climbing",
-    "instrument": "guitar piano drums drum violin cello bass flute saxophone trumpet ukulele",
-    "pet": "dog cat puppy kitten rabbit hamster greyhound",
+    "cycling climbing bouldering hiking skiing boxing yoga volleyball baseball hockey surfing "
+    "rowing triathlon badminton squash netball softball skateboarding snowboarding kayaking "
+    "karate judo fencing athletics",
+    "exercise": "running swimming cycling gym yoga walking hiking climbing pilates jogging "
+    "rowing weights lifting spinning crossfit",
+    "instrument": "guitar piano drums drum violin viola cello bass flute clarinet oboe bassoon "
+    "saxophone sax trumpet trombone tuba horn cornet euphonium harmonica harp ukulele banjo "
+    "mandolin accordion keyboard",
+    "pet": "dog cat puppy kitten rabbit bunny hamster greyhound parrot budgie tortoise turtle "
+    "goldfish lizard snake ferret",
+    "injury": "sprain sprained strain strained fracture fractured broke broken torn tear "
+    "bruise bruised scraped concussion tendonitis dislocated pulled twisted",
+    "dance": "salsa bachata tango ballet waltz swing flamenco tap ballroom zumba hip-hop",
+    "hobby": "painting drawing pottery knitting sewing crochet gardening photography baking "
+    "reading hiking fishing woodworking chess",
+    "art": "painting drawing pottery sculpture photography watercolour watercolor sketch "
+    "ceramics",
+    "language": "english spanish french german portuguese italian japanese mandarin chinese "
+    "arabic korean hindi python go rust java typescript javascript kotlin swift ruby",
+    "appliance": "oven mixer fridge freezer dishwasher microwave blender toaster kettle washer "
+    "dryer",
+    "dish": "pizza pasta sushi tacos curry soup salad stew burger sandwich noodles risotto "
+    "paella lasagna",
+    "dessert": "cake pie tart cookies brownies cheesecake tiramisu pudding ice-cream flan",
+    "genre": "jazz rock pop classical blues folk hip-hop country reggae metal gospel soul",
+    "clothing": "dress shirt jacket coat hat scarf sweater jumper jeans boots",
+    "furniture": "sofa couch table chair desk bed shelf shelves wardrobe",
+    "degree": "bachelor bachelors master masters phd doctorate diploma",
     "animal": "dog cat bird fish horse frog turtle shark whale puffin rabbit",
     "bird": "puffin puffins pigeon pigeons robin sparrow owl eagle parrot duck swan gull",
     "herb": "basil mint parsley thyme rosemary coriander dill sage",
@@ -170,11 +199,12 @@ KINDS: dict[str, str] = {
     "vegetable": "tomato tomatoes bean beans carrot potato lettuce onion courgette",
     "fruit": "apple lemon orange banana strawberry grape pear",
     "relative": "mother father sister brother aunt uncle cousin grandmother grandfather niece "
-    "nephew daughter son parents",
+    "nephew daughter son parents grandson granddaughter husband wife",
     "family": "mother father sister brother aunt uncle cousin grandmother grandfather niece "
-    "nephew daughter son parents",
+    "nephew daughter son parents grandson granddaughter husband wife",
+    "vehicle": "car bike bicycle bus train van truck motorbike motorcycle scooter camper "
+    "caravan boat",
     "drink": "coffee tea wine beer juice",
-    "vehicle": "car bike bicycle bus train van",
     "monument": "bridge aqueduct tower castle cathedral statue temple",
     "pastry": "croissant croissants cake bun roll",
     "illness": "infection flu cold migraine fever",
@@ -205,10 +235,19 @@ def _table() -> dict[str, list[str]]:
         for w in words:
             table.setdefault(w, []).extend(x for x in words if x != w and x not in table[w])
     for general, kinds in KINDS.items():
-        for key in (general, general + "s"):
+        for key in (general, _plural(general)):
             known = table.setdefault(key, [])
             known.extend(k for k in kinds.split() if k not in known)
     return table
+
+
+def _plural(word: str) -> str:
+    """"injury" -> "injuries", "dish" -> "dishes", "sport" -> "sports"."""
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"
 
 
 ALTERNATIVES: dict[str, list[str]] = _table()
