@@ -179,8 +179,7 @@ KINDS: dict[str, str] = {
     "dance": "salsa bachata tango ballet waltz swing flamenco tap ballroom zumba hip-hop",
     "hobby": "painting drawing pottery knitting sewing crochet gardening photography baking "
     "reading hiking fishing woodworking chess",
-    "art": "painting drawing pottery sculpture photography watercolour watercolor sketch "
-    "ceramics",
+    "art": "painting drawing pottery sculpture photography watercolour watercolor sketch ceramics",
     "language": "english spanish french german portuguese italian japanese mandarin chinese "
     "arabic korean hindi python go rust java typescript javascript kotlin swift ruby",
     "appliance": "oven mixer fridge freezer dishwasher microwave blender toaster kettle washer "
@@ -242,7 +241,7 @@ def _table() -> dict[str, list[str]]:
 
 
 def _plural(word: str) -> str:
-    """"injury" -> "injuries", "dish" -> "dishes", "sport" -> "sports"."""
+    """ "injury" -> "injuries", "dish" -> "dishes", "sport" -> "sports"."""
     if word.endswith("y") and word[-2:-1] not in "aeiou":
         return word[:-1] + "ies"
     if word.endswith(("s", "x", "ch", "sh")):
