@@ -29,7 +29,11 @@ from ..store.records import MAX_LIST_ITEMS
 from ..text.lines import cap
 from ..text.words import identifier_parts
 
-CONTENT_CHARS = 4000  # an episode's own text, at most (the store allows 10,000)
+# An episode's own text, at most (the store allows 10,000; redaction may lengthen a text).
+# Longer: its start and its end are kept (`keep_ends`): the end of an exchange is the reply's
+# conclusion, or what an agent says it did after hundreds of tool calls.
+CONTENT_CHARS = 9000
+HEAD_SHARE = 2 / 3
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
 NEXT_CHARS = 300  # ... and the next one's opening (a follow-up names what the answer did)
 ASKED_CHARS = 200  # the question an exchange answers, carried over from the one before it
@@ -206,12 +210,10 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
             if text:
                 speaker = "User" if msg.role == "user" else "Assistant"
                 parts.append(f"{speaker}: {text}")
-        content = cap("\n".join(parts), CONTENT_CHARS)
+        asked = asked_before(prev)
+        content = keep_ends("\n".join([asked, *parts] if asked and parts else parts))
         if not content:
             continue
-        asked = asked_before(prev)
-        if asked:
-            content = cap(f"{asked}\n{content}", CONTENT_CHARS)
         time_ms = next((m.created_ms for m in group if m.created_ms), 0)
         context = " ".join(
             x
@@ -235,6 +237,25 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         episodes.append(Episode(content, ids, time_ms, context, files, substance=substance))
         prev = content
     return episodes
+
+
+def keep_ends(text: str, limit: int = CONTENT_CHARS) -> str:
+    """``text`` whole if at most ``limit`` characters, else its first two thirds and its last
+    third at line (or word) boundaries, joined by a line "…". Measured (issue 23): a head cut
+    at 4,000 characters lost whatever a long reply said after it, and every word an agent's
+    closing summary said after a long run of tool calls."""
+    if len(text) <= limit:
+        return text
+    room = limit - 3
+    head_room = int(room * HEAD_SHARE)
+    head = text[:head_room]
+    cut = max(head.rfind("\n"), head.rfind(" "))
+    head = head[:cut] if cut > head_room // 2 else head
+    tail_room = room - len(head)
+    tail = text[-tail_room:]
+    cut = min((i for i in (tail.find("\n"), tail.find(" ")) if i >= 0), default=-1)
+    tail = tail[cut + 1 :] if 0 <= cut < tail_room // 2 else tail
+    return f"{head.rstrip()}\n…\n{tail.lstrip()}"
 
 
 def asked_before(previous: str) -> str:

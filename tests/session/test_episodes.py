@@ -16,6 +16,7 @@ from llmem_hooks.config import DEFAULT_CONFIG
 from llmem_hooks.events import Message
 from llmem_hooks.search.retriever import Retriever
 from llmem_hooks.session.episodes import (
+    CONTENT_CHARS,
     asked_before,
     build_episodes,
     message_text,
@@ -217,6 +218,28 @@ def test_an_answer_starts_with_the_question_it_answers(store: MemoryStore, tmp_p
         "which region do the backups replicate to?", MemoryFilter(type="conversation")
     )
     assert hits and "Frankfurt" in hits[0].memory["content"]
+    db.close()
+
+
+def test_a_long_exchange_keeps_its_start_and_its_end(store: MemoryStore, tmp_path: Path) -> None:
+    """An exchange over `CONTENT_CHARS` (a long reply, or an agent's turn of many tool
+    calls) was cut after 4,000 characters: what the reply concluded and the agent's
+    closing summary could not be found. Its start and its end are kept now."""
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    coord = coordinator(store, db, tmp_path / "ctx")
+    sid = db.session("Migration")
+    u1 = db.user(sid, "Walk me through migrating the billing tables.")
+    steps = "\n".join(f"Step {i}: copy the rows of table part {i} in batches." for i in range(400))
+    db.assistant(sid, u1, text(steps + "\nIn the end we keep the ledger on pgbouncer port 6544."))
+    coord.on_idle(sid, force=True)
+    (episode,) = episodes_of(store)
+    content = episode["content"]
+    assert len(content) <= CONTENT_CHARS
+    assert content.startswith("User: Walk me through migrating the billing tables.")
+    assert content.endswith("In the end we keep the ledger on pgbouncer port 6544.")
+    assert "\n…\n" in content
+    hits = Retriever(store).find("which port for the ledger pgbouncer?")
+    assert hits and hits[0].id == episode["id"]
     db.close()
 
 
