@@ -115,3 +115,25 @@ def test_a_list_of_one_type_reads_that_type_in_date_order(tmp_path: Path) -> Non
             )
         )
         assert "idx_memories_type_created" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_the_context_weight_moves_without_a_rebuild(tmp_path: Path) -> None:
+    """Migration 20 sets the index's ``rank`` to the weights search names (the exchange
+    before an episode at 0.45, was 0.3) and leaves the rows indexed as they were."""
+    from llmem_hooks.store.migrations import RANK_WEIGHTS
+
+    conn = connect(tmp_path / "m.db")
+    migrate(conn, upto=19)
+    conn.execute(
+        "INSERT INTO memories(id, type, content, created_at, updated_at, content_hash, tag_text)"
+        " VALUES ('m-1', 'fact', 'the ledger pool size is 40', "
+        "'2026-01-01T00:00:00.000000+00:00', '2026-01-01T00:00:00.000000+00:00', 'h', '')"
+    )
+    rank = "SELECT v FROM memories_fts_config WHERE k = 'rank'"
+    assert conn.execute(rank).fetchone()[0] == "bm25(1.0, 0.5, 0.75, 0.0, 0.3, 0.1)"
+    assert migrate(conn) == [20]
+    assert conn.execute(rank).fetchone()[0] == f"bm25({', '.join(map(str, RANK_WEIGHTS))})"
+    assert RANK_WEIGHTS[4] == 0.45
+    hits = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'ledger'")
+    assert len(hits.fetchall()) == 1
+    conn.close()
