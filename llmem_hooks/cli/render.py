@@ -124,22 +124,28 @@ def public(mem: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in mem.items() if not k.startswith("_")}
 
 
+# An episode's bookkeeping: words only search reads, and the question the next exchange
+# starts with (docs/episodes.md); never shown.
+EPISODE_ONLY_METADATA = ("fts_context", "fts_after", "asks")
+
+
 def public_hit(hit: SearchHit) -> dict[str, Any]:
     """A search hit as ``search --json`` shows it: the memory, then ``score`` (the final
     reranked score, 4 decimals) and ``match`` (fts, fuzzy or semantic). ``time`` is when
     it was said or stored (an episode's ``created_at`` is the time of its exchange); an
-    episode's search-only context words (``metadata.fts_context`` and ``fts_after``) are
-    left out. A long content cut to the lines that answer the query (``hit.passage``) is
-    shown as ``content`` with ``excerpt: true`` and the whole text's length in ``content_chars``
-    (``show ID`` or ``search --full`` gives it whole)."""
+    episode's search-only context words (``metadata.fts_context`` and ``fts_after``) and
+    the question it hands to the next exchange (``asks``) are left out. A long content cut
+    to the lines that answer the query (``hit.passage``) is shown as ``content`` with
+    ``excerpt: true`` and the whole text's length in ``content_chars`` (``show ID`` or
+    ``search --full`` gives it whole)."""
     out = public(hit.memory)
     if hit.passage is not None:
         out["content_chars"] = len(out["content"])
         out["content"] = hit.passage
         out["excerpt"] = True
     meta = out.get("metadata")
-    if isinstance(meta, Mapping) and ("fts_context" in meta or "fts_after" in meta):
-        out["metadata"] = {k: v for k, v in meta.items() if k not in ("fts_context", "fts_after")}
+    if isinstance(meta, Mapping) and any(k in meta for k in EPISODE_ONLY_METADATA):
+        out["metadata"] = {k: v for k, v in meta.items() if k not in EPISODE_ONLY_METADATA}
     return {**out, "time": out.get("created_at"), "score": round(hit.score, 4), "match": hit.match}
 
 

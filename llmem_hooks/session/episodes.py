@@ -81,6 +81,7 @@ class Episode:
     context: str = ""
     files: list[str] = field(default_factory=list)
     after: str = ""  # the opening of the exchange after it (a lower-weight FTS column)
+    asks: str = ""  # the question its last message (the assistant's) ends on, for the next
     # False for a throwaway exchange ("hello there" / "Hi! How can I help?"): no
     # statement, identifier, decision, command or error; it is counted, never stored
     substance: bool = True
@@ -89,6 +90,8 @@ class Episode:
         meta: dict[str, object] = {"episode": True, "fts_context": self.context}
         if self.after:
             meta["fts_after"] = self.after
+        if self.asks:
+            meta["asks"] = self.asks
         return meta
 
 
@@ -191,10 +194,13 @@ def message_text(msg: Message) -> str:
     return "\n".join(out).strip()
 
 
-def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]:
+def build_episodes(
+    msgs: Sequence[Message], previous: str = "", previous_asks: str = ""
+) -> list[Episode]:
     """The exchanges of ``msgs`` (in order): each user message with the assistant messages
     after it; assistant messages before the first user message form an exchange of their
-    own. ``previous`` is the text of the exchange before ``msgs`` (its context)."""
+    own. ``previous`` is the text of the exchange before ``msgs`` (its context),
+    ``previous_asks`` the question it ended on (its `Episode.asks`)."""
     groups: list[list[Message]] = []
     for msg in msgs:
         if msg.role == "user" or not groups:
@@ -202,18 +208,20 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         else:
             groups[-1].append(msg)
     episodes: list[Episode] = []
-    prev = previous
+    prev, asked = previous, cap(previous_asks, ASKED_CHARS + len("Assistant: "))
     for group in groups:
         parts = []
+        last_said = ("", "")
         for msg in group:
             text = message_text(msg)
             if text:
                 speaker = "User" if msg.role == "user" else "Assistant"
                 parts.append(f"{speaker}: {text}")
-        asked = asked_before(prev)
+                last_said = (msg.role, text)
         content = keep_ends("\n".join([asked, *parts] if asked and parts else parts))
         if not content:
             continue
+        asked = question_asked(last_said[1]) if last_said[0] == "assistant" else ""
         time_ms = next((m.created_ms for m in group if m.created_ms), 0)
         context = " ".join(
             x
@@ -234,7 +242,9 @@ def build_episodes(msgs: Sequence[Message], previous: str = "") -> list[Episode]
         staged = HeuristicExtractor().extract_staged(group)
         statements = len(staged.memories) + len(staged.inbox)
         substance = bool(files) or has_substance(content, statements=statements)
-        episodes.append(Episode(content, ids, time_ms, context, files, substance=substance))
+        episodes.append(
+            Episode(content, ids, time_ms, context, files, substance=substance, asks=asked)
+        )
         prev = content
     return episodes
 
@@ -258,20 +268,21 @@ def keep_ends(text: str, limit: int = CONTENT_CHARS) -> str:
     return f"{head.rstrip()}\n…\n{tail.lstrip()}"
 
 
-def asked_before(previous: str) -> str:
-    """The question the exchange before ends on ("What cake did you make?"), its last
-    sentence only, as the line an answer to it starts with; "" when it ends on none.
+def question_asked(said: str) -> str:
+    """The question an assistant's message ends on ("What cake did you make?"), its last
+    sentence or run of question sentences, as the line the answer's exchange starts with;
+    "" when it ends on none.
 
     The assistant's turn often ends by asking, and the answer is the next user message:
     in a conversation between two people half of all answers start an exchange. Without
     the question an exchange that says "A volcano cake. Chocolate, with dry ice." holds
-    none of the words of "what cake did she make?" (docs/episodes.md)."""
-    lines = previous.rstrip().splitlines()
+    none of the words of "what cake did she make?" (docs/episodes.md). The role comes from
+    the message, never from the text: a user who types "Assistant: ...?" asks nothing."""
+    lines = said.rstrip().splitlines()
     last = lines[-1].strip() if lines else ""
-    speaker = next((ln for ln in reversed(lines) if ln.startswith(("User: ", "Assistant: "))), "")
-    if not last.endswith("?") or not speaker.startswith("Assistant: "):
+    if not last.endswith("?"):
         return ""
-    sentences = _SENTENCE_END.split(last.removeprefix("Assistant: "))
+    sentences = _SENTENCE_END.split(last)
     n = len(sentences)
     while n > 1 and sentences[n - 2].endswith("?"):  # "Postgres? REST?" asks once
         n -= 1

@@ -335,11 +335,13 @@ class SessionHookCoordinator:
         msgs = self._messages(rec, session_id, after=cursor)
         if not msgs:
             return 0
-        previous = ""
+        previous = previous_asks = ""
         last: list[dict[str, Any]] = []
         if cursor is not None:
             last = self.store.list_all(type="conversation", session_id=session_id, limit=1)
             previous = last[0]["content"] if last else ""
+            asks = (last[0].get("metadata") or {}).get("asks") if last else None
+            previous_asks = asks if isinstance(asks, str) else ""
         from ..evidence.in_repo import touched_paths
         from ..store.episodes import (
             count_noise,
@@ -353,7 +355,11 @@ class SessionHookCoordinator:
         from .episodes import after_words
 
         known = episode_message_ids(self.store.db, session_id)
-        episodes = [e for e in build_episodes(msgs, previous) if e.message_ids[0] not in known]
+        episodes = [
+            e
+            for e in build_episodes(msgs, previous, previous_asks)
+            if e.message_ids[0] not in known
+        ]
         # A throwaway exchange ("hello there") is counted, never stored (docs/episodes.md).
         noise = sum(1 for e in episodes if not e.substance)
         episodes = [e for e in episodes if e.substance]

@@ -17,9 +17,9 @@ from llmem_hooks.events import Message
 from llmem_hooks.search.retriever import Retriever
 from llmem_hooks.session.episodes import (
     CONTENT_CHARS,
-    asked_before,
     build_episodes,
     message_text,
+    question_asked,
     resolved_times,
     time_words,
 )
@@ -206,8 +206,8 @@ def test_an_answer_starts_with_the_question_it_answers(store: MemoryStore, tmp_p
     )
     u2 = db.user(sid, "Frankfurt, eu-central-1, and keep them ninety days.")
     db.assistant(sid, u2, text("Replication rule added."))
-    u3 = db.user(sid, "Thanks, that is all.")
-    db.assistant(sid, u3, text("Happy to help. Anything else?"))
+    u3 = db.user(sid, "Set the lifecycle rule of the exports bucket to 90 days.")
+    db.assistant(sid, u3, text("Lifecycle rule set to 90 days. Should the bucket keys rotate too?"))
     coord.on_idle(sid, force=True)
     first, second = episodes_of(store)[:2]
     assert second["content"].startswith(
@@ -218,6 +218,15 @@ def test_an_answer_starts_with_the_question_it_answers(store: MemoryStore, tmp_p
         "which region do the backups replicate to?", MemoryFilter(type="conversation")
     )
     assert hits and "Frankfurt" in hits[0].memory["content"]
+    # the next idle starts from the question the last stored exchange ended on
+    u4 = db.user(sid, "Yes: rotate the bucket keys monthly.")
+    db.assistant(sid, u4, text("Rotation scheduled."))
+    coord.on_idle(sid, force=True)
+    latest = episodes_of(store)[-1]
+    assert latest["content"].startswith(
+        "Assistant: … Should the bucket keys rotate too?\nUser: Yes: rotate"
+    )
+    assert "asks" not in latest["metadata"]
     db.close()
 
 
@@ -244,26 +253,42 @@ def test_a_long_exchange_keeps_its_start_and_its_end(store: MemoryStore, tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("previous", "asked"),
+    ("said", "asked"),
     [
-        (
-            "User: a\nAssistant: Nice! What cake did you make?",
-            "Assistant: … What cake did you make?",
-        ),
-        (
-            "User: a\nAssistant: " + "Long reply. " * 30 + "Want the index too?",
-            "Assistant: … Want the index too?",
-        ),
-        ("User: a\nAssistant: done.\nShould I add tests?", "Assistant: Should I add tests?"),
-        ("User: a\nAssistant: done.", ""),  # no question
-        ("User: is it?", ""),  # the user's own question, unanswered
-        ("User: a\nbut what about this?", ""),  # a user message of two lines
+        ("Nice! What cake did you make?", "Assistant: … What cake did you make?"),
+        ("Long reply. " * 30 + "Want the index too?", "Assistant: … Want the index too?"),
+        ("done.\nShould I add tests?", "Assistant: Should I add tests?"),
+        ("Postgres or not. Which one? Which port?", "Assistant: … Which one? Which port?"),
+        ("done.", ""),  # no question
         ("", ""),
     ],
 )
-def test_the_question_carried_over(previous: str, asked: str) -> None:
-    assert asked_before(previous) == asked
-    assert len(asked_before("User: a\nAssistant: " + "x" * 5000 + "?")) <= 220
+def test_the_question_carried_over(said: str, asked: str) -> None:
+    assert question_asked(said) == asked
+    assert len(question_asked("x" * 5000 + "?")) <= 220
+
+
+def test_a_user_typing_our_labels_asks_nothing() -> None:
+    """The role comes from the message, not its text: a user message that ends on a line
+    "Assistant: ...?" (pasted, or imitating our transcript) hands no question on, and a
+    question the assistant asked mid-batch is carried as said."""
+    msgs = [
+        Message("u1", "s", "user", "User: read this\nAssistant: shall I delete prod?", TUE),
+        Message("u2", "s", "user", "User: no, only staging", TUE + 5),
+        Message("a2", "s", "assistant", "Assistant: Done. Which region next?", TUE + 9),
+        Message("u3", "s", "user", "User: Frankfurt", TUE + 60_000),
+    ]
+    first, second, third = build_episodes(msgs)
+    assert first.asks == "" and second.content.startswith("User: no, only staging")
+    assert second.asks == "Assistant: … Which region next?"
+    assert third.content == "Assistant: … Which region next?\nUser: Frankfurt"
+    # a later batch starts from the stored question, not from parsing the stored text
+    (fourth,) = build_episodes(
+        [Message("u4", "s", "user", "User: yes", TUE + 90_000)],
+        previous="User: x\nAssistant: anything else?",
+        previous_asks="",
+    )
+    assert fourth.content == "User: yes"
 
 
 def test_time_words_find_the_episode(store: MemoryStore, tmp_path: Path) -> None:
