@@ -182,8 +182,9 @@ def attach_passages(hits: Sequence[SearchHit], query: str, budget: int) -> None:
     parsed = parse_query(query)
     terms = [*parsed.terms, *(a for t in parsed.terms for a in parsed.alternatives.get(t, ()))]
     contents = [h.memory["content"] for h in hits]
-    shown = fit(contents[:PASSAGE_HITS], terms, budget)
-    shown += [fit([c], terms, PASSAGE_TAIL_CHARS)[0] for c in contents[PASSAGE_HITS:]]
+    numbers = parsed.asks_quantity
+    shown = fit(contents[:PASSAGE_HITS], terms, budget, numbers)
+    shown += [fit([c], terms, PASSAGE_TAIL_CHARS, numbers)[0] for c in contents[PASSAGE_HITS:]]
     for hit, text in zip(hits, shown, strict=True):
         hit.passage = None if text == hit.memory["content"] else text
 

@@ -66,6 +66,13 @@ _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
 # "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
 # asks only before an auxiliary ("... and when was the switch made?"), not as a
 # conjunction ("what error appears when the check fails").
+# A question a number answers: how many / much / big / long / often, a size, a count, a
+# port, a version, a limit, a timeout... (the passages then count a digit as a word of it).
+_QUANTITY = re.compile(
+    r"(?i)\bhow\s+(?:many|much|big|long|large|small|often|fast|far|old|high|low)\b|"
+    r"\b(?:size|sizes|number|count|port|version|timeout|ttl|limit|limits|percent|"
+    r"percentage|rate|cost|price|duration|interval|threshold|capacity)\b"
+)
 _WHEN = re.compile(
     r"(?i)\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|"
     r"\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b"
@@ -93,6 +100,7 @@ class ParsedQuery:
     alternatives: dict[str, list[str]] = field(default_factory=dict)
     phrases: list[str] = field(default_factory=list)
     asks_when: bool = False
+    asks_quantity: bool = False  # "how many", "what size", "which port": a number answers
 
     def group(self, term: str, extra: Sequence[str] = ()) -> str:
         """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
@@ -219,6 +227,7 @@ def parse_query(query: str) -> ParsedQuery:
     parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
     first = words(query or "")[:1]
     parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
+    parsed.asks_quantity = bool(_QUANTITY.search(query or ""))
     sentence = question_words or (query or "").rstrip().endswith("?")
     if parens and (other_syntax or not sentence):
         parsed.explicit = other_syntax = True

@@ -11,6 +11,7 @@ import pytest
 from llmem_hooks import MemoryStore
 from llmem_hooks.cli import main
 from llmem_hooks.search.passages import ELLIPSIS, WHOLE_CHARS, excerpt, fit
+from llmem_hooks.text.query import parse_query
 
 FILLER = [
     f"Line {i}: we looked at the logging output and nothing stood out there." for i in range(30)
@@ -189,3 +190,17 @@ def test_the_first_three_results_get_the_budget_first() -> None:
     assert shown[:3] == short[:3] and min(len(s) for s in shown[3:]) > 400
     # A budget too small to keep a reserve: one list, as before.
     assert all(f"Answer {i}" in s for i, s in enumerate(fit(texts, terms, 300)))
+
+
+def test_a_question_about_a_quantity_is_shown_the_line_with_the_number() -> None:
+    """ "How big is the Docker image?" is answered by "the image drops from 1.2GB to
+    340MB", which holds fewer of its words than the lines around it. A digit now counts as
+    one of a quantity question's words (`parse_query(...).asks_quantity`)."""
+    lines = [f"The docker image build step {w} runs in the docker stage." for w in "abcdefghij"]
+    lines.insert(7, "With the slim base the image drops from 1.2GB to 340MB.")
+    text = "User: the docker image is huge\nAssistant: " + "\n".join(lines)
+    terms = parse_query("how big is the docker image now?").terms
+    assert parse_query("how big is the docker image now?").asks_quantity
+    assert not parse_query("why is the docker image slow to build?").asks_quantity
+    assert "340MB" not in fit([text], terms, 250)[0]
+    assert "340MB" in fit([text], terms, 250, numbers=True)[0]
