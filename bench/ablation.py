@@ -45,8 +45,10 @@ from llmem_hooks.config import RetrievalSettings  # noqa: E402
 from llmem_hooks.search import retriever as R  # noqa: E402
 from llmem_hooks.search.retriever import Retriever, attach_passages  # noqa: E402
 from llmem_hooks.store import MemoryFilter  # noqa: E402
+from llmem_hooks.store import memories as M  # noqa: E402
 from llmem_hooks.text import query as Q  # noqa: E402
 
+LONG = ROOT / "tests" / "fixtures" / "conversations_long"
 _TIME_WORDS = re.compile(r"\b\d{4}-\d{2}-\d{2} [A-Z][a-z]+day \d{1,2} [A-Z][a-z]+ \d{4}\b")
 
 
@@ -96,6 +98,12 @@ VARIANTS: dict[str, Variant] = {
     "fuzzy corrections off": Variant(fuzzy=False),
     "passage cuts off (whole results)": Variant(passages=False),
     "self-assessments off (index)": Variant(store_edit="no-self"),
+    "carried questions off (index)": Variant(store_edit="no-asked"),
+    "two-event comparisons off": Variant(patches={(R, "event_clauses"): lambda q: None}),
+    "a digit for quantity questions off": Variant(patches={(Q, "_QUANTITY"): re.compile("(?!)")}),
+    "context weight 0.3 (was 0.45)": Variant(
+        patches={(M, "BM25_RANK"): "bm25(memories_fts, 1.0, 0.5, 0.75, 0.0, 0.3, 0.1)"}
+    ),
 }
 
 
@@ -109,6 +117,13 @@ def edited_copy(db: Path, edit: str | None, into: Path) -> Path:
     src.close()
     if edit == "no-self":
         dst.execute("DELETE FROM memories WHERE type = 'self_assessment'")
+        dst.commit()
+    elif edit == "no-asked":  # the question an answer's exchange starts with, dropped
+        dst.execute(
+            "UPDATE memories SET content = substr(content, instr(content, char(10)) + 1)"
+            " WHERE json_extract(metadata, '$.episode') AND content LIKE 'Assistant: %'"
+            " AND substr(content, instr(content, char(10)) + 1) LIKE 'User: %'"
+        )
         dst.commit()
     elif edit is not None:
         rows = dst.execute(
@@ -225,9 +240,10 @@ def run_techconv(home: Path, v: Variant, tmp: Path) -> dict[str, float]:
     }
 
 
-def run_conversational(v: Variant, tmp: Path) -> dict[str, float]:
-    convs = conversational.load("dev")
-    path = tmp / "conv.db"
+def run_conversational(v: Variant, tmp: Path, folder: Path | None = None) -> dict[str, float]:
+    convs = conversational.convsets.load(folder) if folder else conversational.load("dev")
+    convs = [c for c in convs if c["split"] == "dev"]
+    path = tmp / (f"{folder.name}.db" if folder else "conv.db")
     if not path.exists():
         with MemoryStore(path) as store:
             conversational.store_in_process(store, convs)
@@ -269,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.techconv:
                     row["techconv"] = run_techconv(Path(args.techconv), v, Path(one))
                 row["conversational"] = run_conversational(v, tmp)
+                row["long conversations"] = run_conversational(v, tmp, LONG)
             result[name] = row
             if not args.json:
                 print(name)
