@@ -525,13 +525,17 @@ class Retriever:
             return []
         tops: list[SearchHit] = []
         for clause in clauses:
-            hits = self._fts(
-                parse_query(clause),
-                flt,
-                EVENT_RANK,
-                None,
-                self.fuzzy_threshold if threshold is None else threshold,
-            )
+            try:  # a clause is part of a plain question; read alone it may be odd syntax
+                parsed = parse_query(clause)
+                hits = self._fts(
+                    parsed,
+                    flt,
+                    EVENT_RANK,
+                    None,
+                    self.fuzzy_threshold if threshold is None else threshold,
+                )
+            except ValidationError:
+                continue
             if hits:
                 tops.append(hits[0])
         return tops
