@@ -251,3 +251,24 @@ def test_a_question_comparing_two_events_finds_both(tmp_path: Path) -> None:
         assert rotated in top5
         scores = [h.score for h in hits]
         assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        'Which came first: (docker) or "redis compose"?',
+        "Which came first, docker* or redis?",
+        'How long after "docker" did (redis) ship?',
+        "which came first: " + " ".join(f"w{i}" for i in range(300)) + " or redis?",
+        "which came first: * or ?",
+        # read alone, 40 quoted phrases are search syntax over its 32-phrase bound
+        "which came first: " + " ".join(f'"w{i}"' for i in range(40)) + " or redis?",
+    ],
+)
+def test_an_odd_comparison_question_is_answered_not_refused(tmp_path: Path, question: str) -> None:
+    """Each event of a comparison is searched alone; a clause that reads as odd search
+    syntax on its own (a lone group, a star, hundreds of words) is skipped, never an
+    "invalid search query" for the person's question."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        store.add("fact", "docker compose and redis in the stack")
+        Retriever(store).find(question, track_access=False, search_mode="fts")
