@@ -29,10 +29,12 @@ from ..store.records import MAX_LIST_ITEMS
 from ..text.lines import cap
 from ..text.words import identifier_parts
 
-# An episode's own text, at most (the store allows 10,000; redaction may lengthen a text).
-# Longer: its start and its end are kept (`keep_ends`): the end of an exchange is the reply's
-# conclusion, or what an agent says it did after hundreds of tool calls.
-CONTENT_CHARS = 9000
+# An episode's own text, at most. Longer: its first 4,000 characters (the whole cut before
+# 2026-11-27) and its last 2,000 (`keep_ends`): the end of an exchange is the reply's
+# conclusion, or what an agent says it did after hundreds of tool calls. Not more: search
+# reads what is stored, and on a store where a third of the exchanges are long a find took
+# p50 5.2 ms at 4,000, 6.4 at 6,000, 7.8 at 9,000 (docs/episodes.md).
+CONTENT_CHARS = 6000
 HEAD_SHARE = 2 / 3
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
 NEXT_CHARS = 300  # ... and the next one's opening (a follow-up names what the answer did)
