@@ -10,7 +10,10 @@ Besides its own text, an episode is indexed (``metadata.fts_context``, the low-w
 column of migration 10) by the words of the exchange before it, by its time as words
 (ISO date, weekday, month name, and the dates that relative expressions in its text
 ("yesterday", "last week", "3 days ago") meant when it was said) and by the words inside
-its camelCase identifiers (`text.words.identifier_parts`). See docs/episodes.md.
+its camelCase identifiers (`text.words.identifier_parts`). An exchange that answers the
+question the one before it ended on starts with that question (`question_asked`): the
+answer is the next user message, and alone it rarely holds the question's words. See
+docs/episodes.md.
 """
 
 from __future__ import annotations
@@ -253,8 +256,8 @@ def build_episodes(
 
 def keep_ends(text: str, limit: int = CONTENT_CHARS) -> str:
     """``text`` whole if at most ``limit`` characters, else its first two thirds and its last
-    third at line (or word) boundaries, joined by a line "…". Measured (issue 23): a head cut
-    at 4,000 characters lost whatever a long reply said after it, and every word an agent's
+    third at line (or word) boundaries, joined by a line "…". Why (issue 23): a head cut at
+    4,000 characters lost whatever a long reply said after it, and every word an agent's
     closing summary said after a long run of tool calls."""
     if len(text) <= limit:
         return text
