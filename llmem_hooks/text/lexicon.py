@@ -188,6 +188,10 @@ KINDS: dict[str, str] = {
     "dance": "salsa bachata tango ballet waltz swing flamenco tap ballroom zumba hip-hop",
     "hobby": "painting drawing pottery knitting sewing crochet gardening photography baking "
     "reading hiking fishing woodworking chess",
+    "activity": "painting drawing pottery knitting sewing gardening photography baking "
+    "reading hiking fishing camping swimming running cycling climbing yoga dancing "
+    "skiing surfing kayaking volunteering",
+    "game": "chess poker scrabble monopoly sudoku crossword catan cards",
     "art": "painting drawing pottery sculpture photography watercolour watercolor sketch ceramics",
     "language": "english spanish french german portuguese italian japanese mandarin chinese "
     "arabic korean hindi python go rust java typescript javascript kotlin swift ruby",

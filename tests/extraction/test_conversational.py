@@ -91,5 +91,6 @@ def test_question_words_widen_to_other_forms_one_way_for_kinds() -> None:
     assert "sprained" in parse_query("What injuries did he get?").alternatives["injuries"]
     assert "clarinet" in parse_query("Which instruments?").alternatives["instruments"]
     assert "granddaughter" in parse_query("Her grandchildren?").alternatives["grandchildren"]
+    assert "pottery" in parse_query("What activities does she do?").alternatives["activities"]
     # a kind does not stand for its general word, nor for the other kinds
     assert "tennis" not in parse_query("Ana plays football").alternatives.get("football", [])
