@@ -43,12 +43,11 @@ from ..text.words import words as text_words
 from .matching import word_patterns
 
 ELLIPSIS = "…"
-# Stands for "a number" among a question's words (`fit`'s ``numbers``): "how big is the
+# "A number", one of a quantity question's words (`fit`'s ``numbers``): "how big is the
 # image?" is answered by "1.2GB to 340MB", which holds none of its words. Measured in
 # process (issue 23, 2026-11-27): answer coverage at the same characters, DevMemBench dev
 # 0.878 -> 0.880, the technical conversations dev 0.715 -> 0.731; a digit weighing as two
 # words: 0.882 / 0.728.
-NUMBER_TERM = "\x00number"
 _DIGIT = re.compile(r"\d")
 WHOLE_CHARS = 120  # texts this short are shown whole
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9`\"'(\[*-])")
@@ -140,17 +139,16 @@ def fit(
     the question asks for a quantity, and a digit counts as one of its words."""
     if budget <= 0 or sum(len(c) for c in contents) <= budget:
         return list(contents)
-    if numbers:
-        terms = [*terms, NUMBER_TERM]
+    patterns = word_patterns(terms) + ([_DIGIT] if numbers else [])
     rest = list(contents[_HEAD:])
     reserve = sum(min(len(c), _reserve(k)) for k, c in enumerate(rest))
     if not rest or budget - reserve < budget // 2:
-        return _fit_list(contents, terms, budget)
-    head = _fit_list(contents[:_HEAD], terms, budget - reserve)
+        return _fit_list(contents, patterns, budget)
+    head = _fit_list(contents[:_HEAD], patterns, budget - reserve)
     left = budget - sum(len(h) for h in head)
     if left >= sum(len(c) for c in rest):
         return head + rest
-    tail = _fit_list(rest, terms, max(left, 1))
+    tail = _fit_list(rest, patterns, max(left, 1))
     over = sum(len(t) for t in tail) - left  # forced best units may overrun what is left
     if over > 0:
         tail = [_clip(t, max(_reserve(k), len(t) - over)) for k, t in enumerate(tail)]
@@ -169,14 +167,14 @@ def _clip(text: str, limit: int) -> str:
     return text[: cut if cut > 0 else limit].rstrip() + " " + ELLIPSIS
 
 
-def _fit_list(contents: Sequence[str], terms: Sequence[str], budget: int) -> list[str]:
-    """`fit` for one list sharing one budget (see the module docstring, steps 1-4)."""
+def _fit_list(
+    contents: Sequence[str], patterns: Sequence[re.Pattern[str]], budget: int
+) -> list[str]:
+    """`fit` for one list sharing one budget (see the module docstring, steps 1-4);
+    ``patterns``: one per question word (`word_patterns`)."""
     if sum(len(c) for c in contents) <= budget:
         return list(contents)
     docs = [_units(c) for c in contents]
-    patterns = word_patterns([t for t in terms if t != NUMBER_TERM])
-    if NUMBER_TERM in terms:
-        patterns.append(_DIGIT)
     units = [u for d in docs for u in d]
     matched = {id(u): [bool(p.search(u.text)) for p in patterns] for u in units}
     df = [sum(matched[id(u)][k] for u in units) for k in range(len(patterns))]

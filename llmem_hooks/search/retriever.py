@@ -323,18 +323,13 @@ class Retriever:
         sem_hits: list[SearchHit] = []
         events: list[SearchHit] = []
         parsed = parse_query(query)
+        spelling = self.fuzzy_threshold if threshold is None else threshold
         with self._bounded():
             authors = self._authors_named(parsed)
             if search_mode in ("fts", "hybrid"):
-                fts_hits = self._fts(
-                    parsed,
-                    flt,
-                    pool,
-                    fuzzy,
-                    self.fuzzy_threshold if threshold is None else threshold,
-                )
+                fts_hits = self._fts(parsed, flt, pool, fuzzy, spelling)
                 fts_hits = self._question_extras(parsed, authors, flt, pool, fts_hits)
-                events = [] if parsed.explicit else self._event_tops(query, flt, threshold)
+                events = [] if parsed.explicit else self._event_tops(query, flt, spelling)
             if search_mode in ("semantic", "hybrid"):
                 sem_hits = self._semantic(query, flt, pool)
         if search_mode == "fts":
@@ -515,9 +510,7 @@ class Retriever:
                     seen.add(row["id"])
         return hits + extra
 
-    def _event_tops(
-        self, query: str, flt: MemoryFilter, threshold: float | None
-    ) -> list[SearchHit]:
+    def _event_tops(self, query: str, flt: MemoryFilter, threshold: float) -> list[SearchHit]:
         """The best keyword hit of each event a comparison question names ("which came
         first: A or B?"), searched on its own (`text.comparisons`); none for other questions."""
         clauses = event_clauses(query)
@@ -526,14 +519,7 @@ class Retriever:
         tops: list[SearchHit] = []
         for clause in clauses:
             try:  # a clause is part of a plain question; read alone it may be odd syntax
-                parsed = parse_query(clause)
-                hits = self._fts(
-                    parsed,
-                    flt,
-                    EVENT_RANK,
-                    None,
-                    self.fuzzy_threshold if threshold is None else threshold,
-                )
+                hits = self._fts(parse_query(clause), flt, EVENT_RANK, None, threshold)
             except ValidationError:
                 continue
             if hits:
@@ -660,11 +646,10 @@ def _events_near_top(results: list[SearchHit], events: Sequence[SearchHit]) -> l
     the second event after the first, scored as the hit it follows."""
     out = list(results)
     for i, event in enumerate(events):
-        if any(h.id == event.id for h in out[:EVENT_RANK]):
+        rank = next((k for k, h in enumerate(out) if h.id == event.id), None)
+        if rank is not None and rank < EVENT_RANK:
             continue
-        found = next((h for h in out if h.id == event.id), event)
-        if found in out:
-            out.remove(found)
+        found = event if rank is None else out.pop(rank)
         at = min(1 + i, len(out))
         if at:
             found.score = out[at - 1].score
