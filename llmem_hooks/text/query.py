@@ -63,9 +63,6 @@ SYNONYMS: dict[str, list[str]] = ALTERNATIVES
 _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
 
 
-# "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
-# asks only before an auxiliary ("... and when was the switch made?"), not as a
-# conjunction ("what error appears when the check fails").
 # A question a number answers: how many / much / big / long / often, a size, a count, a
 # port, a version, a limit, a timeout... (the passages then count a digit as a word of it).
 _QUANTITY = re.compile(
@@ -73,6 +70,9 @@ _QUANTITY = re.compile(
     r"\b(?:size|sizes|number|count|port|version|timeout|ttl|limit|limits|percent|"
     r"percentage|rate|cost|price|duration|interval|threshold|capacity)\b"
 )
+# "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
+# asks only before an auxiliary ("... and when was the switch made?"), not as a
+# conjunction ("what error appears when the check fails").
 _WHEN = re.compile(
     r"(?i)\b(?:what|which)\s+(?:time|date|day|month|year|week)\b|\bhow long ago\b|"
     r"\bwhen\s+(?:exactly\s+)?(?:was|were|did|do|does|is|are|will|would|had|has|have)\b"
