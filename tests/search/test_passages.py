@@ -204,3 +204,56 @@ def test_a_question_about_a_quantity_is_shown_the_line_with_the_number() -> None
     assert not parse_query("why is the docker image slow to build?").asks_quantity
     assert "340MB" not in fit([text], terms, 250)[0]
     assert "340MB" in fit([text], terms, 250, numbers=True)[0]
+
+
+STATUS = "\n".join(
+    [
+        "User: final status check, where is the api?",
+        "Assistant: Here is where it stands.",
+        *[f"Filler line {i} about the weather and the coffee machine upstairs." for i in range(8)],
+        "**Complete:**",
+        "- Auth (JWT + httpOnly cookies + refresh rotation)",
+        "- Product catalog (CRUD, filtering, soft delete, admin-only write)",
+        "- Shopping cart (Redis hash, 7-day TTL)",
+        "- Email (SendGrid, fire-and-forget via asyncio.create_task)",
+        "- Rate limiting (slowapi, 100/10 rpm, Redis backend, X-RateLimit-* headers)",
+        "- Logging (structlog, UUID request_id, JSON in prod, LOG_LEVEL env var)",
+        "- API versioning (/api/v1/ prefix, Deprecation header, 30-day window)",
+        "- Deployment (340MB Docker, nginx, GET /health, zero-downtime rolling restart)",
+        "- **Pending: NextAuth.js authentication, admin views**",
+        *[f"Closing remark {i} on lunch plans and the office plants." for i in range(8)],
+    ]
+)
+
+
+def test_a_list_shows_the_heads_of_its_other_items() -> None:
+    """ "What is complete?" matches the cue line of a status list and none of its items:
+    the items' heads ("- Logging …") show what the list names, for a fraction of its
+    length; an item the budget then reaches is shown whole, never twice."""
+    shown = fit([STATUS], ["complete"], 330)[0]
+    assert len(shown) <= 330 + 10
+    for head in ("Auth", "Product catalog", "Shopping cart", "Email", "Rate limiting"):
+        assert f"- {head}" in shown
+    for head in ("Logging", "API versioning", "Deployment"):
+        assert f"- {head} {ELLIPSIS}\n" in shown or shown.endswith(f"- {head} {ELLIPSIS}")
+    assert "- **Pending: NextAuth.js" in shown  # a label keeps what follows it
+    assert "structlog" not in shown and "340MB" not in shown  # the details are cut
+    assert f"{ELLIPSIS} {ELLIPSIS}" not in shown  # one mark where text was left out
+    # More room: the items are shown whole, each once.
+    roomy = fit([STATUS], ["complete"], 900)[0]
+    assert "- Logging (structlog, UUID request_id" in roomy
+    assert roomy.count("Logging") == 1 and roomy.count("Deployment") == 1
+
+
+def test_a_head_is_the_words_before_the_first_aside() -> None:
+    from llmem_hooks.search.passages import _head
+
+    assert _head("- Rate limiting (slowapi, 100/10 rpm)") == "- Rate limiting"
+    assert _head("1. Read cart from Redis (`cart:{user_id}`)") == "1. Read cart from Redis"
+    assert _head("- `AreaChart` — revenue over time") == "- `AreaChart`"
+    assert _head("- Pending: NextAuth.js, admin views") == "- Pending: NextAuth.js"
+    for not_a_head in ("-", "- ", "- short", "-- not a list", "-1 degrees", "2024. a year"):
+        assert _head(not_a_head) is None  # not an item, or nothing worth cutting
+    long = "- " + "word " * 40
+    head = _head(long)
+    assert head is not None and len(head) <= 64
