@@ -112,6 +112,28 @@ EVERYDAY_GROUPS = (
     "course module",
     "dad father",
     "mum mom mother",
+    "hire hired employ employed employee recruit recruited",
+    # clipped words people say for the long ones (a closed class of everyday English)
+    "sax saxophone saxophonist",
+    "psych psychology psychologist",
+    "fridge refrigerator",
+    "gym gymnasium",
+    "lab laboratory",
+    "exam examination",
+    "maths math mathematics",
+    "info information",
+    "rehab rehabilitation",
+    "ref referee",
+    "telly tv television",
+    "plane airplane aeroplane",
+    "flu influenza",
+    "gran granny grandma",
+    "sis sister",
+    "bro brother",
+    "bday birthday",
+    "xmas christmas",
+    "bike bicycle",
+    "pup puppy",
 )
 
 IRREGULAR_VERBS = (

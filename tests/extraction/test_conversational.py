@@ -92,5 +92,9 @@ def test_question_words_widen_to_other_forms_one_way_for_kinds() -> None:
     assert "clarinet" in parse_query("Which instruments?").alternatives["instruments"]
     assert "granddaughter" in parse_query("Her grandchildren?").alternatives["grandchildren"]
     assert "pottery" in parse_query("What activities does she do?").alternatives["activities"]
+    # a clipped word and the long one find each other ("Which saxophone?" / "the alto sax")
+    assert "sax" in parse_query("Which saxophone does he play?").alternatives["saxophone"]
+    assert "psychology" in parse_query("Is psych hard?").alternatives["psych"]
+    assert "employee" in parse_query("Who has she hired?").alternatives["hired"]
     # a kind does not stand for its general word, nor for the other kinds
     assert "tennis" not in parse_query("Ana plays football").alternatives.get("football", [])
