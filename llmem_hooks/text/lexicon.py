@@ -134,6 +134,7 @@ EVERYDAY_GROUPS = (
     "xmas christmas",
     "bike bicycle",
     "pup puppy",
+    "baptise baptised baptize baptized baptism christening christened",
 )
 
 IRREGULAR_VERBS = (
@@ -239,6 +240,10 @@ KINDS: dict[str, str] = {
     "vehicle": "car bike bicycle bus train van truck motorbike motorcycle scooter camper "
     "caravan boat",
     "drink": "coffee tea wine beer juice",
+    "colour": "red blue green yellow orange purple pink black white grey gray brown navy "
+    "cream teal turquoise mustard gold silver beige",
+    "color": "red blue green yellow orange purple pink black white grey gray brown navy "
+    "cream teal turquoise mustard gold silver beige",
     "monument": "bridge aqueduct tower castle cathedral statue temple",
     "pastry": "croissant croissants cake bun roll",
     "illness": "infection flu cold migraine fever",

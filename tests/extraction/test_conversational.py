@@ -96,5 +96,6 @@ def test_question_words_widen_to_other_forms_one_way_for_kinds() -> None:
     assert "sax" in parse_query("Which saxophone does he play?").alternatives["saxophone"]
     assert "psychology" in parse_query("Is psych hard?").alternatives["psych"]
     assert "employee" in parse_query("Who has she hired?").alternatives["hired"]
+    assert "navy" in parse_query("What colours is the boat?").alternatives["colours"]
     # a kind does not stand for its general word, nor for the other kinds
     assert "tennis" not in parse_query("Ana plays football").alternatives.get("football", [])
