@@ -75,6 +75,24 @@ def test_the_long_set_in_one_store_keeps_its_floor(tmp_path: Path) -> None:
         assert scores[split]["all"]["recall@5"] >= 0.71, scores[split]["all"]
 
 
+HARD = Path(__file__).resolve().parents[1] / "fixtures" / "conversations_hard"
+
+
+def test_the_harder_chats_stay_above_the_keyword_floor(tmp_path: Path) -> None:
+    """The two chats whose questions avoid their evidence's words (tests/fixtures/
+    conversations_hard) in one store: ours stays above the plain keyword floor at @5 and
+    @10 on each half (measured 0.565 / 0.690 and 0.608 / 0.706; floor 0.306 / 0.469 and
+    0.497 / 0.567)."""
+    convs = conversational.convsets.load(HARD)
+    assert [c["split"] for c in convs] == ["dev", "heldout"]
+    assert all(len(c["questions"]) == 60 and len(c["sessions"]) == 16 for c in convs)
+    scores = _scores(tmp_path, convs)
+    for split in ("dev", "heldout"):
+        m = scores[split]["all"]
+        assert m["recall@10"] >= m["floor@10"] + 0.1, m
+        assert m["recall@5"] >= m["floor@5"] + 0.1, m
+
+
 def test_a_slice_finds_evidence_said_another_way(tmp_path: Path) -> None:
     """Two conversations in one store: the paraphrased questions (irregular verbs,
     British/American words, a general word for a kind) still find their turn."""
