@@ -277,32 +277,22 @@ def test_an_odd_comparison_question_is_answered_not_refused(tmp_path: Path, ques
 def test_a_result_that_says_what_the_question_asks_for_comes_first(tmp_path: Path) -> None:
     """Two turns share a question's words; a "when" question prefers the one that says a
     time, a "how many" question the one that says a number (`text.answer_kinds`)."""
+    turns = {
+        "undated": "Kofi: The Ghana trip is on, I bought a new suitcase for the flight.\n"
+        "Ingrid: A new suitcase for the Ghana flight, how exciting.",
+        "dated": "Kofi: They moved my Ghana flight to the 12th of December.\n"
+        "Ingrid: Phew, still before Christmas.",
+        "counted": "Lucien: The hives are doing well, I have three hives now.\n"
+        "Aoife: Three! A real apiary.",
+        "vague": "Lucien: The hives are doing well, the hives love the lavender.\n"
+        "Aoife: Lovely, hives in lavender.",
+        **{f"other {i}": f"Ingrid: a chat {i} about the garden\nKofi: ok" for i in range(20)},
+    }
     with MemoryStore(tmp_path / "m.db") as store:
-        undated = store.add(
-            "conversation",
-            "User: Kofi: The Ghana trip is on, I bought a new suitcase for the flight.\n"
-            "Assistant: Ingrid: A new suitcase for the Ghana flight, how exciting.",
-        )
-        dated = store.add(
-            "conversation",
-            "User: Kofi: They moved my Ghana flight to the 12th of December.\n"
-            "Assistant: Ingrid: Phew, still before Christmas.",
-        )
-        for i in range(20):
-            store.add("conversation", f"User: Ingrid: a chat {i} about the garden\nAssistant: ok")
+        ids = {key: store.add("conversation", text) for key, text in turns.items()}
         retriever = Retriever(store)
         hits = retriever.find("When is Kofi's flight to Ghana?", track_access=False)
-        assert [h.id for h in hits][:2] == [dated, undated]
-        counted = store.add(
-            "conversation",
-            "User: Lucien: The hives are doing well, I have three hives now.\n"
-            "Assistant: Aoife: Three! A real apiary.",
-        )
-        vague = store.add(
-            "conversation",
-            "User: Lucien: The hives are doing well, the hives love the lavender.\n"
-            "Assistant: Aoife: Lovely, hives in lavender.",
-        )
+        assert [h.id for h in hits][:2] == [ids["dated"], ids["undated"]]
         hits = retriever.find("How many hives does Lucien keep?", track_access=False)
-        ids = [h.id for h in hits]
-        assert ids.index(counted) < ids.index(vague)
+        order = [h.id for h in hits]
+        assert order.index(ids["counted"]) < order.index(ids["vague"])
