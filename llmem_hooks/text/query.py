@@ -64,12 +64,16 @@ _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
 
 
 # A question a number answers: how many / much / big / long / often, a size, a count, a
-# port, a version, a limit, a timeout... (the passages then count a digit as a word of it).
-_QUANTITY = re.compile(
-    r"(?i)\bhow\s+(?:many|much|big|long|large|small|often|fast|far|old|high|low)\b|"
-    r"\b(?:size|sizes|number|count|port|version|timeout|ttl|limit|limits|percent|"
-    r"percentage|rate|cost|price|duration|interval|threshold|capacity)\b"
+# port, a version, a limit, a timeout... (the passages then count a digit as a word of it,
+# and the ranking lifts a text that says a number). Not inside a compound: "rate-limiting
+# in the proxy" asks for no rate. The static report's search reads the same source
+# (viewer/search_index.py), case-insensitive.
+QUANTITY_SOURCE = (
+    r"\bhow\s+(?:many|much|big|long|large|small|often|fast|far|old|high|low)\b|"
+    r"(?<![\w-])(?:size|sizes|number|count|port|version|timeout|ttl|limit|limits|percent|"
+    r"percentage|rate|cost|price|duration|interval|threshold|capacity)(?![\w-])"
 )
+_QUANTITY = re.compile(QUANTITY_SOURCE, re.IGNORECASE)
 # "When ..." and its paraphrases: the question asks for a time. Inside a sentence "when"
 # asks only before an auxiliary ("... and when was the switch made?"), not as a
 # conjunction ("what error appears when the check fails").

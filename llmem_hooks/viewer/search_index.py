@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..search.matching import WINDOW_CHARS
 from ..search.retriever import (
     ALTERNATIVE_SHARE,
+    ANSWER_KIND_BOOST,
     AUTHOR_BOOST,
     BM25_SHARE,
     COMMON_WORD_FLOOR,
@@ -41,8 +42,15 @@ from ..search.retriever import (
     rerank_signals,
 )
 from ..store import fts_terms
+from ..text.answer_kinds import says_number, says_time
 from ..text.lexicon import ALTERNATIVES
-from ..text.query import MAX_QUERY_CHARS, MAX_QUERY_TERMS, STOP_INFLECTIONS, STOP_WORDS
+from ..text.query import (
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    QUANTITY_SOURCE,
+    STOP_INFLECTIONS,
+    STOP_WORDS,
+)
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -124,6 +132,8 @@ def build(
                 "t": postings,
                 "s": round(sum(SIGNAL_WEIGHTS[k] * v for k, v in signals.items()), 4),
                 **({"h": 1} if has_time(mem) else {}),
+                **({"ts": 1} if says_time(str(mem.get("content", ""))) else {}),
+                **({"tn": 1} if says_number(str(mem.get("content", ""))) else {}),
                 **_authors(mem, person),
             }
         )
@@ -154,6 +164,8 @@ def build(
             "correction_share": CORRECTION_SHARE,
             "author_boost": AUTHOR_BOOST,
             "when_boost": WHEN_BOOST,
+            "answer_kind_boost": ANSWER_KIND_BOOST,
+            "quantity": QUANTITY_SOURCE,
         },
     }
 

@@ -107,8 +107,14 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         # A short word matches whole or with an ending ("web" is not "webhook"); a
         # hyphenated word no memory holds as written stands for its parts.
         web = st.add("fact", "The web dashboard is served on port 8081 behind the auth proxy")
-        st.add("fact", "The webhook handler of the billing worker retries 5 times on port 8090")
+        hook = st.add(
+            "fact", "The webhook handler of the billing worker retries 5 times on port 8090"
+        )
         limits = st.add("decision", "The auth proxy applies rate limiting per client key")
+        # A "when" / "how many" question lifts a text that says a time / a number
+        # (`text.answer_kinds`), in the page as in the live search.
+        moved = st.add("event", "The auth proxy moved to the new cluster on 3 March")
+        st.add("event", "The auth proxy moved its logs to the new cluster dashboards")
         data = ViewerData(st, Config.coerce({"viewer": {"list_limit": 1000}}), home=tmp_path)
         overview = data.overview(details=True)
         index = data.search_index([m["id"] for m in overview["memories"]])
@@ -121,7 +127,12 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             ):
                 questions.append(form)
                 answers.append(mid)
-        extra = (("which port is the web on", web), ("rate-limiting in the proxy", limits))
+        extra = (
+            ("which port is the web on", web),
+            ("rate-limiting in the proxy", limits),
+            ("how many retries does the webhook handler do?", hook),
+            ("when did the auth proxy move to the new cluster?", moved),
+        )
         for form, mid in extra:
             questions.append(form)
             answers.append(mid)

@@ -335,11 +335,15 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     if (who.authors.size) hits = authorExtras(groups, who.authors, hits);
     const first = (query.toLowerCase().match(WORD) || [])[0];
     const when = first === 'when' || WHEN.test(query);
+    // a "how many / which port" question (text/query.py QUANTITY_SOURCE); a text that says
+    // the time or the number asked for gains answer_kind_boost (text/answer_kinds.py)
+    const quantity = cfg.quantity ? new RegExp(cfg.quantity, 'i').test(query) : false;
     const k = cfg.rrf_k, blend = cfg.blend;
     return hits.map((d, i) => {
       const norm = (1 / (k + i + 1)) / (1 / (k + 1));
+      const says = (when && docs[d].ts) || (quantity && docs[d].tn);
       const score = norm * (1 - blend) + docs[d].s * blend + (when && docs[d].h ? cfg.when_boost : 0) +
-        authorBoost(d, who);
+        (says ? cfg.answer_kind_boost : 0) + authorBoost(d, who);
       return {id: docs[d].id, score: Math.round(score * 10000) / 10000, rank: i};
     }).sort((a, b) => b.score - a.score || a.rank - b.rank).slice(0, limit).map(({id, score}) => ({id, score}));
   };
