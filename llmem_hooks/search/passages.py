@@ -253,7 +253,7 @@ def _clip(text: str, limit: int) -> str:
 def _fit_list(
     contents: Sequence[str], patterns: Sequence[re.Pattern[str]], budget: int
 ) -> list[str]:
-    """`fit` for one list sharing one budget (see the module docstring, steps 1-4);
+    """`fit` for one list sharing one budget (see the module docstring, steps 1-5);
     ``patterns``: one per question word (`word_patterns`)."""
     if sum(len(c) for c in contents) <= budget:
         return list(contents)
