@@ -155,13 +155,13 @@ def _pieces(sentence: str) -> list[str]:
 
 class _Picker:
     """The units chosen so far, per text, within one budget; and the list items of which
-    only the head is shown (``heads``, by text and unit)."""
+    only the head is shown (``heads``, per text like ``chosen``: unit -> its head)."""
 
     def __init__(self, docs: list[list[_Unit]], budget: int) -> None:
         self.docs = docs
         self.left = budget
         self.chosen: list[set[int]] = [set() for _ in docs]
-        self.heads: dict[tuple[int, int], str] = {}
+        self.heads: list[dict[int, str]] = [{} for _ in docs]
         self.seen: set[str] = set()
 
     def take(self, i: int, j: int, force: bool = False) -> bool:
@@ -171,7 +171,7 @@ class _Picker:
             return False
         text = doc[j].text
         words = set(text_words(text))
-        head = self.heads.get((i, j))
+        head = self.heads[i].get(j)
         refund = len(head) + _HEAD_COST if head is not None else 0
         if not force:
             if head is None and words and len(words & self.seen) >= _NOVELTY * len(words):
@@ -181,12 +181,12 @@ class _Picker:
         self.chosen[i].add(j)
         self.left -= len(text) + 2 - refund
         self.seen |= words
-        self.heads.pop((i, j), None)
+        self.heads[i].pop(j, None)
         return True
 
     def take_head(self, i: int, j: int) -> bool:
         """The head of list item ``j`` of text ``i`` shown, if it says something new."""
-        if j in self.chosen[i] or (i, j) in self.heads:
+        if j in self.chosen[i] or j in self.heads[i]:
             return False
         head = _head(self.docs[i][j].text)
         if head is None or len(head) + _HEAD_COST > self.left:
@@ -194,7 +194,7 @@ class _Picker:
         words = set(text_words(head))
         if words and len(words & self.seen) >= _NOVELTY * len(words):
             return False
-        self.heads[(i, j)] = head
+        self.heads[i][j] = head
         self.left -= len(head) + _HEAD_COST
         self.seen |= words
         return True
@@ -298,7 +298,7 @@ def _fit_list(
     out: list[str] = []
     for i, content in enumerate(contents):
         whole = len(content) <= WHOLE_CHARS or len(pick.chosen[i]) == len(docs[i])
-        heads = {j: h for (k, j), h in pick.heads.items() if k == i}
+        heads = pick.heads[i]
         out.append(content if whole else _join(docs[i], sorted(pick.chosen[i] | set(heads)), heads))
     return out
 

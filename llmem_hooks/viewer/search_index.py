@@ -125,6 +125,7 @@ def build(
             w = round(weight, 3)
             postings.append(number[term] if w == 1 else [number[term], w])
         signals = rerank_signals(mem, retriever.type_priority, now)
+        content = str(mem.get("content", ""))
         docs.append(
             {
                 "id": mem["id"],
@@ -132,8 +133,8 @@ def build(
                 "t": postings,
                 "s": round(sum(SIGNAL_WEIGHTS[k] * v for k, v in signals.items()), 4),
                 **({"h": 1} if has_time(mem) else {}),
-                **({"ts": 1} if says_time(str(mem.get("content", ""))) else {}),
-                **({"tn": 1} if says_number(str(mem.get("content", ""))) else {}),
+                **({"ts": 1} if says_time(content) else {}),
+                **({"tn": 1} if says_number(content) else {}),
                 **_authors(mem, person),
             }
         )
