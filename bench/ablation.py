@@ -165,11 +165,13 @@ def asker(store: MemoryStore, v: Variant) -> techconv.Asker:
 
 
 # -- the sets -------------------------------------------------------------------------------
-def run_devmem(db: Path, v: Variant, tmp: Path) -> dict[str, float]:
+def run_devmem(
+    db: Path, v: Variant, tmp: Path, questions_file: Path | None = None
+) -> dict[str, float]:
     data = devmem.find_data(None)
     assert data is not None
     sessions = json.loads((data / "sessions.json").read_text())
-    questions = json.loads((data / "questions-dev.json").read_text())
+    questions = json.loads((questions_file or data / "questions-dev.json").read_text())
     ids = json.loads(Path(str(db) + ".ids.json").read_text())
     words = {
         s["sessionId"]: devmem.words(" ".join(m["content"] for m in s["messages"]))

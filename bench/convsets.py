@@ -154,15 +154,19 @@ def parser(doc: str | None) -> Any:
     ap.add_argument("--only", default="", help="conversation ids, comma-separated")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show-misses", action="count", default=0, help="twice: with their top 10")
-    ap.add_argument("--folder", help="another fixture folder of the same format")
+    ap.add_argument(
+        "--folder",
+        action="append",
+        help="another fixture folder of the same format (again for more: all in one store)",
+    )
     return ap
 
 
 def chosen(folder: Path, args: Any) -> list[dict[str, Any]]:
-    """The conversations the parsed ``args`` ask for (from ``--folder`` when given)."""
-    if getattr(args, "folder", None):
-        folder = Path(args.folder)
-    return load(folder, args.split, [c for c in args.only.split(",") if c])
+    """The conversations the parsed ``args`` ask for (from the ``--folder``s when given)."""
+    only = [c for c in args.only.split(",") if c]
+    folders = [Path(f) for f in getattr(args, "folder", None) or ()] or [folder]
+    return [c for f in folders for c in load(f, args.split, only)]
 
 
 def print_scores(scores: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:

@@ -14,6 +14,7 @@ with ``llmem-hooks search QUESTION --json --limit 10``. Reported:
   characters those 5 results hold (mean).
 
     .venv/bin/python bench/devmem.py [--no-episodes] [--data DIR] [--json]
+        [--questions FILE] [--keep-db FILE] [--dump FILE] [--full]
 
 ``--no-episodes`` turns the episodes off (what main did before them). Skips cleanly
 (exit 0, a message) when the dataset is absent.
@@ -212,13 +213,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dump", help="write each question's top 5 results here (JSON lines)")
     ap.add_argument("--full", action="store_true", help="results whole (search --full)")
     ap.add_argument("--keep-db", help="copy the memory database here at the end")
+    ap.add_argument(
+        "--questions",
+        help="ask these questions instead (a JSON list in questions-dev.json's format: a set"
+        " written by hand over the same sessions, to check the tuning on words it never saw)",
+    )
     args = ap.parse_args(argv)
     data = find_data(args.data)
     if data is None:
         print("devmem: dataset not found (../shared/datasets/devmembench); skipped")
         return 0
     sessions = json.loads((data / "sessions.json").read_text())
-    questions = json.loads((data / "questions-dev.json").read_text())
+    questions = json.loads(Path(args.questions or data / "questions-dev.json").read_text())
     session_words = {
         s["sessionId"]: words(" ".join(m["content"] for m in s["messages"])) for s in sessions
     }

@@ -320,10 +320,12 @@ class Retriever:
         flt = filter if filter is not None else MemoryFilter()
         want = limit + offset
         pool = max(2 * want, 20)
+        parsed = parse_query(query)
+        if parsed.names and not parsed.explicit:
+            pool *= 2  # `_named_first` reorders it: what a named project holds lower down
         fts_hits: list[SearchHit] = []
         sem_hits: list[SearchHit] = []
         events: list[SearchHit] = []
-        parsed = parse_query(query)
         spelling = self.fuzzy_threshold if threshold is None else threshold
         with self._bounded():
             authors = self._authors_named(parsed)
@@ -338,7 +340,11 @@ class Retriever:
         elif search_mode == "semantic":
             alpha = 1.0
         boost = question_booster(parsed, authors)
-        results = _events_near_top(self._fuse(fts_hits, sem_hits, alpha, boost), events)
+        fused = self._fuse(fts_hits, sem_hits, alpha, boost)
+        if parsed.names:
+            with self._bounded():
+                fused = self._named_first(parsed, flt, fused)
+        results = _events_near_top(fused, events)
         results = results[offset:want]
         if track_access and results:
             self.store.touch_batch([h.id for h in results])
@@ -479,6 +485,42 @@ class Retriever:
         names = [t for t in parsed.terms if len(t) > 2 and not t.isdigit()]
         names += [ROLE_ALIASES[t] for t in names if t in ROLE_ALIASES]
         return {t for t in names if self.store.has_author([t, t.capitalize(), t.upper()])}
+
+    def _named_first(
+        self, parsed: ParsedQuery, flt: MemoryFilter, hits: list[SearchHit]
+    ) -> list[SearchHit]:
+        """``hits`` with those of the projects that say a name the question says first
+        (each group in its order): "how many boxes did Sunniva have?" is about the
+        project where Sunniva is, not the four others where someone moved flat. Within one
+        project, the sessions that say it. A hit that says the name itself stays among the
+        first too (a global memory about her). No change when no hit's project (session)
+        says the name or every one does: one FTS5 lookup per project and name."""
+        if parsed.explicit or not parsed.names or len(hits) < 2:
+            return hits
+        by = "project"
+        keys = {str(h.memory.get("project")) for h in hits if h.memory.get("project")}
+        if flt.project or len(keys) < 2:
+            by = "session"
+            keys = {str(h.memory.get("session_id")) for h in hits if h.memory.get("session_id")}
+            if len(keys) < 2:
+                return hits
+        named: set[str] = set()
+        for name in parsed.names:
+            found = self.store.saying(name, keys, by=by)
+            if found != keys:
+                named |= found
+        if not named:
+            return hits
+        said = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)", re.IGNORECASE) for n in parsed.names]
+        column = "project" if by == "project" else "session_id"
+        first: list[SearchHit] = []
+        rest: list[SearchHit] = []
+        for h in hits:
+            own = h.memory.get(column) in named or any(
+                p.search(str(h.memory.get("content", ""))) for p in said
+            )
+            (first if own else rest).append(h)
+        return first + rest
 
     def _question_extras(
         self,

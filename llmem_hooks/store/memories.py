@@ -26,7 +26,7 @@ from ..paths import FILE_MODE, ensure_private_dir, get_db_path
 from ..registry import check_memory_type
 from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
-from . import archive, browse, inbox, relations, sessions, vectors, vocabulary
+from . import archive, browse, inbox, mentions, projects, relations, sessions, vectors, vocabulary
 from .db import Database, connect, connect_readonly, is_sqlite_file
 from .migrations import BM25_RANK, migrate, schema_lag
 from .records import (
@@ -85,7 +85,7 @@ def _scoped_match(match: str | None, flt: MemoryFilter) -> str:
     global memories (see m005_fts_scope; the SQL filter applies as well). ``match`` None:
     the scope alone."""
     if flt.project:
-        scopes = [f'"p{flt.project.encode().hex().upper()}"']
+        scopes = [projects.fts_scope(flt.project)]
         if not flt.project_only:
             scopes.append('"global"')
         scope = f"fts_scope : ({' OR '.join(scopes)})"
@@ -640,6 +640,13 @@ class MemoryStore:
                 " LIMIT ?)",
                 (expr, max(0, int(limit))),
             ).fetchone()[0]
+
+    def saying(self, word: str, keys: Iterable[str], by: str = "project") -> set[str]:
+        """Which of ``keys`` (projects, or sessions with ``by="session"``) hold a memory
+        saying ``word`` (`mentions`)."""
+        if by == "session":
+            return mentions.sessions_saying(self.db, word, keys)
+        return mentions.projects_saying(self.db, word, keys)
 
     def has_author(self, names: Sequence[str]) -> bool:
         """Whether any memory was entered by one of ``names`` (exact spellings; indexed)."""

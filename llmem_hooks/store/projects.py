@@ -81,6 +81,11 @@ def display_names(db: Database) -> dict[str, str]:
     }
 
 
+def fts_scope(project: str) -> str:
+    """``project``'s token in the FTS5 column ``fts_scope`` (m005_fts_scope), quoted."""
+    return f'"p{project.encode().hex().upper()}"'
+
+
 def _keys(db: Database) -> set[str]:
     rows = db.fetchall("SELECT DISTINCT project FROM memories WHERE project IS NOT NULL")
     return {str(r[0]) for r in rows} | set(names(db))

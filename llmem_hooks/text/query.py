@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ValidationError
+from .answer_kinds import TIME_WORDS
 from .lexicon import ALTERNATIVES, alternatives
 from .words import words
 
@@ -83,6 +84,35 @@ _WHEN = re.compile(
 )
 
 
+# A name in a question: a capitalised word inside a sentence ("how many boxes did Sunniva
+# have?"), not at its start, not all capitals or mixed case (ORM, FastAPI: software words,
+# not someone or somewhere), and not a month or weekday (`answer_kinds.TIME_WORDS`).
+_WORD_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+_POSSESSIVE = re.compile(r"['’]s$")
+_SENTENCE_END = ".!?:;"
+MAX_NAMES = 4  # a question names a few; a pasted text's every capital is not a lookup
+
+
+def names_in(text: str) -> list[str]:
+    """The names ``text`` says (see `_WORD_TOKEN` above), lower case, once each, in order."""
+    found: list[str] = []
+    for m in _WORD_TOKEN.finditer(text):
+        word = _POSSESSIVE.sub("", m.group())
+        if len(word) < 3 or not (word[0].isupper() and word[1:].islower()):
+            continue
+        i = m.start() - 1
+        while i >= 0 and text[i].isspace():  # the character before the word and its spaces
+            i -= 1
+        if i < 0 or text[i] in _SENTENCE_END or (i == m.start() - 1 and text[i] in "-'’"):
+            continue
+        name = word.lower()
+        if name not in TIME_WORDS and name not in found:
+            found.append(name)
+            if len(found) == MAX_NAMES:
+                break
+    return found
+
+
 def quote(term: str) -> str:
     """Quote ``term`` as an FTS5 string (a phrase if it has several tokens)."""
     return '"' + term.replace('"', '""') + '"'
@@ -105,6 +135,7 @@ class ParsedQuery:
     phrases: list[str] = field(default_factory=list)
     asks_when: bool = False
     asks_quantity: bool = False  # "how many", "what size", "which port": a number answers
+    names: list[str] = field(default_factory=list)  # `_NAME`s, lower case
 
     def group(self, term: str, extra: Sequence[str] = ()) -> str:
         """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
@@ -232,6 +263,7 @@ def parse_query(query: str) -> ParsedQuery:
     first = words(query or "")[:1]
     parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
     parsed.asks_quantity = bool(_QUANTITY.search(query or ""))
+    parsed.names = names_in(query or "")
     sentence = question_words or (query or "").rstrip().endswith("?")
     if parens and (other_syntax or not sentence):
         parsed.explicit = other_syntax = True

@@ -1,0 +1,138 @@
+"""A question that names someone or something (issue 23): the projects, or within one
+project the sessions, that say the name come first. Many people's chats in one store share
+their everyday words ("moved", "flat", "boxes"); the name is what tells them apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llmem_hooks import MemoryStore, Retriever
+from llmem_hooks.store import MemoryFilter
+from llmem_hooks.text.query import names_in, parse_query
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("How many boxes did Sunniva have when she moved into her flat?", ["sunniva"]),
+        ("What did Raúl call his second barbershop?", ["raúl"]),
+        ("Where is Krill's vet, and did Émile go to Zürich?", ["krill", "émile", "zürich"]),
+        ('What is "Nadia" planting?', ["nadia"]),
+        # "Then" opens a sentence: any word may
+        ("Is the Stripe webhook fixed? Then Redis.", ["stripe", "redis"]),
+        # software words in capitals or mixed case, months and weekdays: no names
+        ("What ORM does the FastAPI app use in January and on Monday?", []),
+        ("Sunniva moved where?", []),  # a sentence's first word may be any word
+        ("what did o'brien and x-ray say", []),
+        ("", []),
+        # at most four: a pasted text's every capital is not a lookup
+        ("Did Ann meet Bob, Cid, Dan, Eve and Fay?", ["ann", "bob", "cid", "dan"]),
+    ],
+)
+def test_names_in_a_question(question: str, names: list[str]) -> None:
+    assert names_in(question) == names
+    assert parse_query(question).names == names
+
+
+def _chat(store: MemoryStore, project: str, session: str, text: str) -> str:
+    return store.add(
+        "conversation",
+        text,
+        source="episode",
+        project=project,
+        session_id=session,
+        dedupe=False,
+    )
+
+
+def _crowd(store: MemoryStore, project: str | None, by_session: bool) -> None:
+    """Other people moving flat, with more of the question's words than the answer."""
+    for i in range(6):
+        _chat(
+            store,
+            project or f"p-other-{i}",
+            f"s-other-{i}" if by_session else f"s-{i}",
+            f"User: Owen{i}: How many boxes did the move take, the whole flat?\n"
+            f"Assistant: Priya{i}: The move into the new flat took so many boxes, "
+            "we moved box after box all day.",
+        )
+
+
+@pytest.mark.parametrize("one_project", [False, True])
+def test_the_named_persons_chat_comes_first(tmp_path: Path, one_project: bool) -> None:
+    with MemoryStore(tmp_path / "m.db") as store:
+        _crowd(store, "p-all" if one_project else None, by_session=True)
+        sunniva = "p-all" if one_project else "p-sunniva"
+        said = _chat(store, sunniva, "s-sun-1", "User: Sunniva: I finally have a flat!")
+        # the answer does not say her name (her friend asks, she answers in the next turn)
+        answer = _chat(
+            store,
+            sunniva,
+            "s-sun-1",
+            "User: Raul: And the move, how many boxes?\nAssistant: Forty-two, carried up "
+            "three floors. The stairs nearly killed me.",
+        )
+        retriever = Retriever(store)
+        question = "How many boxes did Sunniva have when she moved into her flat?"
+        hits = retriever.find(question, track_access=False)
+        assert {h.id for h in hits[:2]} == {said, answer}
+        # a question without the name: the everyday words decide, the crowd first
+        plain = retriever.find("how many boxes for the move into the flat?", track_access=False)
+        assert plain[0].id not in (said, answer)
+
+
+def test_no_change_when_every_project_says_the_name(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "m.db") as store:
+        ids = [
+            _chat(
+                store, f"p{i}", f"s{i}", f"User: Redis {'cache ' * (3 - i)}keys expire at midnight"
+            )
+            for i in range(3)
+        ]
+        question = "When do the Redis cache keys expire?"
+        hits = Retriever(store).find(question, track_access=False)
+        assert [h.id for h in hits] == ids  # best BM25 first, as without a name
+
+
+def test_a_global_memory_that_says_the_name_stays_first(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "m.db") as store:
+        _crowd(store, None, by_session=False)
+        _chat(store, "p-sunniva", "s-sun", "User: Sunniva: the boat trip is on Friday")
+        note = store.add("fact", "Sunniva numbers her cartons.", dedupe=False)
+        hits = Retriever(store).find("How many boxes did Sunniva move?", track_access=False)
+        assert {h.memory["project"] for h in hits[:2]} <= {"p-sunniva", None}
+        assert note in [h.id for h in hits[:2]]
+
+
+def test_a_search_within_a_project_orders_its_sessions(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "m.db") as store:
+        _crowd(store, "p-all", by_session=True)
+        _chat(store, "p-all", "s-sun", "User: Sunniva: hello again, I moved!")
+        answer = _chat(store, "p-all", "s-sun", "User: Raul: boxes?\nAssistant: forty-two")
+        hits = Retriever(store).find(
+            "How many boxes did Sunniva have in the move into the flat?",
+            MemoryFilter(project="p-all"),
+            track_access=False,
+        )
+        assert answer in [h.id for h in hits[:2]]
+        assert all(h.memory["session_id"] == "s-sun" for h in hits[:2])
+
+
+def test_names_that_imitate_search_syntax_are_words(tmp_path: Path) -> None:
+    """A name is looked up as a quoted FTS5 term: quotes, stars and operators in the
+    question's text never reach FTS5 as syntax."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        _crowd(store, None, by_session=False)
+        for q in (
+            'What did Nadia" OR "x say?',
+            "Did Near(x y) and Or* mention Sunniva?",
+            "Was Fts_scope or Content the name?",
+        ):
+            Retriever(store).find(q, track_access=False)  # no error
+        assert store.saying('Na"dia', ["p-other-0"]) == set()
+        assert store.saying("Priya0", ["p-other-0", "p-other-1", "nope"]) == {"p-other-0"}
+        assert store.saying("Priya0", ["s-0", "s-1"], by="session") == {"s-0"}
+        assert store.saying("anything", []) == set()
+        assert store.saying("anything", [], by="session") == set()
