@@ -89,7 +89,7 @@ _WHEN = re.compile(
 # not someone or somewhere), and not a month or weekday (`answer_kinds.TIME_WORDS`).
 _WORD_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _POSSESSIVE = re.compile(r"['’]s$")
-_SENTENCE_END = ".!?:;"
+NAME_SENTENCE_END = ".!?:;"  # a name right after one of these may open a sentence
 MAX_NAMES = 4  # a question names a few; a pasted text's every capital is not a lookup
 
 
@@ -103,7 +103,7 @@ def names_in(text: str) -> list[str]:
         i = m.start() - 1
         while i >= 0 and text[i].isspace():  # the character before the word and its spaces
             i -= 1
-        if i < 0 or text[i] in _SENTENCE_END or (i == m.start() - 1 and text[i] in "-'’"):
+        if i < 0 or text[i] in NAME_SENTENCE_END or (i == m.start() - 1 and text[i] in "-'’"):
             continue
         name = word.lower()
         if name not in TIME_WORDS and name not in found:

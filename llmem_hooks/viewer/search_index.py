@@ -42,11 +42,13 @@ from ..search.retriever import (
     rerank_signals,
 )
 from ..store import fts_terms
-from ..text.answer_kinds import says_number, says_time
+from ..text.answer_kinds import TIME_WORDS, says_number, says_time
 from ..text.lexicon import ALTERNATIVES
 from ..text.query import (
+    MAX_NAMES,
     MAX_QUERY_CHARS,
     MAX_QUERY_TERMS,
+    NAME_SENTENCE_END,
     QUANTITY_SOURCE,
     STOP_INFLECTIONS,
     STOP_WORDS,
@@ -117,6 +119,16 @@ def build(
     def person(name: str) -> int:
         return people.setdefault(name, len(people))
 
+    # projects and sessions as numbers: the page only tells them apart (`_named_first`)
+    places: dict[tuple[str, str], int] = {}
+
+    def where(mem: Mapping[str, Any]) -> dict[str, int]:
+        out = {}
+        for field, key in (("project", "p"), ("session_id", "z")):
+            if mem.get(field):
+                out[key] = places.setdefault((field, str(mem[field])), len(places))
+        return out
+
     docs = []
     for mid, (length, tf) in index.docs.items():  # in the index's order: ties rank as there
         mem = by_id[mid]
@@ -136,6 +148,7 @@ def build(
                 **({"ts": 1} if says_time(content) else {}),
                 **({"tn": 1} if says_number(content) else {}),
                 **_authors(mem, person),
+                **where(mem),
             }
         )
     return {
@@ -167,6 +180,9 @@ def build(
             "when_boost": WHEN_BOOST,
             "answer_kind_boost": ANSWER_KIND_BOOST,
             "quantity": QUANTITY_SOURCE,
+            "max_names": MAX_NAMES,
+            "sentence_end": NAME_SENTENCE_END,
+            "time_words": sorted(TIME_WORDS),
         },
     }
 

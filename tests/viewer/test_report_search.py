@@ -115,6 +115,16 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         # (`text.answer_kinds`), in the page as in the live search.
         moved = st.add("event", "The auth proxy moved to the new cluster on 3 March")
         st.add("event", "The auth proxy moved its logs to the new cluster dashboards")
+        # A name the question says puts the project that says it first
+        # (`Retriever._named_first`): the answer there does not say her name.
+        for n in range(4):
+            st.add(
+                "fact",
+                f"Servers shipped to cage {n}: cages filled, servers shipped",
+                project=f"o{n}",
+            )
+        st.add("fact", "Nadia booked the network team for Friday", project="nadia")
+        racks = st.add("fact", "Forty servers shipped by the weekend", project="nadia")
         data = ViewerData(st, Config.coerce({"viewer": {"list_limit": 1000}}), home=tmp_path)
         overview = data.overview(details=True)
         index = data.search_index([m["id"] for m in overview["memories"]])
@@ -132,6 +142,7 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             ("rate-limiting in the proxy", limits),
             ("how many retries does the webhook handler do?", hook),
             ("when did the auth proxy move to the new cluster?", moved),
+            ("How many servers did Nadia ship to the cage?", racks),
         )
         for form, mid in extra:
             questions.append(form)

@@ -309,6 +309,51 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     return (i > 0 && i < short.length) || (i > 0 && long[i] === long[i - 1]);
   }
 
+  // text/query.py names_in: capitalised words inside a sentence, not all capitals or mixed
+  // case, not a month or weekday; at most max_names.
+  const NAME_TOKEN = /\p{L}+(?:['’]\p{L}+)*/gu;
+  const timeWords = new Set(cfg.time_words || []);
+  function namesIn(text) {
+    const found = [];
+    for (const m of text.matchAll(NAME_TOKEN)) {
+      const word = m[0].replace(/['’]s$/, ''), rest = word.slice(1);
+      if (word.length < 3 || word[0] === word[0].toLowerCase() || rest !== rest.toLowerCase() ||
+        rest === rest.toUpperCase()) continue;
+      let i = m.index - 1;
+      while (i >= 0 && /\s/.test(text[i])) i--;
+      if (i < 0 || (cfg.sentence_end || '').includes(text[i]) || (i === m.index - 1 && "-'’".includes(text[i]))) continue;
+      const name = word.toLowerCase();
+      if (!timeWords.has(name) && !found.includes(name)) found.push(name);
+      if (found.length === (cfg.max_names || 4)) break;
+    }
+    return found;
+  }
+  // retriever.py _named_first: the hits of the projects (within one project, the sessions)
+  // that say a name the question says come first, each group in its order; a hit that says
+  // the name itself too. No change when none or every one of them says it.
+  function namedFirst(query, scored) {
+    const names = namesIn(query);
+    if (!names.length || scored.length < 2) return scored;
+    let key = 'p';
+    let keys = new Set(scored.map((h) => docs[h.d].p).filter((v) => v !== undefined));
+    if (keys.size < 2) {
+      key = 'z';
+      keys = new Set(scored.map((h) => docs[h.d].z).filter((v) => v !== undefined));
+      if (keys.size < 2) return scored;
+    }
+    const named = new Set(), said = [];
+    for (const name of names) {
+      said.push(new RegExp(`(?<![\\p{L}\\p{N}_])${escape(name)}(?![\\p{L}\\p{N}_])`, 'iu'));
+      const t = stemmed(fold(name));
+      if (t < 0) continue;
+      const found = new Set(post[t].map(([d]) => docs[d][key]).filter((v) => keys.has(v)));
+      if (found.size < keys.size) for (const v of found) named.add(v);
+    }
+    if (!named.size) return scored;
+    const own = (h) => named.has(docs[h.d][key]) || said.some((re) => re.test((texts && texts.get(docs[h.d].id)) || ''));
+    return [...scored.filter(own), ...scored.filter((h) => !own(h))];
+  }
+
   return function search(query, limit) {
     limit = limit || 50;
     query = String(query || '').slice(0, cfg.max_chars || 4000);  // the live search's bound
@@ -339,13 +384,14 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     // the time or the number asked for gains answer_kind_boost (text/answer_kinds.py)
     const quantity = cfg.quantity ? new RegExp(cfg.quantity, 'i').test(query) : false;
     const k = cfg.rrf_k, blend = cfg.blend;
-    return hits.map((d, i) => {
+    const scored = hits.map((d, i) => {
       const norm = (1 / (k + i + 1)) / (1 / (k + 1));
       const says = (when && docs[d].ts) || (quantity && docs[d].tn);
       const score = norm * (1 - blend) + docs[d].s * blend + (when && docs[d].h ? cfg.when_boost : 0) +
         (says ? cfg.answer_kind_boost : 0) + authorBoost(d, who);
-      return {id: docs[d].id, score: Math.round(score * 10000) / 10000, rank: i};
-    }).sort((a, b) => b.score - a.score || a.rank - b.rank).slice(0, limit).map(({id, score}) => ({id, score}));
+      return {d, id: docs[d].id, score: Math.round(score * 10000) / 10000, rank: i};
+    }).sort((a, b) => b.score - a.score || a.rank - b.rank);
+    return namedFirst(query, scored).slice(0, limit).map(({id, score}) => ({id, score}));
   };
 }
 // What search/matching.py reads of a memory (terms_held, evidence_scorer).
