@@ -504,22 +504,24 @@ class Retriever:
             keys = {str(h.memory.get("session_id")) for h in hits if h.memory.get("session_id")}
             if len(keys) < 2:
                 return hits
+        column = "project" if by == "project" else "session_id"
+        said = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)", re.IGNORECASE) for n in parsed.names]
+        says = [[bool(p.search(str(h.memory.get("content", "")))) for p in said] for h in hits]
         named: set[str] = set()
-        for name in parsed.names:
-            found = self.store.saying(name, keys, by=by)
+        for k, name in enumerate(parsed.names):
+            # a candidate that says it answers for its project; the store for the others
+            found = {str(h.memory.get(column)) for h, s in zip(hits, says, strict=True) if s[k]}
+            found &= keys
+            if keys - found:
+                found |= self.store.saying(name, keys - found, by=by)
             if found != keys:
                 named |= found
         if not named:
             return hits
-        said = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)", re.IGNORECASE) for n in parsed.names]
-        column = "project" if by == "project" else "session_id"
         first: list[SearchHit] = []
         rest: list[SearchHit] = []
-        for h in hits:
-            own = h.memory.get(column) in named or any(
-                p.search(str(h.memory.get("content", ""))) for p in said
-            )
-            (first if own else rest).append(h)
+        for h, s in zip(hits, says, strict=True):
+            (first if h.memory.get(column) in named or any(s) else rest).append(h)
         return first + rest
 
     def _question_extras(

@@ -135,7 +135,7 @@ class ParsedQuery:
     phrases: list[str] = field(default_factory=list)
     asks_when: bool = False
     asks_quantity: bool = False  # "how many", "what size", "which port": a number answers
-    names: list[str] = field(default_factory=list)  # `_NAME`s, lower case
+    names: list[str] = field(default_factory=list)  # `names_in`: "Sunniva" -> "sunniva"
 
     def group(self, term: str, extra: Sequence[str] = ()) -> str:
         """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
