@@ -47,13 +47,13 @@ def _chat(store: MemoryStore, project: str, session: str, text: str) -> str:
     )
 
 
-def _crowd(store: MemoryStore, project: str | None, by_session: bool) -> None:
+def _crowd(store: MemoryStore, project: str | None) -> None:
     """Other people moving flat, with more of the question's words than the answer."""
     for i in range(6):
         _chat(
             store,
             project or f"p-other-{i}",
-            f"s-other-{i}" if by_session else f"s-{i}",
+            f"s-{i}",
             f"User: Owen{i}: How many boxes did the move take, the whole flat?\n"
             f"Assistant: Priya{i}: The move into the new flat took so many boxes, "
             "we moved box after box all day.",
@@ -63,7 +63,7 @@ def _crowd(store: MemoryStore, project: str | None, by_session: bool) -> None:
 @pytest.mark.parametrize("one_project", [False, True])
 def test_the_named_persons_chat_comes_first(tmp_path: Path, one_project: bool) -> None:
     with MemoryStore(tmp_path / "m.db") as store:
-        _crowd(store, "p-all" if one_project else None, by_session=True)
+        _crowd(store, "p-all" if one_project else None)
         sunniva = "p-all" if one_project else "p-sunniva"
         said = _chat(store, sunniva, "s-sun-1", "User: Sunniva: I finally have a flat!")
         # the answer does not say her name (her friend asks, she answers in the next turn)
@@ -98,7 +98,7 @@ def test_no_change_when_every_project_says_the_name(tmp_path: Path) -> None:
 
 def test_a_global_memory_that_says_the_name_stays_first(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "m.db") as store:
-        _crowd(store, None, by_session=False)
+        _crowd(store, None)
         _chat(store, "p-sunniva", "s-sun", "User: Sunniva: the boat trip is on Friday")
         note = store.add("fact", "Sunniva numbers her cartons.", dedupe=False)
         hits = Retriever(store).find("How many boxes did Sunniva move?", track_access=False)
@@ -108,7 +108,7 @@ def test_a_global_memory_that_says_the_name_stays_first(tmp_path: Path) -> None:
 
 def test_a_search_within_a_project_orders_its_sessions(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "m.db") as store:
-        _crowd(store, "p-all", by_session=True)
+        _crowd(store, "p-all")
         _chat(store, "p-all", "s-sun", "User: Sunniva: hello again, I moved!")
         answer = _chat(store, "p-all", "s-sun", "User: Raul: boxes?\nAssistant: forty-two")
         hits = Retriever(store).find(
@@ -124,7 +124,7 @@ def test_names_that_imitate_search_syntax_are_words(tmp_path: Path) -> None:
     """A name is looked up as a quoted FTS5 term: quotes, stars and operators in the
     question's text never reach FTS5 as syntax."""
     with MemoryStore(tmp_path / "m.db") as store:
-        _crowd(store, None, by_session=False)
+        _crowd(store, None)
         for q in (
             'What did Nadia" OR "x say?',
             "Did Near(x y) and Or* mention Sunniva?",
