@@ -493,8 +493,9 @@ class Retriever:
         (each group in its order): "how many boxes did Sunniva have?" is about the
         project where Sunniva is, not the four others where someone moved flat. Within one
         project, the sessions that say it. A hit that says the name itself stays among the
-        first too (a global memory about her). No change when no hit's project (session)
-        says the name or every one does: one FTS5 lookup per project and name."""
+        first too (a global memory about her). A hit moved down is scored as the one above
+        it at most. No change when no hit's project (session) says the name or every one
+        does: one FTS5 lookup per project and name."""
         if parsed.explicit or not parsed.names or len(hits) < 2:
             return hits
         by = "project"
@@ -522,7 +523,10 @@ class Retriever:
         rest: list[SearchHit] = []
         for h, s in zip(hits, says, strict=True):
             (first if h.memory.get(column) in named or any(s) else rest).append(h)
-        return first + rest
+        out = first + rest
+        for above, h in zip(out, out[1:], strict=False):  # scores read best first too
+            h.score = min(h.score, above.score)
+        return out
 
     def _question_extras(
         self,

@@ -78,6 +78,8 @@ def test_the_named_persons_chat_comes_first(tmp_path: Path, one_project: bool) -
         question = "How many boxes did Sunniva have when she moved into her flat?"
         hits = retriever.find(question, track_access=False)
         assert {h.id for h in hits[:2]} == {said, answer}
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)  # a list reads best first
         # a question without the name: the everyday words decide, the crowd first
         plain = retriever.find("how many boxes for the move into the flat?", track_access=False)
         assert plain[0].id not in (said, answer)

@@ -351,7 +351,9 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     if (!named.size) return scored;
     const own = (h) => named.has(docs[h.d][key]) || said.some((re) => re.test((texts && texts.get(docs[h.d].id)) || ''));
-    return [...scored.filter(own), ...scored.filter((h) => !own(h))];
+    const out = [...scored.filter(own), ...scored.filter((h) => !own(h))];
+    for (let i = 1; i < out.length; i++) out[i].score = Math.min(out[i].score, out[i - 1].score);
+    return out;
   }
 
   return function search(query, limit) {
