@@ -20,6 +20,7 @@ how it matched); which memories may match is one `MemoryFilter`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import re
@@ -524,7 +525,7 @@ class Retriever:
         for h, s in zip(hits, says, strict=True):
             (first if h.memory.get(column) in named or any(s) else rest).append(h)
         out = first + rest
-        for above, h in zip(out, out[1:], strict=False):  # scores read best first too
+        for above, h in itertools.pairwise(out):  # scores read best first too
             h.score = min(h.score, above.score)
         return out
 
