@@ -27,7 +27,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,10 @@ from llmem_hooks.store import memories as M  # noqa: E402
 from llmem_hooks.text import query as Q  # noqa: E402
 
 LONG = ROOT / "tests" / "fixtures" / "conversations_long"
+MIXED = [
+    ROOT / "tests" / "fixtures" / f
+    for f in ("conversations", "conversations_long", "conversations_hard")
+]
 _TIME_WORDS = re.compile(r"\b\d{4}-\d{2}-\d{2} [A-Z][a-z]+day \d{1,2} [A-Z][a-z]+ \d{4}\b")
 
 
@@ -101,6 +105,8 @@ VARIANTS: dict[str, Variant] = {
     "carried questions off (index)": Variant(store_edit="no-asked"),
     "two-event comparisons off": Variant(patches={(R, "event_clauses"): lambda q: None}),
     "a digit for quantity questions off": Variant(patches={(Q, "_QUANTITY"): re.compile("(?!)")}),
+    "answer kinds off (time / number)": Variant(patches={(R, "ANSWER_KIND_BOOST"): 0.0}),
+    "names rule off": Variant(patches={(Q, "names_in"): lambda text: []}),
     "context weight 0.3 (was 0.45)": Variant(
         patches={(M, "BM25_RANK"): "bm25(memories_fts, 1.0, 0.5, 0.75, 0.0, 0.3, 0.1)"}
     ),
@@ -242,10 +248,17 @@ def run_techconv(home: Path, v: Variant, tmp: Path) -> dict[str, float]:
     }
 
 
-def run_conversational(v: Variant, tmp: Path, folder: Path | None = None) -> dict[str, float]:
-    convs = conversational.convsets.load(folder) if folder else conversational.load("dev")
+def run_conversational(
+    v: Variant, tmp: Path, folder: Path | Sequence[Path] | None = None
+) -> dict[str, float]:
+    """The dev half of one fixture folder (the short set when None), or of several folders
+    in one store (the names rule matters most there: many people's chats together)."""
+    folders = [folder] if isinstance(folder, Path) else list(folder or ())
+    convs = [c for f in folders for c in conversational.convsets.load(f)] or conversational.load(
+        "dev"
+    )
     convs = [c for c in convs if c["split"] == "dev"]
-    path = tmp / (f"{folder.name}.db" if folder else "conv.db")
+    path = tmp / (f"{'+'.join(f.name for f in folders)}.db" if folders else "conv.db")
     if not path.exists():
         with MemoryStore(path) as store:
             conversational.store_in_process(store, convs)
@@ -288,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                     row["techconv"] = run_techconv(Path(args.techconv), v, Path(one))
                 row["conversational"] = run_conversational(v, tmp)
                 row["long conversations"] = run_conversational(v, tmp, LONG)
+                row["dev chats of 3 sets, one store"] = run_conversational(v, tmp, MIXED)
             result[name] = row
             if not args.json:
                 print(name)
