@@ -4,7 +4,8 @@ server, no network and no stemmer in the browser.
 
 Per memory: its FTS5 terms with their column-weighted counts and its length (from the
 store's own tokenizer, `store.fts_terms`), and the rerank signals the live search adds
-(confidence, recency, access, type priority, as of the report). For the page: every
+(confidence, recency, access, type priority, as of the report), and its project and
+session as numbers (the names rule, `Retriever._named_first`). For the page: every
 surface word of the memories (and of the lexicon's synonyms) mapped to its term, when the
 two differ; the index-wide BM25 statistics; the stop words and inflection rules of
 `text.query`; the synonym table of `text.lexicon`. The page splits a question into words,
