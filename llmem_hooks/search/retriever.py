@@ -322,7 +322,7 @@ class Retriever:
         want = limit + offset
         pool = max(2 * want, 20)
         parsed = parse_query(query)
-        if parsed.names and not parsed.explicit:
+        if parsed.names:
             pool *= 2  # `_named_first` reorders it: what a named project holds lower down
         fts_hits: list[SearchHit] = []
         sem_hits: list[SearchHit] = []
@@ -497,16 +497,15 @@ class Retriever:
         first too (a global memory about her). A hit moved down is scored as the one above
         it at most. No change when no hit's project (session) says the name or every one
         does: one FTS5 lookup per project and name."""
-        if parsed.explicit or not parsed.names or len(hits) < 2:
+        if not parsed.names or len(hits) < 2:
             return hits
-        by = "project"
-        keys = {str(h.memory.get("project")) for h in hits if h.memory.get("project")}
+        column = "project"
+        keys = {str(h.memory.get(column)) for h in hits if h.memory.get(column)}
         if flt.project or len(keys) < 2:
-            by = "session"
-            keys = {str(h.memory.get("session_id")) for h in hits if h.memory.get("session_id")}
+            column = "session_id"
+            keys = {str(h.memory.get(column)) for h in hits if h.memory.get(column)}
             if len(keys) < 2:
                 return hits
-        column = "project" if by == "project" else "session_id"
         said = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)", re.IGNORECASE) for n in parsed.names]
         says = [[bool(p.search(str(h.memory.get("content", "")))) for p in said] for h in hits]
         named: set[str] = set()
@@ -515,7 +514,7 @@ class Retriever:
             found = {str(h.memory.get(column)) for h, s in zip(hits, says, strict=True) if s[k]}
             found &= keys
             if keys - found:
-                found |= self.store.saying(name, keys - found, by=by)
+                found |= self.store.saying(name, keys - found, by=column)
             if found != keys:
                 named |= found
         if not named:

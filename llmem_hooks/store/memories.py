@@ -642,9 +642,9 @@ class MemoryStore:
             ).fetchone()[0]
 
     def saying(self, word: str, keys: Iterable[str], by: str = "project") -> set[str]:
-        """Which of ``keys`` (projects, or sessions with ``by="session"``) hold a memory
+        """Which of ``keys`` (projects, or sessions with ``by="session_id"``) hold a memory
         saying ``word`` (`mentions`)."""
-        if by == "session":
+        if by == "session_id":
             return mentions.sessions_saying(self.db, word, keys)
         return mentions.projects_saying(self.db, word, keys)
 

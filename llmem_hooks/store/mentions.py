@@ -11,6 +11,8 @@ from .records import FTS_TEXT_COLUMNS
 
 
 def _term(word: str) -> str:
+    """``word`` as a quoted FTS5 string on the text columns (`text.query.quote`'s rule,
+    written out: importing text.query here would put its lexicon on every store open)."""
     return f"{FTS_TEXT_COLUMNS} : (" + '"' + word.replace('"', '""') + '")'
 
 

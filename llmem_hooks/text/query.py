@@ -135,7 +135,7 @@ class ParsedQuery:
     phrases: list[str] = field(default_factory=list)
     asks_when: bool = False
     asks_quantity: bool = False  # "how many", "what size", "which port": a number answers
-    names: list[str] = field(default_factory=list)  # `names_in`: "Sunniva" -> "sunniva"
+    names: list[str] = field(default_factory=list)  # `names_in`; none for search syntax
 
     def group(self, term: str, extra: Sequence[str] = ()) -> str:
         """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
@@ -263,7 +263,6 @@ def parse_query(query: str) -> ParsedQuery:
     first = words(query or "")[:1]
     parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
     parsed.asks_quantity = bool(_QUANTITY.search(query or ""))
-    parsed.names = names_in(query or "")
     sentence = question_words or (query or "").rstrip().endswith("?")
     if parens and (other_syntax or not sentence):
         parsed.explicit = other_syntax = True
@@ -273,6 +272,7 @@ def parse_query(query: str) -> ParsedQuery:
         # quotes in a question: a boost (the retriever), not a filter; a star in one is
         # a glob the person typed ("one QUEUE_BACKEND_* variable per task"), not a prefix
         parsed.explicit = False
+    parsed.names = [] if parsed.explicit else names_in(query or "")
     # Implicit-AND words: drop stop words unless the user wrote operators around them.
     keep_stop = parsed.explicit and any(t in OPERATORS for t in tokens if isinstance(t, str))
     out: list[str] = []

@@ -135,11 +135,11 @@ def test_names_that_imitate_search_syntax_are_words(tmp_path: Path) -> None:
             Retriever(store).find(q, track_access=False)  # no error
         assert store.saying('Na"dia', ["p-other-0"]) == set()
         assert store.saying("Priya0", ["p-other-0", "p-other-1", "nope"]) == {"p-other-0"}
-        assert store.saying("Priya0", ["s-0", "s-1"], by="session") == {"s-0"}
+        assert store.saying("Priya0", ["s-0", "s-1"], by="session_id") == {"s-0"}
         # sessions stored interleaved: the span of one holds the other's rows
         for n in range(4):
             _chat(store, "p-x", "s-a", f"User: Ingrid: note {n}")
             _chat(store, "p-x", "s-b", f"User: Kofi: note {n}")
-        assert store.saying("ingrid", ["s-a", "s-b"], by="session") == {"s-a"}
+        assert store.saying("ingrid", ["s-a", "s-b"], by="session_id") == {"s-a"}
         assert store.saying("anything", []) == set()
-        assert store.saying("anything", [], by="session") == set()
+        assert store.saying("anything", [], by="session_id") == set()
