@@ -95,26 +95,36 @@ def replay(
 
     db = OpenCodeDB(home / "opencode" / "opencode.db")
     msg_turn: dict[str, str] = {}
-    sessions = 0
-    for project, folder, project_sessions in projects:
+    # Each session at its own date, all of them in date order (as a person works on several
+    # projects over months): the episodes carry the dates the questions' time words mean.
+    dated = sorted(
+        (
+            (turns[0][3], project, folder, title, turns)
+            for project, folder, project_sessions in projects
+            for title, turns in project_sessions
+            if turns
+        ),
+        key=lambda d: d[0],
+    )
+    if dated:
+        db.ms = dated[0][0] - 120_000
+    for project, folder, _ in projects:
         repo = home / "repos" / folder
         repo.mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
         db.project(project, str(repo))
-        for title, turns in project_sessions:
-            if not turns:
-                continue
-            db.ms = max(db.ms, turns[0][3] - 60_000)
-            sid = db.session(title, project=project, directory=str(repo))
-            sessions += 1
-            last_user = ""
-            for tid, role, said, ms in turns:
-                db.ms = max(db.ms, ms)
-                if role == "user":
-                    last_user = db.user(sid, said)
-                    msg_turn[last_user] = tid
-                else:
-                    msg_turn[db.assistant(sid, last_user, text(said))] = tid
+    for first, project, folder, title, turns in dated:
+        db.ms = max(db.ms, first - 60_000)
+        sid = db.session(title, project=project, directory=str(home / "repos" / folder))
+        last_user = ""
+        for tid, role, said, ms in turns:
+            db.ms = max(db.ms, ms)
+            if role == "user":
+                last_user = db.user(sid, said)
+                msg_turn[last_user] = tid
+            else:
+                msg_turn[db.assistant(sid, last_user, text(said))] = tid
+    sessions = len(dated)
     db.close()
     (home / "llmem").mkdir()
     cfg = {

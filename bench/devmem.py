@@ -14,7 +14,10 @@ with ``llmem-hooks search QUESTION --json --limit 10``. Reported:
   characters those 5 results hold (mean).
 
     .venv/bin/python bench/devmem.py [--no-episodes] [--data DIR] [--json]
-        [--questions FILE] [--keep-db FILE] [--dump FILE] [--full]
+        [--questions FILE] [--keep-db FILE] [--dump FILE] [--full] [--agent copilot]
+
+``--agent copilot`` writes the sessions as Copilot CLI session folders instead (the same
+project memory is expected from either agent).
 
 ``--no-episodes`` turns the episodes off (what main did before them). Skips cleanly
 (exit 0, a message) when the dataset is absent.
@@ -135,19 +138,27 @@ def find_data(arg: str | None) -> Path | None:
     return None
 
 
+def _session_ms(session: dict[str, Any]) -> int:
+    """When a session began: 09:00 UTC on its ``metadata.date``. The sessions are written
+    in date order at their dates (the dataset lists them by project), so "the latest"
+    means what it meant to the developer."""
+    date = datetime.fromisoformat(session["metadata"]["date"]).replace(hour=9, tzinfo=UTC)
+    return int(date.timestamp() * 1000)
+
+
 def write_sessions(sessions: list[dict[str, Any]], home: Path) -> tuple[Path, dict[str, str]]:
     """The sessions as OpenCode sessions; returns the db path and opencode id -> dataset id."""
     db = OpenCodeDB(home / "opencode" / "opencode.db")
     ids: dict[str, str] = {}
-    for s in sessions:
+    db.ms = _session_ms(min(sessions, key=_session_ms)) - 120_000
+    for s in sorted(sessions, key=_session_ms):
         project = s["metadata"]["project"]
         repo = home / "repos" / project
         if not repo.exists():
             repo.mkdir(parents=True)
             subprocess.run(["git", "init", "-q", str(repo)], check=True)
             db.project(project, str(repo))
-        date = datetime.fromisoformat(s["metadata"]["date"]).replace(hour=9, tzinfo=UTC)
-        db.ms = max(db.ms, int(date.timestamp() * 1000))
+        db.ms = max(db.ms, _session_ms(s))
         sid = db.session(s["sessionId"], project=project, directory=str(repo))
         ids[sid] = s["sessionId"]
         last_user: str | None = None
@@ -163,7 +174,44 @@ def write_sessions(sessions: list[dict[str, Any]], home: Path) -> tuple[Path, di
     return db.path, ids
 
 
-def run_sidecar(home: Path, env: dict[str, str], sessions: int, timeout: float = 600) -> float:
+def write_copilot_sessions(
+    sessions: list[dict[str, Any]], home: Path
+) -> tuple[Path, dict[str, str]]:
+    """The sessions as Copilot CLI sessions (``session-state/<id>/events.jsonl``, as
+    tests/support/copilot_home.py writes them, each shut down); returns the Copilot home
+    and session id -> dataset id."""
+    from support.copilot_home import CopilotHome
+
+    copilot = CopilotHome(home / "copilot")
+    ids: dict[str, str] = {}
+    copilot.ms = _session_ms(min(sessions, key=_session_ms)) - 120_000
+    for s in sorted(sessions, key=_session_ms):
+        repo = home / "repos" / s["metadata"]["project"]
+        if not repo.exists():
+            repo.mkdir(parents=True)
+            subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        copilot.ms = max(copilot.ms, _session_ms(s))
+        session = copilot.session(cwd=str(repo), name=s["sessionId"])
+        ids[session.id] = s["sessionId"]
+        prompt: str | None = None
+        for m in s["messages"]:
+            copilot.tick(30_000)
+            if m["role"] == "user":
+                if prompt is not None:  # two user messages in a row: the first unanswered
+                    session.user(prompt)
+                prompt = m["content"]
+            else:
+                session.exchange(prompt or "(continue)", m["content"])
+                prompt = None
+        if prompt is not None:
+            session.user(prompt)
+        session.shutdown()
+    return copilot.root, ids
+
+
+def run_sidecar(
+    home: Path, env: dict[str, str], sessions: int, timeout: float = 600, agent: str = "opencode"
+) -> float:
     """`llmem-hooks run` until every session has ended (its final extraction and summary
     are stored), then SIGTERM."""
     start = time.monotonic()
@@ -188,10 +236,10 @@ def run_sidecar(home: Path, env: dict[str, str], sessions: int, timeout: float =
                 conn.close()
             except sqlite3.Error:
                 continue
-            if rows.get("opencode", 0) >= sessions and idled_at is None:
+            if rows.get(agent, 0) >= sessions and idled_at is None:
                 idled_at = time.monotonic()
             # every session idled (extracted); endings (summaries) get up to 20 s more
-            if rows.get("opencode:ending", 0) >= sessions or (
+            if rows.get(f"{agent}:ending", 0) >= sessions or (
                 idled_at is not None and time.monotonic() - idled_at > 20
             ):
                 time.sleep(1.0)
@@ -214,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--full", action="store_true", help="results whole (search --full)")
     ap.add_argument("--keep-db", help="copy the memory database here at the end")
     ap.add_argument(
+        "--agent",
+        choices=("opencode", "copilot"),
+        default="opencode",
+        help="write the sessions as this agent stores them (the same figures are expected)",
+    )
+    ap.add_argument(
         "--questions",
         help="ask these questions instead (a JSON list in questions-dev.json's format: a set"
         " written by hand over the same sessions, to check the tuning on words it never saw)",
@@ -230,16 +284,27 @@ def main(argv: list[str] | None = None) -> int:
     }
     with tempfile.TemporaryDirectory(prefix="devmem-") as tmp:
         home = Path(tmp)
-        db_path, ids = write_sessions(sessions, home)
         (home / "llmem").mkdir()
+        if args.agent == "copilot":
+            copilot_home, ids = write_copilot_sessions(sessions, home)
+            agents: dict[str, Any] = {
+                "opencode": {"enabled": False},
+                "copilot": {"home": str(copilot_home), "autostart_sidecar": False},
+            }
+        else:
+            db_path, ids = write_sessions(sessions, home)
+            agents = {
+                "opencode": {"db_path": str(db_path), "autostart_sidecar": False},
+                "copilot": {"enabled": False},
+            }
         cfg = {
-            "opencode": {"db_path": str(db_path), "autostart_sidecar": False},
-            "copilot": {"enabled": False},
+            **agents,
             "ollama": {"enabled": False},
             # the sessions are dated in the past: replayed, each ends (final extraction,
             # summary) as it would have after 30 quiet minutes
             "session": {"idle_quiet_seconds": 0, "idle_debounce_seconds": 0},
-            "episodes": {"enabled": not args.no_episodes},
+            # dated 2025: every episode kept (retention would skip what is a year old)
+            "episodes": {"enabled": not args.no_episodes, "retention_days": 0},
         }
         (home / "llmem" / "config.yaml").write_text(json.dumps(cfg))
         env = {
@@ -249,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             "XDG_DATA_HOME": str(home / "xdg"),
         }
         env["LLMEM_HOME"] = str(home / "llmem")
-        took = run_sidecar(home / "llmem", env, len(sessions))
+        took = run_sidecar(home / "llmem", env, len(sessions), agent=args.agent)
         found = answerable = 0
         cov_num = cov_den = 0
         chars: list[int] = []

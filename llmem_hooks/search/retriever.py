@@ -345,7 +345,7 @@ class Retriever:
         if parsed.names:
             with self._bounded():
                 fused = self._named_first(parsed, flt, fused)
-        results = _events_near_top(fused, events)
+        results = _distinct(_events_near_top(fused, events))
         results = results[offset:want]
         if track_access and results:
             self.store.touch_batch([h.id for h in results])
@@ -687,6 +687,26 @@ class Retriever:
             if boost is not None:
                 hit.score += boost(hit.memory)
         return sorted(merged.values(), key=lambda h: h.score, reverse=True)
+
+
+def distinct_key(content: str) -> str:
+    """What makes two texts the same to a reader: their words, case and spacing aside."""
+    return " ".join(content.lower().split())
+
+
+def _distinct(hits: list[SearchHit]) -> list[SearchHit]:
+    """Each text once, where it ranks best. Memories of one text recur across sessions
+    (a heuristic summary, "Session summary: 2 user turns, 2 assistant replies.", in each)
+    and a question about sessions drew three of them into a top five (DevMemBench): a copy
+    tells a reader nothing new and takes the place of a result that might."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        key = distinct_key(str(hit.memory.get("content", "")))
+        if key not in seen:
+            seen.add(key)
+            out.append(hit)
+    return out
 
 
 def _events_near_top(results: list[SearchHit], events: Sequence[SearchHit]) -> list[SearchHit]:

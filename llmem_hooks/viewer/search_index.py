@@ -5,14 +5,16 @@ server, no network and no stemmer in the browser.
 Per memory: its FTS5 terms with their column-weighted counts and its length (from the
 store's own tokenizer, `store.fts_terms`), and the rerank signals the live search adds
 (confidence, recency, access, type priority, as of the report), and its project and
-session as numbers (the names rule, `Retriever._named_first`). For the page: every
-surface word of the memories (and of the lexicon's synonyms) mapped to its term, when the
-two differ; the index-wide BM25 statistics; the stop words and inflection rules of
-`text.query`; the synonym table of `text.lexicon`. The page splits a question into words,
-drops stop words, maps each word to its term (unknown words: a few suffixes off, then
-the close spellings of `text.fuzzy`), and ranks as the live search's stages: every word,
-then the memories holding any rarer word by BM25 and by the best short stretch holding
-the question's words (`search.retriever.by_evidence`); see docs/viewer.md.
+session as numbers (the names rule, `Retriever._named_first`), and for a text held more
+than once, its first copy's number (each text is shown once, `retriever._distinct`). For
+the page: every surface word of the memories (and of the lexicon's synonyms) mapped to
+its term, when the two differ; the index-wide BM25 statistics; the stop words and
+inflection rules of `text.query`; the synonym table of `text.lexicon`. The page splits a
+question into words, drops stop words, maps each word to its term (unknown words: a few
+suffixes off, then the close spellings of `text.fuzzy`), and ranks as the live search's
+stages: every word, then the memories holding any rarer word by BM25 and by the best
+short stretch holding the question's words (`search.retriever.by_evidence`); see
+docs/viewer.md.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ..search.retriever import (
     SIGNAL_WEIGHTS,
     WHEN_BOOST,
     Retriever,
+    distinct_key,
     has_time,
     memory_authors,
     rerank_signals,
@@ -130,6 +133,18 @@ def build(
                 out[key] = places.setdefault((field, str(mem[field])), len(places))
         return out
 
+    # a text said more than once: its copies share the first one's number (`_distinct`)
+    first_of: dict[str, int] = {}
+    copies: dict[str, int] = {}
+    for n, mid in enumerate(index.docs):
+        key = distinct_key(str(by_id[mid].get("content", "")))
+        copies[key] = copies.get(key, 0) + 1
+        first_of.setdefault(key, n)
+
+    def same_text(mem: Mapping[str, Any]) -> dict[str, int]:
+        key = distinct_key(str(mem.get("content", "")))
+        return {"u": first_of[key]} if copies[key] > 1 else {}
+
     docs = []
     for mid, (length, tf) in index.docs.items():  # in the index's order: ties rank as there
         mem = by_id[mid]
@@ -150,6 +165,7 @@ def build(
                 **({"tn": 1} if says_number(content) else {}),
                 **_authors(mem, person),
                 **where(mem),
+                **same_text(mem),
             }
         )
     return {

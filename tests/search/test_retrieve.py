@@ -380,3 +380,34 @@ def test_the_semantic_rrf_k_comes_from_config(
     (llmem_home / "config.yaml").write_text("retrieval:\n  rrf_k_semantic: 10\n")
     with MemoryStore(llmem_home / "m.db") as st:
         assert Invocation().retriever(st).rrf_k_semantic == 10
+
+
+def test_a_text_held_in_several_sessions_is_shown_once(tmp_path: Path) -> None:
+    """Heuristic session summaries read the same in every session: a question about
+    sessions got three copies in its top five. The best ranked copy stays; the places the
+    others took go to other memories, and paging does not bring a copy back."""
+    with MemoryStore(tmp_path / "m.db") as st:
+        copies = [
+            st.add(
+                "event",
+                "Session summary:  2 user turns, 2 assistant replies."
+                if n
+                else "session summary: 2 user turns, 2 assistant replies.",
+                session_id=f"s{n}",
+                dedupe=False,
+            )
+            for n in range(3)
+        ]
+        other = st.add("fact", "The session cookie expires after two user turns of inactivity")
+        similar = st.add("event", "Session summary: 3 user turns, 3 assistant replies.")
+        r = Retriever(st)
+        hits = r.find("session summary user turns", limit=10, search_mode="fts")
+        ids = [h.id for h in hits]
+        assert len(set(ids) & set(copies)) == 1
+        assert {other, similar} <= set(ids)  # another text, however alike, is its own
+        pages = [
+            h.id
+            for page in range(3)
+            for h in r.find("session summary user turns", limit=1, offset=page, search_mode="fts")
+        ]
+        assert pages == ids[:3]

@@ -125,6 +125,16 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             )
         st.add("fact", "Nadia booked the network team for Friday", project="nadia")
         racks = st.add("fact", "Forty servers shipped by the weekend", project="nadia")
+        # One text in several sessions is shown once (`retriever._distinct`).
+        copies = {
+            st.add(
+                "event",
+                f"Session  summary: {' ' * n}2 user turns, 2 assistant replies.",
+                session_id=f"s{n}",
+                dedupe=False,
+            )
+            for n in range(3)
+        }
         data = ViewerData(st, Config.coerce({"viewer": {"list_limit": 1000}}), home=tmp_path)
         overview = data.overview(details=True)
         index = data.search_index([m["id"] for m in overview["memories"]])
@@ -147,6 +157,7 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         for form, mid in extra:
             questions.append(form)
             answers.append(mid)
+        questions.append("how many user turns did the session have?")
         questions.append("constructor __proto__ toString")  # no object's own names
         questions.append("what did we decide about the coffee machine?")
         live = [[h["id"] for h in data.search(q)["hits"]] for q in questions]
@@ -173,6 +184,8 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report[-1] == [] and live[-1] == []  # nothing about coffee machines
     assert report[-2] == live[-2] == []
+    assert len(copies) == 3 and len(set(live[-3]) & copies) == 1  # one of the three copies
+    assert report[-3] == live[-3]
     for q, answer, got, want in zip(questions, answers, report, live, strict=False):
         assert got[:1] == [answer], q
         assert got[:10] == want[:10], q  # the same ten, in the same order

@@ -393,7 +393,15 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
         (says ? cfg.answer_kind_boost : 0) + authorBoost(d, who);
       return {d, id: docs[d].id, score: Math.round(score * 10000) / 10000, rank: i};
     }).sort((a, b) => b.score - a.score || a.rank - b.rank);
-    return namedFirst(query, scored).slice(0, limit).map(({id, score}) => ({id, score}));
+    // retriever.py _distinct: each text once, where it ranks best
+    const shown = new Set();
+    const once = namedFirst(query, scored).filter((h) => {
+      const key = docs[h.d].u === undefined ? h.d : docs[h.d].u;
+      if (shown.has(key)) return false;
+      shown.add(key);
+      return true;
+    });
+    return once.slice(0, limit).map(({id, score}) => ({id, score}));
   };
 }
 // What search/matching.py reads of a memory (terms_held, evidence_scorer).
