@@ -40,6 +40,7 @@ from ..text import fuzzy
 from ..text.answer_kinds import says_number, says_time
 from ..text.comparisons import event_clauses
 from ..text.query import ParsedQuery, parse_query, quote, words
+from .coherence import demote_stray_projects
 from .matching import evidence_scorer, memory_text
 from .passages import fit
 
@@ -342,6 +343,8 @@ class Retriever:
             alpha = 1.0
         boost = question_booster(parsed, authors)
         fused = self._fuse(fts_hits, sem_hits, alpha, boost)
+        if not parsed.explicit and len(parsed.terms) > 1:
+            fused = demote_stray_projects(fused, parsed, self._rarity(parsed))
         if parsed.names:
             with self._bounded():
                 fused = self._named_first(parsed, flt, fused)
@@ -444,6 +447,14 @@ class Retriever:
                 hit.corrections = corrections
                 hits.append(hit)
         return hits
+
+    def _rarity(self, parsed: ParsedQuery) -> list[float]:
+        """Each question word's inverse document frequency, from the (cached) counts the
+        ranked stage took (a common word counted up to its cap)."""
+        cap = self._cap(COMMON_WORD_SHARE)
+        size = max(self.store.size_hint(), 1)
+        df = [self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms]
+        return [math.log(1.0 + size / d) if d else 0.0 for d in df]
 
     def _cap(self, share: float) -> int:
         return int(max(COMMON_WORD_FLOOR, share * self.store.size_hint()))

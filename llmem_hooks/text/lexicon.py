@@ -14,9 +14,12 @@ the word's slot, so the question's other words still count):
 - ``KINDS``: a general word and the kinds it names, one way only: "sport" finds
   "football", but "football" does not find every sport.
 
-Words a software question uses in another sense (job, run, build, key) have no kinds;
-software categories do ("framework" finds FastAPI, "logging" structlog: a developer asks by
-category and said the name).
+Words a software question uses in another sense (job, run, build, key) have no kinds and
+no synonyms: "how many jobs before the worker recycles?" was widened to "position" and
+"career" (a job's everyday sense) and ranked an ORM model's `position` column above the
+answer (a technical conversation written 2026-11-28, scored once). Software categories
+do ("framework" finds FastAPI, "logging" structlog: a developer asks by category and said
+the name).
 """
 
 from __future__ import annotations
@@ -90,7 +93,6 @@ EVERYDAY_GROUPS = (
     "scared afraid frightened terrified",
     "award prize",
     "novel book",
-    "job position career",
     "photo photograph picture",
     "wedding marriage married",
     "died death funeral",

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..search.coherence import STRAY_PENALTY, STRAY_SHARE
 from ..search.matching import WINDOW_CHARS
 from ..search.retriever import (
     ALTERNATIVE_SHARE,
@@ -200,6 +201,8 @@ def build(
             "max_names": MAX_NAMES,
             "sentence_end": NAME_SENTENCE_END,
             "time_words": sorted(TIME_WORDS),
+            "stray_share": STRAY_SHARE,
+            "stray_penalty": STRAY_PENALTY,
         },
     }
 

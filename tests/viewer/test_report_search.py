@@ -125,6 +125,21 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             )
         st.add("fact", "Nadia booked the network team for Friday", project="nadia")
         racks = st.add("fact", "Forty servers shipped by the weekend", project="nadia")
+        # A project that shares a word or two with the question by chance goes below the
+        # one that holds it (`search/coherence.py`).
+        st.add(
+            "fact",
+            "Each generated invoice PDF ends up in the bucket under invoices/{customer}/{year}",
+            project="billing",
+        )
+        storage = st.add(
+            "fact", "Object storage is MinIO locally and S3 in production", project="billing"
+        )
+        st.add(
+            "fact",
+            "The editor keeps each document in the document object model, document by document",
+            project="webapp",
+        )
         # One text in several sessions is shown once (`retriever._distinct`).
         copies = {
             st.add(
@@ -153,6 +168,7 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             ("how many retries does the webhook handler do?", hook),
             ("when did the auth proxy move to the new cluster?", moved),
             ("How many servers did Nadia ship to the cage?", racks),
+            ("Where does each generated document end up in object storage?", storage),
         )
         for form, mid in extra:
             questions.append(form)

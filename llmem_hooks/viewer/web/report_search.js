@@ -328,6 +328,44 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     return found;
   }
+  // search/coherence.py demote_stray_projects: a project whose hits together hold less
+  // than stray_share of the question's weight (each word by its rarity, as the ranked
+  // stage counts it) that the best project's hold loses up to stray_penalty of score.
+  function strayDemoted(groups, scored) {
+    if (groups.length < 2 || scored.length < 2 || !texts) return scored;
+    if (new Set(scored.map((h) => docs[h.d].p).filter((v) => v !== undefined)).size < 2) return scored;
+    const common = cap(cfg.common_share);
+    const w = groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
+    const W = '[\\p{L}\\p{N}\\p{M}_]';
+    const tail = (p) => `(?:s|es|ed|d|ing|er|${escape(p.slice(-1))}ed|${escape(p.slice(-1))}ing|${escape(p.slice(-1))}er)?(?!${W})`;
+    const res = groups.map((g) => {  // matching.py terms_held: a word's stems at a word's start
+      const st = [...new Set(g.said.map((x) => stem(fold(x))))];
+      const lg = new Set(g.said.map(fold).filter((x) => x.length > 4).map(stem));
+      return new RegExp(`(?<!${W})(?:` + st.map((p) => escape(p) + (lg.has(p) ? '' : tail(p))).join('|') + ')', 'iu');
+    });
+    const cover = new Map();
+    for (const h of scored) {
+      const p = docs[h.d].p;
+      if (p === undefined) continue;
+      const c = cover.get(p) || groups.map(() => false);
+      const text = texts.get(docs[h.d].id) || '';
+      res.forEach((re, i) => { c[i] = c[i] || re.test(text); });
+      cover.set(p, c);
+    }
+    const weight = new Map([...cover].map(([p, c]) => [p, c.reduce((x, f, i) => x + (f ? w[i] : 0), 0)]));
+    const best = Math.max(...weight.values());
+    if (!(best > 0)) return scored;
+    let changed = false;
+    for (const h of scored) {
+      const p = docs[h.d].p;
+      const share = (p === undefined ? best : weight.get(p)) / best;
+      if (share < cfg.stray_share) {
+        h.score = Math.round((h.score - cfg.stray_penalty * (cfg.stray_share - share) / cfg.stray_share) * 10000) / 10000;
+        changed = true;
+      }
+    }
+    return changed ? [...scored].sort((a, b) => b.score - a.score || a.rank - b.rank) : scored;
+  }
   // retriever.py _named_first: the hits of the projects (within one project, the sessions)
   // that say a name the question says come first, each group in its order; a hit that says
   // the name itself too. No change when none or every one of them says it.
@@ -395,7 +433,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }).sort((a, b) => b.score - a.score || a.rank - b.rank);
     // retriever.py _distinct: each text once, where it ranks best
     const shown = new Set();
-    const once = namedFirst(query, scored).filter((h) => {
+    const once = namedFirst(query, strayDemoted(groups, scored)).filter((h) => {
       const key = docs[h.d].u === undefined ? h.d : docs[h.d].u;
       if (shown.has(key)) return false;
       shown.add(key);
