@@ -107,6 +107,10 @@ VARIANTS: dict[str, Variant] = {
     "a digit for quantity questions off": Variant(patches={(Q, "_QUANTITY"): re.compile("(?!)")}),
     "answer kinds off (time / number)": Variant(patches={(R, "ANSWER_KIND_BOOST"): 0.0}),
     "names rule off": Variant(patches={(Q, "names_in"): lambda text: []}),
+    "stray projects kept (coherence off)": Variant(
+        patches={(R, "demote_stray_projects"): lambda hits, parsed, weights: hits}
+    ),
+    "each text once off": Variant(patches={(R, "_distinct"): lambda hits: hits}),
     "context weight 0.3 (was 0.45)": Variant(
         patches={(M, "BM25_RANK"): "bm25(memories_fts, 1.0, 0.5, 0.75, 0.0, 0.3, 0.1)"}
     ),
