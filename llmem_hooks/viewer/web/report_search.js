@@ -38,6 +38,9 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   const stem0 = (w) => w.length <= 4 ? w : w.slice(0, Math.max(4, Math.min(6, w.length - 1)));
   const stem = (w) => stem0(unly(w));
   const escape = (w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  // matching.py's word patterns: a letter of a word, and the endings a short word takes
+  const W = '[\\p{L}\\p{N}\\p{M}_]';
+  const tail = (p) => `(?:s|es|ed|d|ing|er|${escape(p.slice(-1))}ed|${escape(p.slice(-1))}ing|${escape(p.slice(-1))}er)?(?!${W})`;
 
   function isStop(w) {  // text/query.py is_stop_word
     if (stop.has(w)) return true;
@@ -212,8 +215,6 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   function evidence(groups, weights, anywhere) {
     // matching.py's _stem_index: a long word by its stem's start; a word of four letters
     // or fewer whole or with an ending ("led" is not "ledger"); the whole word is matched.
-    const W = '[\\p{L}\\p{N}\\p{M}_]';
-    const tail = (p) => `(?:s|es|ed|d|ing|er|${escape(p.slice(-1))}ed|${escape(p.slice(-1))}ing|${escape(p.slice(-1))}er)?(?!${W})`;
     const stems = groups.map((g, i) => weights[i] > 0 ? [...new Set(g.said.map((w) => stem(fold(w))))] : []);
     const longer = new Set(groups.flatMap((g, i) => weights[i] > 0 ? g.said.map(fold).filter((w) => w.length > 4).map(stem) : []));
     const all = [...new Set(stems.flat())].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
@@ -336,8 +337,6 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     if (new Set(scored.map((h) => docs[h.d].p).filter((v) => v !== undefined)).size < 2) return scored;
     const common = cap(cfg.common_share);
     const w = groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
-    const W = '[\\p{L}\\p{N}\\p{M}_]';
-    const tail = (p) => `(?:s|es|ed|d|ing|er|${escape(p.slice(-1))}ed|${escape(p.slice(-1))}ing|${escape(p.slice(-1))}er)?(?!${W})`;
     const res = groups.map((g) => {  // matching.py terms_held: a word's stems at a word's start
       const st = [...new Set(g.said.map((x) => stem(fold(x))))];
       const lg = new Set(g.said.map(fold).filter((x) => x.length > 4).map(stem));
