@@ -108,7 +108,7 @@ VARIANTS: dict[str, Variant] = {
     "answer kinds off (time / number)": Variant(patches={(R, "ANSWER_KIND_BOOST"): 0.0}),
     "names rule off": Variant(patches={(Q, "names_in"): lambda text: []}),
     "stray projects kept (coherence off)": Variant(
-        patches={(R, "demote_stray_projects"): lambda hits, parsed, weights: hits}
+        patches={(R, "demote_stray_projects"): lambda hits, parsed, rarity: hits}
     ),
     "each text once off": Variant(patches={(R, "_distinct"): lambda hits: hits}),
     "context weight 0.3 (was 0.45)": Variant(

@@ -20,7 +20,7 @@ the rest within one question.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .matching import terms_held
@@ -34,12 +34,13 @@ STRAY_PENALTY = 0.3
 
 
 def demote_stray_projects(
-    hits: list[SearchHit], parsed: ParsedQuery, weights: Sequence[float]
+    hits: list[SearchHit], parsed: ParsedQuery, rarity: Callable[[], Sequence[float]]
 ) -> list[SearchHit]:
     """``hits`` (best first) with those of projects covering less than `STRAY_SHARE` of
-    what the best-covering project does scored lower, re-sorted (stable); ``weights``: one
-    per question word (`ParsedQuery.terms`). Unchanged when the hits come from fewer than
-    two projects or the question has fewer than two words."""
+    what the best-covering project does scored lower, re-sorted (stable); ``rarity``
+    gives one weight per question word (`ParsedQuery.terms`), asked only when needed.
+    Unchanged when the hits come from fewer than two projects (a search within one
+    project, recall) or the question has fewer than two words."""
     n = len(parsed.terms)
     if n < 2 or len(hits) < 2:
         return hits
@@ -55,6 +56,7 @@ def demote_stray_projects(
         mine = covered.setdefault(project, [False] * n)
         for i, found in enumerate(held(h.memory)):
             mine[i] = mine[i] or found
+    weights = rarity()
     cover = {p: sum(w for w, f in zip(weights, c, strict=True) if f) for p, c in covered.items()}
     best = max(cover.values())
     if best <= 0:

@@ -344,7 +344,7 @@ class Retriever:
         boost = question_booster(parsed, authors)
         fused = self._fuse(fts_hits, sem_hits, alpha, boost)
         if not parsed.explicit and len(parsed.terms) > 1:
-            fused = demote_stray_projects(fused, parsed, self._rarity(parsed))
+            fused = demote_stray_projects(fused, parsed, lambda: self._rarity(parsed))
         if parsed.names:
             with self._bounded():
                 fused = self._named_first(parsed, flt, fused)
