@@ -110,7 +110,7 @@ VARIANTS: dict[str, Variant] = {
     "stray projects kept (coherence off)": Variant(
         patches={(R, "demote_stray_projects"): lambda hits, parsed, rarity: hits}
     ),
-    "each text once off": Variant(patches={(R, "_distinct"): lambda hits: hits}),
+    "each text once off": Variant(patches={(R, "_distinct"): lambda hits, want: hits[:want]}),
     "context weight 0.3 (was 0.45)": Variant(
         patches={(M, "BM25_RANK"): "bm25(memories_fts, 1.0, 0.5, 0.75, 0.0, 0.3, 0.1)"}
     ),
