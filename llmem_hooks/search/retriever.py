@@ -449,7 +449,8 @@ class Retriever:
 
     def _rarity(self, parsed: ParsedQuery) -> list[float]:
         """Each question word's inverse document frequency, from the (cached) counts the
-        ranked stage took (a common word counted up to its cap)."""
+        ranked stage takes (a common word counted up to its cap): its evidence weights
+        and the coherence rule's."""
         cap = self._cap(COMMON_WORD_SHARE)
         size = max(self.store.size_hint(), 1)
         df = [self.counts.count(self.store, parsed.group(t), cap) for t in parsed.terms]
@@ -632,8 +633,7 @@ class Retriever:
             return hits[:pool]
         # The evidence weighs the rarer words within its stretch, the common ones wherever
         # the text holds them (in a long reply they match every few words).
-        size = max(self.store.size_hint(), 1)
-        idf = [math.log(1.0 + size / df[t]) if df[t] else 0.0 for t in parsed.terms]
+        idf = self._rarity(parsed)  # the same counts, cached
         near = [x if t in rare else 0.0 for t, x in zip(parsed.terms, idf, strict=True)]
         far = [0.0 if t in rare else x for t, x in zip(parsed.terms, idf, strict=True)]
         return by_evidence(hits, parsed, near, far)[:pool]

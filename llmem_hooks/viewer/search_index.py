@@ -135,15 +135,15 @@ def build(
         return out
 
     # a text said more than once: its copies share the first one's number (`_distinct`)
+    text_of = {mid: distinct_key(str(by_id[mid].get("content", ""))) for mid in index.docs}
     first_of: dict[str, int] = {}
     copies: dict[str, int] = {}
-    for n, mid in enumerate(index.docs):
-        key = distinct_key(str(by_id[mid].get("content", "")))
+    for n, key in enumerate(text_of.values()):
         copies[key] = copies.get(key, 0) + 1
         first_of.setdefault(key, n)
 
-    def same_text(mem: Mapping[str, Any]) -> dict[str, int]:
-        key = distinct_key(str(mem.get("content", "")))
+    def same_text(mid: str) -> dict[str, int]:
+        key = text_of[mid]
         return {"u": first_of[key]} if copies[key] > 1 else {}
 
     docs = []
@@ -166,7 +166,7 @@ def build(
                 **({"tn": 1} if says_number(content) else {}),
                 **_authors(mem, person),
                 **where(mem),
-                **same_text(mem),
+                **same_text(mid),
             }
         )
     return {

@@ -209,6 +209,17 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   }
   function comb(n, k) { let r = 1; for (let i = 1; i <= k; i++) r = r * (n - k + i) / i; return Math.round(r); }
 
+  // retriever.py _rarity: each word's IDF, a common word counted up to its cap
+  const rarity = (groups) => {
+    const common = cap(cfg.common_share);
+    return groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
+  };
+  // matching.py terms_held for one word: its stems at a word's start (a short one whole)
+  function heldRe(g) {
+    const st = [...new Set(g.said.map((w) => stem(fold(w))))];
+    const lg = new Set(g.said.map(fold).filter((w) => w.length > 4).map(stem));
+    return new RegExp(`(?<!${W})(?:` + st.map((p) => escape(p) + (lg.has(p) ? '' : tail(p))).join('|') + ')', 'iu');
+  }
   // How much of the question the best short stretch of a memory's text holds, as
   // search/matching.py's evidence_scorer weighs it: each word's stems (its first 4-6
   // letters at the start of a word), weighed by IDF, within window_chars of each other.
@@ -219,12 +230,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     const longer = new Set(groups.flatMap((g, i) => weights[i] > 0 ? g.said.map(fold).filter((w) => w.length > 4).map(stem) : []));
     const all = [...new Set(stems.flat())].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
     // words counted wherever the text holds them (the common ones): one search each
-    const present = groups.map((g, i) => [anywhere[i] || 0, g]).filter(([x]) => x > 0).map(([x, g]) => {
-      const st = [...new Set(g.said.map((w) => stem(fold(w))))];
-      const lg = new Set(g.said.map(fold).filter((w) => w.length > 4).map(stem));
-      const ps = st.map((p) => escape(p) + (lg.has(p) ? '' : tail(p)));
-      return [x, new RegExp(`(?<!${W})(?:` + ps.join('|') + ')', 'iu')];
-    });
+    const present = groups.map((g, i) => [anywhere[i] || 0, g]).filter(([x]) => x > 0).map(([x, g]) => [x, heldRe(g)]);
     const total = weights.reduce((x, y) => x + y, 0) + present.reduce((x, [y]) => x + y, 0);
     if (total <= 0) return () => 0;
     if (!all.length) return (d) => {
@@ -284,7 +290,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
       for (const d of more) { rows.push(d); bmOf.set(d, bm25(d, phrases)); }
     }
     if (groups.length < 2 || rows.length < 2) return rows.slice(0, POOL);  // one word: BM25
-    const idf = groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
+    const idf = rarity(groups);
     const near = groups.map((g, i) => rare.includes(g) ? idf[i] : 0);
     const far = groups.map((g, i) => rare.includes(g) ? 0 : idf[i]);
     const ev = evidence(groups, near, far);
@@ -335,13 +341,8 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   function strayDemoted(groups, scored) {
     if (groups.length < 2 || scored.length < 2 || !texts) return scored;
     if (new Set(scored.map((h) => docs[h.d].p).filter((v) => v !== undefined)).size < 2) return scored;
-    const common = cap(cfg.common_share);
-    const w = groups.map((g) => { const n = Math.min(groupDf(g), common); return n ? Math.log(1 + N / n) : 0; });
-    const res = groups.map((g) => {  // matching.py terms_held: a word's stems at a word's start
-      const st = [...new Set(g.said.map((x) => stem(fold(x))))];
-      const lg = new Set(g.said.map(fold).filter((x) => x.length > 4).map(stem));
-      return new RegExp(`(?<!${W})(?:` + st.map((p) => escape(p) + (lg.has(p) ? '' : tail(p))).join('|') + ')', 'iu');
-    });
+    const w = rarity(groups);
+    const res = groups.map(heldRe);
     const cover = new Map();
     for (const h of scored) {
       const p = docs[h.d].p;
