@@ -39,7 +39,7 @@ from ..store.db import is_interrupted
 from ..text import fuzzy
 from ..text.answer_kinds import says_number, says_time
 from ..text.comparisons import event_clauses
-from ..text.query import ParsedQuery, parse_query, quote, words
+from ..text.query import ParsedQuery, parse_query, quote, words, written_as_names
 from .coherence import demote_stray_projects
 from .matching import evidence_scorer, memory_text
 from .passages import fit
@@ -70,6 +70,12 @@ SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._b
 # their order that BM25 decides (the rest: the best stretch of text holding the question's
 # words, `search.matching.evidence_scorer`). Chosen on the dev sets (bench/ablation.py,
 # docs/benchmarks.md).
+# Within one project a name's sessions come first by this much score, not all of them
+# before all others: a project's sessions continue one another ("the Docker image" of one
+# session is answered by the next, which says only "node:22"), while separate projects
+# are separate worlds (there the named ones come first outright). Tuned on the chats of
+# the conversational sets in one project and the fresh technical conversations alone.
+NAMED_SESSION_PENALTY = 0.3
 EVIDENCE_POOL = 20
 BM25_SHARE = 0.6
 COMMON_WORD_SHARE = 0.02
@@ -504,10 +510,12 @@ class Retriever:
         """``hits`` with those of the projects that say a name the question says first
         (each group in its order): "how many boxes did Sunniva have?" is about the
         project where Sunniva is, not the four others where someone moved flat. Within one
-        project, the sessions that say it. A hit that says the name itself stays among the
-        first too (a global memory about her). A hit moved down is scored as the one above
-        it at most. No change when no hit's project (session) says the name or every one
-        does: one FTS5 lookup per project and name."""
+        project, the sessions that say it lead by `NAMED_SESSION_PENALTY`. A hit that says
+        the name itself stays among the first too (a global memory about her). A hit moved
+        down is scored as the one above it at most. Names the candidates write in lower
+        case as often (a tool's: `written_as_names`) are no names. No change when no hit's
+        project (session) says the name or every one does: one FTS5 lookup per project and
+        name."""
         if not parsed.names or len(hits) < 2:
             return hits
         column = "project"
@@ -517,10 +525,12 @@ class Retriever:
             keys = {str(h.memory.get(column)) for h in hits if h.memory.get(column)}
             if len(keys) < 2:
                 return hits
-        said = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)", re.IGNORECASE) for n in parsed.names]
-        says = [[bool(p.search(str(h.memory.get("content", "")))) for p in said] for h in hits]
+        texts = [str(h.memory.get("content", "")) for h in hits]
+        names = written_as_names(parsed.names, texts)
+        said = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)", re.IGNORECASE) for n in names]
+        says = [[bool(p.search(text)) for p in said] for text in texts]
         named: set[str] = set()
-        for k, name in enumerate(parsed.names):
+        for k, name in enumerate(names):
             # a candidate that says it answers for its project; the store for the others
             found = {str(h.memory.get(column)) for h, s in zip(hits, says, strict=True) if s[k]}
             found &= keys
@@ -534,6 +544,10 @@ class Retriever:
         rest: list[SearchHit] = []
         for h, s in zip(hits, says, strict=True):
             (first if h.memory.get(column) in named or any(s) else rest).append(h)
+        if column == "session_id":  # one thread: the others lose ground, not their place
+            for h in rest:
+                h.score -= NAMED_SESSION_PENALTY
+            return sorted(first + rest, key=lambda h: -h.score)
         out = first + rest
         for above, h in itertools.pairwise(out):  # scores read best first too
             h.score = min(h.score, above.score)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ValidationError
@@ -111,6 +111,22 @@ def names_in(text: str) -> list[str]:
             if len(found) == MAX_NAMES:
                 break
     return found
+
+
+def written_as_names(names: Sequence[str], texts: Iterable[str]) -> list[str]:
+    """Those of ``names`` (`names_in`, lower case) that ``texts`` write in lower case less
+    often than capitalised. A question capitalises a tool as it does a person ("how long
+    does Redis keep failed jobs?"), while the talk about it writes ``redis://`` and
+    ``alembic upgrade``; a person's or a place's name stays capitalised (an address or a
+    handle, ``ap@halvorsen.no``, does not count). A name the texts do not hold stays."""
+    body = "\n".join(texts)
+    kept = []
+    for name in names:
+        lower = len(re.findall(rf"(?<![\w@]){re.escape(name)}(?!\w)", body))
+        title = len(re.findall(rf"(?<!\w){re.escape(name.capitalize())}(?!\w)", body))
+        if lower < title or not lower:
+            kept.append(name)
+    return kept
 
 
 def quote(term: str) -> str:

@@ -37,6 +37,7 @@ from ..search.retriever import (
     CORRECTION_SHARE,
     DEFAULT_RRF_K,
     EVIDENCE_POOL,
+    NAMED_SESSION_PENALTY,
     ROLE_ALIASES,
     SIGNAL_WEIGHTS,
     WHEN_BOOST,
@@ -203,6 +204,7 @@ def build(
             "time_words": sorted(TIME_WORDS),
             "stray_share": STRAY_SHARE,
             "stray_penalty": STRAY_PENALTY,
+            "named_session_penalty": NAMED_SESSION_PENALTY,
         },
     }
 

@@ -10,7 +10,7 @@ import pytest
 
 from llmem_hooks import MemoryStore, Retriever
 from llmem_hooks.store import MemoryFilter
-from llmem_hooks.text.query import names_in, parse_query
+from llmem_hooks.text.query import names_in, parse_query, written_as_names
 
 
 @pytest.mark.parametrize(
@@ -143,3 +143,80 @@ def test_names_that_imitate_search_syntax_are_words(tmp_path: Path) -> None:
         assert store.saying("ingrid", ["s-a", "s-b"], by="session_id") == {"s-a"}
         assert store.saying("anything", []) == set()
         assert store.saying("anything", [], by="session_id") == set()
+
+
+@pytest.mark.parametrize(
+    ("names", "texts", "kept"),
+    [
+        # the talk about a tool writes it in code, commands and addresses
+        (["redis"], ["Redis is up: redis://localhost:6380, `redis-cli ping`, redis.conf"], []),
+        (["redis"], ["Redis, Redis and one redis:7 image"], ["redis"]),
+        # a person's name stays capitalised; her address does not count
+        (["sunniva"], ["Sunniva moved. Sunniva's boxes.", "mail sunniva@example.org"], ["sunniva"]),
+        (["sunniva", "redis"], ["nothing about either"], ["sunniva", "redis"]),
+    ],
+)
+def test_a_name_the_texts_write_in_lower_case_is_a_tool(
+    names: list[str], texts: list[str], kept: list[str]
+) -> None:
+    assert written_as_names(names, texts) == kept
+
+
+def _thread(store: MemoryStore, session: str, text: str) -> str:
+    return _chat(store, "p-shop", session, text)
+
+
+def test_a_tool_the_talk_writes_in_lower_case_orders_no_sessions(tmp_path: Path) -> None:
+    """ "Redis" in a question is a tool the project talks about in code, not someone the
+    answer's session must name: the answer, whose session never says it, stays first."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        _thread(
+            store,
+            "s-1",
+            "User: is it up?\nAssistant: yes: redis://localhost:6380 answers, "
+            "`redis-cli ping` says PONG, redis.conf is read.",
+        )
+        _thread(store, "s-1", "User: Redis memory?\nAssistant: Redis uses 40 MB; keys expire.")
+        answer = _thread(
+            store,
+            "s-2",
+            "User: How long do failed jobs stay before the queue throws them away?\n"
+            "Assistant: Failed jobs stay 7 days (removeOnFail age 604800), then the queue "
+            "throws them away.",
+        )
+        for i in range(5):
+            _thread(store, f"s-{3 + i}", f"User: worker {i} restarted.\nAssistant: jobs resumed.")
+        hits = Retriever(store).find(
+            "How long do failed jobs stay in Redis before the queue throws them away?",
+            MemoryFilter(project="p-shop"),
+            track_access=False,
+        )
+        assert hits[0].id == answer
+
+
+def test_within_one_project_the_named_sessions_lead_without_burying_the_answer(
+    tmp_path: Path,
+) -> None:
+    """One project's sessions continue one thread: the session that names Marta leads, but
+    an answer elsewhere that holds the question's other words stays in the top five."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        _thread(store, "s-1", "User: Marta joined this week.\nAssistant: Welcome her.")
+        for i in range(6):
+            _thread(store, "s-1", f"User: Marta asked about lunch {i}.\nAssistant: At {i}.")
+        answer = _thread(
+            store,
+            "s-2",
+            "User: Which cache do we put in front of the storefront, and what hit rate did "
+            "the cache benchmark give?\nAssistant: The storefront cache is Varnish; the "
+            "cache benchmark gave a 94% hit rate.",
+        )
+        for i in range(4):
+            _thread(store, f"s-{3 + i}", f"User: deploy {i}.\nAssistant: storefront green.")
+        hits = Retriever(store).find(
+            "Which cache did Marta's team put in front of the storefront, and what hit rate "
+            "did the benchmark give?",
+            MemoryFilter(project="p-shop"),
+            track_access=False,
+        )
+        assert hits[0].memory["session_id"] == "s-1"
+        assert answer in [h.id for h in hits[:5]]

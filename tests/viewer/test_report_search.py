@@ -140,6 +140,34 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             "The editor keeps each document in the document object model, document by document",
             project="webapp",
         )
+        # Within one project a name's sessions lead by a margin, and a name the talk
+        # writes in lower case (a tool's) orders nothing (`Retriever._named_first`).
+        st.add("fact", "Valkey memory? Valkey uses 40 MB", project="uploads", session_id="u1")
+        st.add(
+            "fact",
+            "valkey://localhost:6380 answers, `valkey-cli ping` says PONG, valkey.conf read",
+            project="uploads",
+            session_id="u1",
+        )
+        kept = st.add(
+            "fact",
+            "Failed uploads stay 7 days, then the uploader throws them away",
+            project="uploads",
+            session_id="u2",
+        )
+        for n in range(3):
+            st.add("fact", f"uploader {n} restarted", project="uploads", session_id=f"u{n + 3}")
+        st.add("fact", "Marta joined this week", project="shop", session_id="m1")
+        for n in range(6):
+            st.add("fact", f"Marta asked about lunch {n}", project="shop", session_id="m1")
+        cache = st.add(
+            "fact",
+            "The storefront cache is Varnish; the cache benchmark gave a 94% hit rate",
+            project="shop",
+            session_id="m2",
+        )
+        for n in range(4):
+            st.add("fact", f"storefront deploy {n} green", project="shop", session_id=f"m{n + 3}")
         # One text in several sessions is shown once (`retriever._distinct`).
         copies = {
             st.add(
@@ -169,10 +197,12 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             ("when did the auth proxy move to the new cluster?", moved),
             ("How many servers did Nadia ship to the cage?", racks),
             ("Where does each generated document end up in object storage?", storage),
+            ("How long do failed uploads stay in Valkey before the uploader drops them?", kept),
         )
         for form, mid in extra:
             questions.append(form)
             answers.append(mid)
+        questions.append("Which cache did Marta put in front of the storefront, and its hit rate?")
         questions.append("how many user turns did the session have?")
         questions.append("constructor __proto__ toString")  # no object's own names
         questions.append("what did we decide about the coffee machine?")
@@ -202,6 +232,8 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
     assert report[-2] == live[-2] == []
     assert len(copies) == 3 and len(set(live[-3]) & copies) == 1  # one of the three copies
     assert report[-3] == live[-3]
+    assert cache in live[-4][:5] and live[-4][0] != cache  # Marta's session leads
+    assert report[-4] == live[-4]
     for q, answer, got, want in zip(questions, answers, report, live, strict=False):
         assert got[:1] == [answer], q
         assert got[:10] == want[:10], q  # the same ten, in the same order

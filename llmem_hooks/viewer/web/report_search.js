@@ -366,12 +366,27 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     return changed ? [...scored].sort((a, b) => b.score - a.score || a.rank - b.rank) : scored;
   }
+  // text/query.py written_as_names: a name the candidates write in lower case as often as
+  // capitalised is a tool's (`redis://`), not someone's; an address's or a handle's does
+  // not count.
+  function writtenAsNames(names, scored) {
+    if (!texts) return names;
+    const body = scored.map((h) => texts.get(docs[h.d].id) || '').join('\n');
+    const count = (re) => (body.match(re) || []).length;
+    return names.filter((n) => {
+      const lower = count(new RegExp(`(?<![\\p{L}\\p{N}_@])${escape(n)}(?![\\p{L}\\p{N}_])`, 'gu'));
+      const title = count(new RegExp(`(?<![\\p{L}\\p{N}_])${escape(upper(n))}(?![\\p{L}\\p{N}_])`, 'gu'));
+      return lower < title || !lower;
+    });
+  }
   // retriever.py _named_first: the hits of the projects (within one project, the sessions)
-  // that say a name the question says come first, each group in its order; a hit that says
+  // that say a name the question says come first, each group in its order
+  // (within one project by named_session_penalty); a hit that says
   // the name itself too. No change when none or every one of them says it.
   function namedFirst(query, scored) {
-    const names = namesIn(query);
-    if (!names.length || scored.length < 2) return scored;
+    if (scored.length < 2) return scored;
+    const names = writtenAsNames(namesIn(query), scored);
+    if (!names.length) return scored;
     let key = 'p';
     let keys = new Set(scored.map((h) => docs[h.d].p).filter((v) => v !== undefined));
     if (keys.size < 2) {
@@ -390,6 +405,10 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     if (!named.size) return scored;
     const own = (h) => named.has(docs[h.d][key]) || said.some((re) => re.test((texts && texts.get(docs[h.d].id)) || ''));
     const out = [...scored.filter(own), ...scored.filter((h) => !own(h))];
+    if (key === 'z') {  // one project's sessions: the others lose ground, not their place
+      for (const h of out) if (!own(h)) h.score = Math.round((h.score - cfg.named_session_penalty) * 10000) / 10000;
+      return out.sort((a, b) => b.score - a.score);
+    }
     for (let i = 1; i < out.length; i++) out[i].score = Math.min(out[i].score, out[i - 1].score);
     return out;
   }
