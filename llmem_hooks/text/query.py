@@ -122,11 +122,26 @@ def written_as_names(names: Sequence[str], texts: Iterable[str]) -> list[str]:
     body = "\n".join(texts)
     kept = []
     for name in names:
-        lower = len(re.findall(rf"(?<![\w@]){re.escape(name)}(?!\w)", body))
-        title = len(re.findall(rf"(?<!\w){re.escape(name.capitalize())}(?!\w)", body))
-        if lower < title or not lower:
+        lower = _said(body, name, "@")
+        if not lower or lower < _said(body, name.capitalize()):
             kept.append(name)
     return kept
+
+
+def _said(body: str, word: str, not_after: str = "") -> int:
+    """How often ``body`` holds ``word`` as a whole word (not right after a character of
+    ``not_after``). `str.find` first: a regex that opens with a look-behind tries every
+    position, 1.6 ms on a search's 32 kB of candidates against 0.05."""
+    n, i, end = 0, body.find(word), len(word)
+    while i >= 0:
+        before = body[i - 1] if i else " "
+        after = body[i + end] if i + end < len(body) else " "
+        if not (before.isalnum() or before == "_" or before in not_after) and not (
+            after.isalnum() or after == "_"
+        ):
+            n += 1
+        i = body.find(word, i + 1)
+    return n
 
 
 def quote(term: str) -> str:
