@@ -539,7 +539,10 @@ class Sidecar:
         """Book one event on its session; the hooks it calls for go to ``due`` (they run
         once the cursor past the event and their pending rows are committed)."""
         sid = ev.session_id
-        at = ev.at_ms or now_ms
+        # Never later than now: an agent whose clock runs ahead of ours (a skewed VM, a
+        # session written on another machine) would otherwise keep its session from going
+        # idle until our clock caught up with its timestamps.
+        at = min(ev.at_ms or now_ms, now_ms)
         clock = self._clocks.get(sid)
         # Replaying old history (a first start): a session resumed or compacted long ago
         # needs no reopening or resume pack now.

@@ -276,3 +276,24 @@ def test_a_session_recorded_before_its_agent_store_shows_it_is_not_taken_for_del
     session_state.save(store.db, rec)
     sidecar._check_deleted(force=True)
     assert session_state.find(store.db, sid).state == "ended"
+
+
+def test_a_session_dated_ahead_of_our_clock_still_goes_idle(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """An agent whose clock runs ahead of ours (a skewed VM, a session written on another
+    machine) dates its turns in our future: an event cannot have happened after we saw it,
+    so the quiet period counts from when we saw it, and the turn is extracted now, not in a
+    month."""
+    import time
+
+    db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
+    db.ms = int(time.time() * 1000) + 30 * 86_400_000  # a month ahead
+    sidecar = make(store, db, tmp_path / "ctx")
+    sid = db.session("Ahead")
+    remember_turn(db, sid, "the nightly export runs on the replica")
+    sidecar.tick()
+    sidecar.tick()
+    assert len(learned(store, "replica")) == 1
+    assert sidecar.next_wait() <= sidecar.poll_s
+    db.close()
