@@ -750,6 +750,13 @@ def _events_near_top(results: list[SearchHit], events: Sequence[SearchHit]) -> l
         if at:
             found.score = out[at - 1].score
         out.insert(at, found)
+    # an event left in place may have been pushed down by a later one: back to the last place
+    for event in events:
+        rank = next((k for k, h in enumerate(out) if h.id == event.id), None)
+        if rank is not None and rank >= EVENT_RANK:
+            found = out.pop(rank)
+            found.score = out[EVENT_RANK - 2].score
+            out.insert(EVENT_RANK - 1, found)
     return out
 
 

@@ -296,3 +296,18 @@ def test_a_result_that_says_what_the_question_asks_for_comes_first(tmp_path: Pat
         hits = retriever.find("How many hives does Lucien keep?", track_access=False)
         order = [h.id for h in hits]
         assert order.index(ids["counted"]) < order.index(ids["vague"])
+
+
+def test_each_event_of_a_comparison_ends_in_the_top_five() -> None:
+    """ "Which came first: A or B?" with A's best hit fifth and B's not found: B goes in
+    after the first result, and A, pushed sixth by it, comes back to fifth."""
+    from llmem_hooks.search.retriever import EVENT_RANK, SearchHit, _events_near_top
+
+    def hit(n: int) -> SearchHit:
+        return SearchHit({"id": f"m{n}", "content": f"text {n}"}, "fts", score=1.0 - n / 100)
+
+    results = [hit(n) for n in range(10)]
+    a, b = results[EVENT_RANK - 1], hit(99)
+    top = [h.id for h in _events_near_top(results, [a, b])[:EVENT_RANK]]
+    assert a.id in top and b.id in top
+    assert top[0] == "m0"
