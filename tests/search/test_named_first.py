@@ -166,6 +166,12 @@ def _thread(store: MemoryStore, session: str, text: str) -> str:
     return _chat(store, "p-shop", session, text)
 
 
+def _ask_thread(store: MemoryStore, question: str) -> list[str]:
+    """The ids a search scoped to the one project finds, best first."""
+    hits = Retriever(store).find(question, MemoryFilter(project="p-shop"), track_access=False)
+    return [h.id for h in hits]
+
+
 def test_a_tool_the_talk_writes_in_lower_case_orders_no_sessions(tmp_path: Path) -> None:
     """ "Redis" in a question is a tool the project talks about in code, not someone the
     answer's session must name: the answer, whose session never says it, stays first."""
@@ -186,12 +192,10 @@ def test_a_tool_the_talk_writes_in_lower_case_orders_no_sessions(tmp_path: Path)
         )
         for i in range(5):
             _thread(store, f"s-{3 + i}", f"User: worker {i} restarted.\nAssistant: jobs resumed.")
-        hits = Retriever(store).find(
-            "How long do failed jobs stay in Redis before the queue throws them away?",
-            MemoryFilter(project="p-shop"),
-            track_access=False,
+        found = _ask_thread(
+            store, "How long do failed jobs stay in Redis before the queue throws them away?"
         )
-        assert hits[0].id == answer
+        assert found[0] == answer
 
 
 def test_within_one_project_the_named_sessions_lead_without_burying_the_answer(
@@ -212,11 +216,10 @@ def test_within_one_project_the_named_sessions_lead_without_burying_the_answer(
         )
         for i in range(4):
             _thread(store, f"s-{3 + i}", f"User: deploy {i}.\nAssistant: storefront green.")
-        hits = Retriever(store).find(
+        found = _ask_thread(
+            store,
             "Which cache did Marta's team put in front of the storefront, and what hit rate "
             "did the benchmark give?",
-            MemoryFilter(project="p-shop"),
-            track_access=False,
         )
-        assert hits[0].memory["session_id"] == "s-1"
-        assert answer in [h.id for h in hits[:5]]
+        assert store.get(found[0])["session_id"] == "s-1"
+        assert answer in found[:5]

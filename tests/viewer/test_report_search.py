@@ -140,34 +140,27 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             "The editor keeps each document in the document object model, document by document",
             project="webapp",
         )
+
         # Within one project a name's sessions lead by a margin, and a name the talk
         # writes in lower case (a tool's) orders nothing (`Retriever._named_first`).
-        st.add("fact", "Valkey memory? Valkey uses 40 MB", project="uploads", session_id="u1")
-        st.add(
-            "fact",
-            "valkey://localhost:6380 answers, `valkey-cli ping` says PONG, valkey.conf read",
-            project="uploads",
-            session_id="u1",
-        )
-        kept = st.add(
-            "fact",
-            "Failed uploads stay 7 days, then the uploader throws them away",
-            project="uploads",
-            session_id="u2",
+        def said(text: str, project: str, session: str) -> str:
+            return st.add("fact", text, project=project, session_id=session)
+
+        said("Valkey memory? Valkey uses 40 MB", "uploads", "u1")
+        said("valkey://localhost:6380 answers, `valkey-cli ping` says PONG", "uploads", "u1")
+        kept = said(
+            "Failed uploads stay 7 days, then the uploader throws them away", "uploads", "u2"
         )
         for n in range(3):
-            st.add("fact", f"uploader {n} restarted", project="uploads", session_id=f"u{n + 3}")
-        st.add("fact", "Marta joined this week", project="shop", session_id="m1")
+            said(f"uploader {n} restarted", "uploads", f"u{n + 3}")
+        said("Marta joined this week", "shop", "m1")
         for n in range(6):
-            st.add("fact", f"Marta asked about lunch {n}", project="shop", session_id="m1")
-        cache = st.add(
-            "fact",
-            "The storefront cache is Varnish; the cache benchmark gave a 94% hit rate",
-            project="shop",
-            session_id="m2",
+            said(f"Marta asked about lunch {n}", "shop", "m1")
+        cache = said(
+            "The storefront cache is Varnish; the cache benchmark gave a 94% hit rate", "shop", "m2"
         )
         for n in range(4):
-            st.add("fact", f"storefront deploy {n} green", project="shop", session_id=f"m{n + 3}")
+            said(f"storefront deploy {n} green", "shop", f"m{n + 3}")
         # One text in several sessions is shown once (`retriever._distinct`).
         copies = {
             st.add(
