@@ -66,16 +66,16 @@ FUZZY_MIN_RESULTS = 1
 # kept within the first EVENT_RANK results, right after the first.
 EVENT_RANK = 5
 SEARCH_TIME_LIMIT_S = 2.0  # a search's SQL is stopped after this (`Retriever._bounded`)
-# A plain question's candidates ranked by evidence (`Retriever._ranked`), and the share of
-# their order that BM25 decides (the rest: the best stretch of text holding the question's
-# words, `search.matching.evidence_scorer`). Chosen on the dev sets (bench/ablation.py,
-# docs/benchmarks.md).
 # Within one project a name's sessions come first by this much score, not all of them
 # before all others: a project's sessions continue one another ("the Docker image" of one
 # session is answered by the next, which says only "node:22"), while separate projects
 # are separate worlds (there the named ones come first outright). Tuned on the chats of
 # the conversational sets in one project and the fresh technical conversations alone.
 NAMED_SESSION_PENALTY = 0.3
+# A plain question's candidates ranked by evidence (`Retriever._ranked`), and the share of
+# their order that BM25 decides (the rest: the best stretch of text holding the question's
+# words, `search.matching.evidence_scorer`). Chosen on the dev sets (bench/ablation.py,
+# docs/benchmarks.md).
 EVIDENCE_POOL = 20
 BM25_SHARE = 0.6
 COMMON_WORD_SHARE = 0.02

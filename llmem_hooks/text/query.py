@@ -131,7 +131,7 @@ def written_as_names(names: Sequence[str], texts: Iterable[str]) -> list[str]:
 def _said(body: str, word: str, not_after: str = "") -> int:
     """How often ``body`` holds ``word`` as a whole word (not right after a character of
     ``not_after``). `str.find` first: a regex that opens with a look-behind tries every
-    position, 1.6 ms on a search's 32 kB of candidates against 0.05."""
+    position: 1.6 ms on a search's 32 kB of candidates, against 0.02."""
     n, i, end = 0, body.find(word), len(word)
     while i >= 0:
         before = body[i - 1] if i else " "

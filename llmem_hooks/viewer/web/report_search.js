@@ -379,10 +379,10 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
       return lower < title || !lower;
     });
   }
-  // retriever.py _named_first: the hits of the projects (within one project, the sessions)
-  // that say a name the question says come first, each group in its order
-  // (within one project by named_session_penalty); a hit that says
-  // the name itself too. No change when none or every one of them says it.
+  // retriever.py _named_first: the hits of the projects that say a name the question says
+  // come first, each group in its order (within one project, the sessions that say it lead
+  // by named_session_penalty); a hit that says the name itself too. No change when none or
+  // every one of them says it.
   function namedFirst(query, scored) {
     if (scored.length < 2) return scored;
     const names = writtenAsNames(namesIn(query), scored);
