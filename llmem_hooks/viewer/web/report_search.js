@@ -404,9 +404,11 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     if (!named.size) return scored;
     const own = (h) => named.has(docs[h.d][key]) || said.some((re) => re.test((texts && texts.get(docs[h.d].id)) || ''));
-    const out = [...scored.filter(own), ...scored.filter((h) => !own(h))];
+    const first = [], rest = [];
+    for (const h of scored) (own(h) ? first : rest).push(h);
+    const out = [...first, ...rest];
     if (key === 'z') {  // one project's sessions: the others lose ground, not their place
-      for (const h of out) if (!own(h)) h.score = Math.round((h.score - cfg.named_session_penalty) * 10000) / 10000;
+      for (const h of rest) h.score = Math.round((h.score - cfg.named_session_penalty) * 10000) / 10000;
       return out.sort((a, b) => b.score - a.score);
     }
     for (let i = 1; i < out.length; i++) out[i].score = Math.min(out[i].score, out[i - 1].score);
