@@ -16,7 +16,10 @@ boost*, not a filter: a question that holds quoted words and also plain question
 prefixes is parsed as a question over all its words (relaxation applies), and the quoted
 phrases are kept in ``ParsedQuery.phrases`` for the retriever to rank their holders first.
 A query of quotes and keywords only (``"tagged release"``, ``docker "compose up"``) stays
-grep-like and strict. Parentheses in a sentence with no operator are an aside ("which
+grep-like and strict. In a question, words in single or typographic quotes ('wait for the
+first sync', ‘…’, “…”) are such a phrase boost too, never syntax: a person quotes a
+remark back that way, and an apostrophe ("Marisol's", "don't") opens or closes none.
+Parentheses in a sentence with no operator are an aside ("which
 spots has he surfed (or planned to)?"), read as words; in a keyword query they group.
 
 Bounds (docs/query-service.md, *Query limits*): a query is at most `MAX_QUERY_CHARS`
@@ -62,6 +65,9 @@ STOP_WORDS = frozenset(
 SYNONYMS: dict[str, list[str]] = ALTERNATIVES
 
 _TOKEN = re.compile(r'"([^"]*)"?|(\()|(\))|([^\s()"]+)')
+# A remark quoted back inside a question: 'single', ‘typographic’ or “double” quotes, each
+# mark at a word's edge (an apostrophe sits inside or at the end of one).
+_SOFT_QUOTE = re.compile(r"(?<![\w'‘’])['‘]([^'‘’\n]{2,120}?)['’](?![\w'’])|“([^”\n]{2,120})”")
 
 
 # A question a number answers: how many / much / big / long / often, a size, a count, a
@@ -299,6 +305,10 @@ def parse_query(query: str) -> ParsedQuery:
         parsed.explicit = other_syntax = True
     elif parens:  # "which spots has he surfed (or planned to)?": an aside, not a group
         tokens = [t for t in tokens if t not in ("(", ")")]
+    if sentence and not other_syntax:
+        for m in _SOFT_QUOTE.finditer(query or ""):
+            phrases.append(" ".join(words(m.group(1) or m.group(2))))
+        parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
     if (phrases or globbed) and not other_syntax and sentence:
         # quotes in a question: a boost (the retriever), not a filter; a star in one is
         # a glob the person typed ("one QUEUE_BACKEND_* variable per task"), not a prefix

@@ -45,6 +45,36 @@ def test_quotes_in_a_question_are_not_syntax(
         assert set(phrases[0].split()) - {"the"} <= set(parsed.terms)
 
 
+@pytest.mark.parametrize(
+    ("query", "phrases"),
+    [
+        ("What was the 'wait for the first sync' we added?", ["wait for the first sync"]),
+        ("Which test was ‘that flaky retry test’?", ["that flaky retry test"]),
+        ("what did “the big idea” mean?", ["the big idea"]),
+        # apostrophes open and close nothing
+        ("Who said it's Marisol's cat?", []),
+        ("did the students' books and James' 'car keys' turn up?", ["car keys"]),
+    ],
+)
+def test_single_and_typographic_quotes_in_a_question_are_phrases(
+    query: str, phrases: list[str]
+) -> None:
+    parsed = parse_query(query)
+    assert parsed.phrases == phrases
+    assert parsed.explicit is False  # a boost, never a filter
+
+
+def test_a_remark_quoted_back_in_single_quotes_ranks_its_holder_first(
+    store: MemoryStore,
+) -> None:
+    said = store.add("conversation", "Init once and wait for the first sync, capped at 10 s.")
+    for i in range(6):  # each holds the words, apart, and more often
+        store.add("conversation", f"Sync job {i}: first we wait, then sync again; sync wait.")
+    r = Retriever(store)
+    assert ids(r, "What was the 'wait for the first sync' we added?")[0] == said
+    assert ids(r, "What was the wait for the first sync we added?")[0] != said
+
+
 def test_a_quoted_title_in_a_question_boosts_and_never_filters(store: MemoryStore) -> None:
     book = store.add("event", "Alice finished The Pragmatic Programmer on the train.")
     loose = store.add("fact", "A pragmatic programmer writes tests; Alice agrees.")
