@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from . import floor_rows
 from .db import Database
 from .migrations import RANK_WEIGHTS
 
@@ -32,12 +33,14 @@ class TermIndex:
     tokens over all columns, term -> weighted count: each occurrence counts its column's
     rank weight), in the index's row order; ``word_terms``: word -> its term (a word of
     one token only); ``df``: term -> rows of the whole index holding it; ``rows`` and
-    ``avgdl`` of the whole index."""
+    ``avgdl`` of the whole index; ``floor``: the index's floor rows (`floor_rows`), which
+    BM25's N counts besides the ``rows`` memories."""
 
     docs: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)
     word_terms: dict[str, str] = field(default_factory=dict)
     df: dict[str, int] = field(default_factory=dict)
     rows: int = 0
+    floor: int = 0
     avgdl: float = 0.0
 
 
@@ -120,7 +123,9 @@ def term_index(db: Database, ids: Sequence[str], words: Iterable[str]) -> TermIn
                     out.df[term] = int(row[0])
             total = conn.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{_VOCABS[2]}").fetchone()
             out.rows = int(conn.execute("SELECT count(*) FROM main.memories").fetchone()[0])
-            out.avgdl = float(total[0]) / out.rows if out.rows else 0.0
+            out.floor = floor_rows.count(conn)
+            indexed = out.rows + out.floor  # BM25's N: the floor rows count (and their tokens)
+            out.avgdl = float(total[0]) / indexed if indexed else 0.0
         finally:
             _drop(conn)
             conn.execute(f"PRAGMA query_only = {'ON' if query_only else 'OFF'}")

@@ -28,6 +28,7 @@ from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
 from . import archive, browse, inbox, mentions, projects, relations, sessions, vectors, vocabulary
 from .db import Database, connect, connect_readonly, is_sqlite_file
+from .floor_rows import keep as keep_floor_rows
 from .migrations import BM25_RANK, migrate, schema_lag
 from .records import (
     BRIEF_COLUMNS,
@@ -411,6 +412,7 @@ class MemoryStore:
                 f"{rec['content']} {rec['summary'] or ''} {rec['tag_text']}"
             )
         vocabulary.index_terms(self.db.conn, terms)
+        keep_floor_rows(self.db.conn, start + len(records))
 
     def get(self, memory_id: str, track_access: bool = False) -> dict[str, Any] | None:
         """The memory with this id (valid or not), or None."""

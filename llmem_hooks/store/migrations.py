@@ -743,6 +743,18 @@ def m020_context_weight(conn: Any) -> None:
     )
 
 
+def m021_floor_rows(conn: Any) -> None:
+    """BM25 as if the store held `floor_rows.FLOOR_ROWS` more rows that say nothing a
+    question asks (`llmem_hooks.store.floor_rows`): the table recording when they were
+    last written, and the rows themselves for a store that has memories already."""
+    from .floor_rows import keep
+
+    conn.execute("CREATE TABLE fts_floor (at_seq INTEGER NOT NULL)")
+    last = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+    if last:
+        keep(conn, last)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core", m001_core),
     (2, "fts", m002_fts),
@@ -764,6 +776,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (18, "citation_checks", m018_citation_checks),
     (19, "file_touches", m019_file_touches),
     (20, "context_weight", m020_context_weight),
+    (21, "floor_rows", m021_floor_rows),
 ]
 
 

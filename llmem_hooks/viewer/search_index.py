@@ -174,6 +174,7 @@ def build(
         "terms": terms,
         "df": [index.df.get(t, 0) for t in terms],
         "rows": index.rows,
+        "floor": index.floor,
         "avgdl": round(index.avgdl, 4),
         "vocab": vocab,
         "alternatives": alternatives,

@@ -131,7 +131,7 @@ def test_the_context_weight_moves_without_a_rebuild(tmp_path: Path) -> None:
     )
     rank = "SELECT v FROM memories_fts_config WHERE k = 'rank'"
     assert conn.execute(rank).fetchone()[0] == "bm25(1.0, 0.5, 0.75, 0.0, 0.3, 0.1)"
-    assert migrate(conn) == [20]
+    assert migrate(conn, upto=20) == [20]
     assert conn.execute(rank).fetchone()[0] == f"bm25({', '.join(map(str, RANK_WEIGHTS))})"
     assert RANK_WEIGHTS[4] == 0.45
     hits = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'ledger'")

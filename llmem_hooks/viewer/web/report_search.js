@@ -19,7 +19,8 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   docs.forEach((d, i) => {
     for (const p of d.t) { const [t, w] = Array.isArray(p) ? p : [p, 1]; post[t].push([i, w]); }
   });
-  const idf = X.df.map((n) => { const v = Math.log((N - n + 0.5) / (n + 0.5)); return v > 0 ? v : 1e-6; });
+  // BM25's N counts the index's floor rows too (store/floor_rows.py); the rarity does not
+  const idf = X.df.map((n) => { const v = Math.log((N + (X.floor || 0) - n + 0.5) / (n + 0.5)); return v > 0 ? v : 1e-6; });
   const cap = (share) => Math.floor(Math.max(cfg.common_floor, share * N));
   // The live search's words (text/words.py) for stop words; FTS5's (letters, digits) for terms.
   const WORD = /[\p{L}\p{N}_][\p{L}\p{N}_.\-:/+#@]*[\p{L}\p{N}_+#]|[\p{L}\p{N}_]/gu;
