@@ -96,6 +96,8 @@ def _varints(blob: bytes) -> list[int]:
     while i < len(blob):
         value = 0
         for k in range(9):
+            if i >= len(blob):  # cut short (a damaged row): what was read counts
+                break
             byte = blob[i]
             i += 1
             if k == 8:
