@@ -6,10 +6,10 @@ index's N rows, and clamps it to almost nothing once the word is in half of them
 repository's sessions make a store of a few hundred exchanges, and its own vocabulary
 ("invoice", "worker", "index") is in many of them: a question's most telling words then
 count less than a word said once by chance, or not at all. A store of many projects does
-not have the problem (each project's words are rare among all rows). Measured in process
-(docs/benchmarks.md, stop 40): each technical conversation alone in its store, @5 / @10
-0.779 / 0.878 -> 0.812 / 0.928 on the dev half, 0.799 / 0.917 -> 0.844 / 0.938 held out;
-the stores of many projects and the chats within a question.
+not have the problem (each project's words are rare among all rows). Measured on the real
+path (docs/benchmarks.md, stop 40): ten technical conversations, each alone in its store,
+@5 / @10 0.791 / 0.904 -> 0.820 / 0.917 (the keyword floor 0.776 / 0.870); the store of
+all ten, the chats and DevMemBench within a question or three.
 
 The rows: rowids -1 .. -FLOOR_ROWS of ``memories_fts`` (an external-content table: no
 ``memories`` row stands behind them, so no search, count or listing that joins the
@@ -18,17 +18,20 @@ average length stays what it is), all of them one private-use character in the
 ``fts_scope`` column (weight 0; no query names it: searches name the text columns or a
 scope's own tokens). `keep` rewrites them as the store grows (the average changes), in the
 writer's transaction. A migration that drops and recreates ``memories_fts`` drops them;
-the next insert writes them again (the ones present are read off the index, never assumed).
+the next insert writes them again (the ones present are read off the index, never assumed,
+so they are never deleted twice).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-FLOOR_ROWS = 200
 # 200 rather than 300-1,000: the chats (short exchanges, hundreds in a store) lost up to
 # 0.016 @10 at 1,000 and nothing at 200, while the technical stores kept their gain.
-FLOOR_SHARE = 2.0  # ... and at most twice as many as the memories
+FLOOR_ROWS = 200
+# At most twice as many as the memories: a store of a dozen notes ranked as if it held 200
+# more rows would weigh every one of its words about the same.
+FLOOR_SHARE = 2.0
 PAD_TOKEN = "\ue000"  # a private-use character: a token to FTS5's unicode61, typed by no one
 GROWTH = 1.25  # the rows are rewritten when the store has grown by a quarter ...
 MIN_STEP = 16  # ... or by this many memories, whichever is more
@@ -40,7 +43,9 @@ def keep(conn: Any, last_seq: int) -> bool:
     highest row number) has grown by `GROWTH` since they were written. Runs inside the
     caller's write transaction; True when it wrote them."""
     row = conn.execute("SELECT at_seq FROM fts_floor").fetchone()
-    if row is not None and last_seq < max(row[0] * GROWTH, row[0] + MIN_STEP):
+    grown = row is None or last_seq >= max(row[0] * GROWTH, row[0] + MIN_STEP)
+    # not due, unless they are gone (an index dropped and made again)
+    if not grown and conn.execute("SELECT 1 FROM memories_fts_docsize WHERE id < 0").fetchone():
         return False
     drop(conn)
     pad = _pad(round(_average_tokens(conn, last_seq)))
