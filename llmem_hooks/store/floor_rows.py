@@ -39,9 +39,9 @@ SAMPLE = 2000  # rows whose length is read to measure the average
 
 
 def keep(conn: Any, last_seq: int) -> bool:
-    """Write or rewrite the floor rows when due: none yet, or the store (``last_seq``, its
-    highest row number) has grown by `GROWTH` since they were written. Runs inside the
-    caller's write transaction; True when it wrote them."""
+    """Write or rewrite the floor rows when due: never written, gone from the index, or the
+    store (``last_seq``, its highest row number) has grown by `GROWTH` since they were
+    written. Runs inside the caller's write transaction; True when it wrote them."""
     row = conn.execute("SELECT at_seq FROM fts_floor").fetchone()
     grown = row is None or last_seq >= max(row[0] * GROWTH, row[0] + MIN_STEP)
     # not due, unless they are gone (an index dropped and made again)

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..text import fuzzy
 from ..timestamps import now_iso, parse_iso
-from . import vocabulary
+from . import floor_rows, vocabulary
 from .db import transaction
 
 Migration = Callable[[Any], None]
@@ -747,12 +747,10 @@ def m021_floor_rows(conn: Any) -> None:
     """BM25 as if the store held `floor_rows.FLOOR_ROWS` more rows that say nothing a
     question asks (`llmem_hooks.store.floor_rows`): the table recording when they were
     last written, and the rows themselves for a store that has memories already."""
-    from .floor_rows import keep
-
     conn.execute("CREATE TABLE fts_floor (at_seq INTEGER NOT NULL)")
     last = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
     if last:
-        keep(conn, last)
+        floor_rows.keep(conn, last)
 
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [

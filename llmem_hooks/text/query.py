@@ -19,8 +19,8 @@ A query of quotes and keywords only (``"tagged release"``, ``docker "compose up"
 grep-like and strict. In a question, words in single or typographic quotes ('wait for the
 first sync', ‘…’, “…”) are such a phrase boost too, never syntax: a person quotes a
 remark back that way, and an apostrophe ("Marisol's", "don't") opens or closes none.
-Parentheses in a sentence with no operator are an aside ("which
-spots has he surfed (or planned to)?"), read as words; in a keyword query they group.
+Parentheses in a sentence with no operator are an aside ("which spots has he surfed (or
+planned to)?"), read as words; in a keyword query they group.
 
 Bounds (docs/query-service.md, *Query limits*): a query is at most `MAX_QUERY_CHARS`
 characters; a query in search syntax holds at most `MAX_QUERY_TERMS` words, phrases and
