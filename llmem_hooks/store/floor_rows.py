@@ -11,7 +11,12 @@ path (docs/benchmarks.md, stop 40): ten technical conversations, each alone in i
 @5 / @10 0.791 / 0.904 -> 0.820 / 0.917 (the keyword floor 0.776 / 0.870); the store of
 all ten, the chats and DevMemBench within a question or three.
 
-The rows: rowids -1 .. -FLOOR_ROWS of ``memories_fts`` (an external-content table: no
+How many: `FLOOR_ROWS` times the share of the memories the largest project holds, and at
+most `FLOOR_SHARE` times the memories. They stand in for the other projects a store of one
+project lacks: a store of ten projects of equal size gets a tenth of them (on the real
+path, 200 of them there cost @10 -0.014 on the technical dev half; 21 cost nothing).
+
+The rows: rowids -1, -2, ... of ``memories_fts`` (an external-content table: no
 ``memories`` row stands behind them, so no search, count or listing that joins the
 memories sees one), each holding as many tokens as the store's rows do on average (BM25's
 average length stays what it is), all of them one private-use character in the
@@ -49,10 +54,11 @@ def keep(conn: Any, last_seq: int) -> bool:
         return False
     drop(conn)
     pad = _pad(round(_average_tokens(conn, last_seq)))
+    rows = min(FLOOR_ROWS * _largest_share(conn), FLOOR_SHARE * last_seq)
     conn.executemany(
         "INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context,"
         " fts_after) VALUES (?, '', '', '', ?, '', '')",
-        [(-i, pad) for i in range(1, int(min(FLOOR_ROWS, FLOOR_SHARE * last_seq)) + 1)],
+        [(-i, pad) for i in range(1, int(rows) + 1)],
     )
     conn.execute("DELETE FROM fts_floor")
     conn.execute("INSERT INTO fts_floor(at_seq) VALUES (?)", (last_seq,))
@@ -75,6 +81,16 @@ def count(conn: Any) -> int:
     """How many floor rows the index holds (what BM25's N counts besides the memories)."""
     row = conn.execute("SELECT count(*) FROM memories_fts_docsize WHERE id < 0").fetchone()
     return int(row[0])
+
+
+def _largest_share(conn: Any) -> float:
+    """The share of the memories that the largest project holds (the global ones count as
+    one): the floor rows stand in for the other projects a store of one project lacks, and
+    a store of ten projects of equal size needs a tenth of them."""
+    row = conn.execute(
+        "SELECT max(n), sum(n) FROM (SELECT count(*) AS n FROM memories GROUP BY project)"
+    ).fetchone()
+    return row[0] / row[1] if row and row[1] else 1.0
 
 
 def _pad(tokens: int) -> str:
