@@ -1,5 +1,5 @@
-"""The index's floor rows: FTS5 ranks as if the store held `FLOOR_ROWS` more exchanges
-that say none of the question's words.
+"""The index's floor rows: FTS5 ranks as if the store held up to `FLOOR_ROWS` more
+exchanges that say none of the question's words.
 
 Why (issue 23): FTS5's BM25 weighs a word by ``log((N - n + 0.5) / (n + 0.5))`` over the
 index's N rows, and clamps it to almost nothing once the word is in half of them. One
@@ -54,7 +54,8 @@ def keep(conn: Any, last_seq: int) -> bool:
         return False
     drop(conn)
     pad = _pad(round(_average_tokens(conn, last_seq)))
-    rows = min(FLOOR_ROWS * _largest_share(conn), FLOOR_SHARE * last_seq)
+    # at least one: none would read as "gone" and be written again at every insert
+    rows = max(1, min(FLOOR_ROWS * _largest_share(conn), FLOOR_SHARE * last_seq))
     conn.executemany(
         "INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context,"
         " fts_after) VALUES (?, '', '', '', ?, '', '')",

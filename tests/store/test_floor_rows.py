@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from llmem_hooks import MemoryStore, Retriever
 from llmem_hooks.store import floor_rows
 from llmem_hooks.store.db import connect
@@ -98,6 +100,24 @@ def test_they_follow_the_store_as_it_grows(tmp_path: Path) -> None:
         # Gone (an index made again): the next memory writes them back.
         store.add("fact", "one more note")
         assert floor_rows.count(store.conn) == floor_rows.FLOOR_ROWS
+
+
+def test_a_store_of_many_projects_gets_fewer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They stand in for the other projects a one-project store lacks: ten projects of
+    equal size get a tenth of them, and never none (none would read as gone)."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        for i in range(300):
+            store.add("fact", f"note {i} on service {i % 10}", project=f"p{i % 10}")
+        assert floor_rows.count(store.conn) == floor_rows.FLOOR_ROWS // 10
+        monkeypatch.setattr(floor_rows, "FLOOR_ROWS", 5)  # a tenth of it is under one row
+        with store.atomic():
+            store.conn.execute("DELETE FROM fts_floor")
+            assert floor_rows.keep(store.conn, 300)
+            assert floor_rows.count(store.conn) == 1
+            writes = [floor_rows.keep(store.conn, 300 + i) for i in range(1, 20)]
+        assert writes == [False] * 19  # written once, not at every insert
 
 
 def test_a_store_from_before_gets_them_on_upgrade(tmp_path: Path) -> None:
