@@ -296,7 +296,6 @@ def parse_query(query: str) -> ParsedQuery:
                 plain.append(" ".join(ws))
     tokens.extend(")" * depth)
     parsed.terms = content_words(" ".join(plain))[:MAX_QUERY_TERMS]
-    parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
     first = words(query or "")[:1]
     parsed.asks_when = bool(first and first[0] == "when") or bool(_WHEN.search(query or ""))
     parsed.asks_quantity = bool(_QUANTITY.search(query or ""))
@@ -308,7 +307,7 @@ def parse_query(query: str) -> ParsedQuery:
     if sentence and not other_syntax:
         for m in _SOFT_QUOTE.finditer(query or ""):
             phrases.append(" ".join(words(m.group(1) or m.group(2))))
-        parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
+    parsed.phrases = [p for p in dict.fromkeys(phrases) if p]
     if (phrases or globbed) and not other_syntax and sentence:
         # quotes in a question: a boost (the retriever), not a filter; a star in one is
         # a glob the person typed ("one QUEUE_BACKEND_* variable per task"), not a prefix
