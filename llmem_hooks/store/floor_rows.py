@@ -56,10 +56,15 @@ def keep(conn: Any, last_seq: int) -> bool:
     pad = _pad(round(_average_tokens(conn, last_seq)))
     # at least one: none would read as "gone" and be written again at every insert
     rows = max(1, min(FLOOR_ROWS * _largest_share(conn), FLOOR_SHARE * last_seq))
+    # In ascending rowid order (-n .. -1): FTS5 starts a new segment whenever a rowid is not
+    # above the one before, so -1, -2, ... wrote one segment a row, for the merges to join
+    # again (the recall bench's store: 11 -> 16 segments, now 12; a rewrite of 200 rows
+    # 8-10 ms, now 7).
+    n = int(rows)
     conn.executemany(
         "INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context,"
         " fts_after) VALUES (?, '', '', '', ?, '', '')",
-        [(-i, pad) for i in range(1, int(rows) + 1)],
+        [(-i, pad) for i in range(n, 0, -1)],
     )
     conn.execute("DELETE FROM fts_floor")
     conn.execute("INSERT INTO fts_floor(at_seq) VALUES (?)", (last_seq,))
@@ -69,7 +74,9 @@ def keep(conn: Any, last_seq: int) -> bool:
 def drop(conn: Any) -> None:
     """Take the floor rows out of the index (each deleted with the text it was written
     with, read back from the index's own sizes, as an external-content table needs)."""
-    present = conn.execute("SELECT id, sz FROM memories_fts_docsize WHERE id < 0").fetchall()
+    present = conn.execute(
+        "SELECT id, sz FROM memories_fts_docsize WHERE id < 0 ORDER BY id"
+    ).fetchall()
     for rowid, size in present:
         conn.execute(
             "INSERT INTO memories_fts(memories_fts, rowid, content, summary, tag_text,"

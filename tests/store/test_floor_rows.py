@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,6 +101,32 @@ def test_they_follow_the_store_as_it_grows(tmp_path: Path) -> None:
         # Gone (an index made again): the next memory writes them back.
         store.add("fact", "one more note")
         assert floor_rows.count(store.conn) == floor_rows.FLOOR_ROWS
+
+
+def _segments(conn: Any) -> int:
+    return int(conn.execute("SELECT count(DISTINCT segid) FROM memories_fts_idx").fetchone()[0])
+
+
+def test_a_rewrite_adds_a_segment_or_two_not_one_a_row(tmp_path: Path) -> None:
+    """FTS5 starts a new segment whenever a rowid is not above the one before: written
+    -1, -2, ... the rows were one segment each, for the index's merges to join again."""
+    with MemoryStore(tmp_path / "m.db") as store:
+        with store.atomic():
+            for i in range(300):
+                store.add("fact", f"note {i} on the invoice worker", dedupe=False)
+        assert floor_rows.count(store.conn) == floor_rows.FLOOR_ROWS
+        # no merging, so every segment written stays to be counted
+        store.conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES('automerge', 0)")
+        store.conn.execute(
+            "INSERT INTO memories_fts(memories_fts, rank) VALUES('crisismerge', 1000)"
+        )
+        before = _segments(store.conn)
+        with store.atomic():
+            store.conn.execute("DELETE FROM fts_floor")  # due: the next insert rewrites them
+            store.add("fact", "one more note", dedupe=False)
+        assert floor_rows.count(store.conn) == floor_rows.FLOOR_ROWS
+        # the new memory, the deleted rows, the written rows
+        assert _segments(store.conn) - before <= 3
 
 
 def test_a_store_of_many_projects_gets_fewer(
