@@ -1,7 +1,9 @@
 """Episodes: each exchange of a session (a user message and the reply) as one memory.
 
 An exchange becomes a ``conversation`` memory whose content is what was said (text only;
-each tool call one line: the command or file, and ``failed`` when it failed). Reasoning,
+each tool call one line: the command or file, and ``failed`` when it failed); a longer one
+keeps its two ends (`keep_ends`), and what lies between becomes parts of the same size
+(`middle_parts`), so nothing said is lost and no row is longer than another. Reasoning,
 patches and tool output are never kept, ``<private>`` spans are dropped and the context
 blocks llmem-hooks itself injects are stripped. Credentials and private key blocks are
 redacted before anything is cut (`redact_transcript`), and the store redacts again.
@@ -19,7 +21,7 @@ docs/episodes.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -42,6 +44,11 @@ HEAD_SHARE = 2 / 3
 CONTEXT_CHARS = 600  # the previous exchange's words kept as context
 NEXT_CHARS = 300  # ... and the next one's opening (a follow-up names what the answer did)
 ASKED_CHARS = 200  # the question an exchange answers, carried over from the one before it
+# What `keep_ends` leaves out of a longer exchange is stored too, as parts of at most
+# CONTENT_CHARS each (`middle_parts`), at most this many: a step an agent explained halfway
+# through a long turn stays findable, and no stored text is longer than any other episode.
+MAX_PARTS = 10
+PART_LEAD_CHARS = 200  # the user's message each part opens with (what the exchange was about)
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 TOOL_LINE_CHARS = 160
 # The context blocks we inject as markdown (a header, to the end of the message). The
@@ -90,9 +97,12 @@ class Episode:
     # False for a throwaway exchange ("hello there" / "Hi! How can I help?"): no
     # statement, identifier, decision, command or error; it is counted, never stored
     substance: bool = True
+    part: int = 0  # k >= 1: the k-th part of what a long exchange's own episode leaves out
 
     def metadata(self) -> dict[str, object]:
         meta: dict[str, object] = {"episode": True, "fts_context": self.context}
+        if self.part:
+            meta["part"] = self.part
         if self.after:
             meta["fts_after"] = self.after
         if self.asks:
@@ -213,6 +223,7 @@ def build_episodes(
         else:
             groups[-1].append(msg)
     episodes: list[Episode] = []
+    middles: dict[int, list[str]] = {}  # an exchange's index -> its middle's parts
     prev, asked = previous, cap(previous_asks, ASKED_CHARS + len("Assistant: "))
     for group in groups:
         parts = []
@@ -223,9 +234,12 @@ def build_episodes(
                 speaker = "User" if msg.role == "user" else "Assistant"
                 parts.append(f"{speaker}: {text}")
                 last_said = (msg.role, text)
-        content = keep_ends("\n".join([asked, *parts] if asked and parts else parts))
+        whole = "\n".join([asked, *parts] if asked and parts else parts)
+        content = keep_ends(whole)
         if not content:
             continue
+        lead = next((cap(p, PART_LEAD_CHARS) for p in parts if p.startswith("User: ")), "")
+        middles[len(episodes)] = middle_parts(whole, lead)
         asked = question_asked(last_said[1]) if last_said[0] == "assistant" else ""
         time_ms = next((m.created_ms for m in group if m.created_ms), 0)
         context = " ".join(
@@ -251,26 +265,82 @@ def build_episodes(
             Episode(content, ids, time_ms, context, files, substance=substance, asks=asked)
         )
         prev = content
-    return episodes
+    # Each exchange's parts just before it: stored in this order, the exchange's own
+    # episode is the session's latest (the next batch's context and follow-up read it).
+    out: list[Episode] = []
+    for i, ep in enumerate(episodes):
+        out.extend(
+            Episode(text, ep.message_ids, ep.time_ms, ep.context, substance=ep.substance, part=k)
+            for k, text in enumerate(middles.get(i, ()), start=1)
+        )
+        out.append(ep)
+    return out
 
 
 def keep_ends(text: str, limit: int = CONTENT_CHARS) -> str:
     """``text`` whole if at most ``limit`` characters, else its first two thirds and its last
     third at line (or word) boundaries, joined by a line "…". Why (issue 23): a head cut at
     4,000 characters lost whatever a long reply said after it, and every word an agent's
-    closing summary said after a long run of tool calls."""
+    closing summary said after a long run of tool calls. What is left out is stored as
+    `middle_parts`."""
     if len(text) <= limit:
         return text
+    head_end, tail_start = _ends(text, limit)
+    return f"{text[:head_end].rstrip()}\n…\n{text[tail_start:].lstrip()}"
+
+
+def _ends(text: str, limit: int) -> tuple[int, int]:
+    """Where `keep_ends`'s head of ``text`` ends and its tail starts (``len(text) > limit``)."""
     room = limit - 3
     head_room = int(room * HEAD_SHARE)
-    head = text[:head_room]
-    cut = max(head.rfind("\n"), head.rfind(" "))
-    head = head[:cut] if cut > head_room // 2 else head
-    tail_room = room - len(head)
-    tail = text[-tail_room:]
+    cut = max(text.rfind("\n", 0, head_room), text.rfind(" ", 0, head_room))
+    head_end = cut if cut > head_room // 2 else head_room
+    tail_room = room - head_end
+    tail_start = len(text) - tail_room
+    tail = text[tail_start:]
     cut = min((i for i in (tail.find("\n"), tail.find(" ")) if i >= 0), default=-1)
-    tail = tail[cut + 1 :] if 0 <= cut < tail_room // 2 else tail
-    return f"{head.rstrip()}\n…\n{tail.lstrip()}"
+    return head_end, tail_start + (cut + 1 if 0 <= cut < tail_room // 2 else 0)
+
+
+def middle_parts(text: str, lead: str = "", limit: int = CONTENT_CHARS) -> list[str]:
+    """What `keep_ends` leaves out of ``text``, cut at lines (a longer line at words) into
+    parts of at most ``limit`` characters, each opening with ``lead`` (the user's message,
+    so a part read alone says what the exchange was about) and marked ``…`` where the
+    exchange goes on; at most `MAX_PARTS` of them, the first. [] when nothing is left out."""
+    if len(text) <= limit:
+        return []
+    head_end, tail_start = _ends(text, limit)
+    middle = text[head_end:tail_start].strip()
+    if not middle:
+        return []
+    opening = f"{lead} …\n…\n" if lead else "…\n"
+    room = limit - len(opening) - len("\n…")
+    if room < limit // 4:  # a lead this long (never, from build_episodes) leaves no room
+        opening, room = "…\n", limit - len("…\n\n…")
+    chunks: list[str] = []
+    size = 0
+    for line in _pieces(middle, room):
+        if chunks and size + 1 + len(line) <= room:
+            chunks[-1] += "\n" + line
+            size += 1 + len(line)
+        else:
+            if len(chunks) == MAX_PARTS:
+                break
+            chunks.append(line)
+            size = len(line)
+    return [f"{opening}{chunk}\n…" for chunk in chunks]
+
+
+def _pieces(text: str, room: int) -> Iterator[str]:
+    """The lines of ``text``, a line longer than ``room`` cut at words (or inside one)."""
+    for line in text.splitlines():
+        while len(line) > room:
+            cut = line.rfind(" ", room // 2, room)
+            cut = cut if cut > 0 else room
+            yield line[:cut].rstrip()
+            line = line[cut:].lstrip()
+        if line.strip():
+            yield line
 
 
 def question_asked(said: str) -> str:

@@ -361,7 +361,7 @@ class SessionHookCoordinator:
             if e.message_ids[0] not in known
         ]
         # A throwaway exchange ("hello there") is counted, never stored (docs/episodes.md).
-        noise = sum(1 for e in episodes if not e.substance)
+        noise = sum(1 for e in episodes if not e.substance and not e.part)
         episodes = [e for e in episodes if e.substance]
         # What retention would delete at once is never stored (docs/episodes.md).
         cutoff = retention_cutoff_ms(self.settings.episodes.retention_days, time.time())
@@ -371,8 +371,9 @@ class SessionHookCoordinator:
         vectors = self._embed([e.content for e in episodes]) if embed else []
         stored = 0
         with self.store.atomic():
-            if last and episodes:  # the stored episode before these learns its follow-up
-                set_episode_after(self.store.db, last[0]["id"], after_words(episodes[0].content))
+            first = next((e for e in episodes if not e.part), None)
+            if last and first:  # the stored episode before these learns its follow-up
+                set_episode_after(self.store.db, last[0]["id"], after_words(first.content))
             for i, ep in enumerate(episodes):
                 when = (
                     to_iso(datetime.fromtimestamp(ep.time_ms / 1000, UTC)) if ep.time_ms else None

@@ -66,7 +66,9 @@ def episode_of(db: Database, memory: dict[str, Any]) -> dict[str, Any] | None:
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND {EPISODE_WHERE}"
             " AND EXISTS (SELECT 1 FROM json_each(m.source_message_ids) j"
             "  WHERE j.value IN (SELECT value FROM json_each(?)))"
-            " ORDER BY m.created_at, m.seq LIMIT 1",
+            # the exchange's own episode, not a part of a long one's middle (same messages)
+            " ORDER BY json_extract(m.metadata, '$.part') IS NOT NULL, m.created_at, m.seq"
+            " LIMIT 1",
             (sid, json.dumps(list(ids))),
         ).fetchone()
     return row_to_memory(row) if row is not None else None

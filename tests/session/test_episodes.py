@@ -17,13 +17,17 @@ from llmem_hooks.events import Message
 from llmem_hooks.search.retriever import Retriever
 from llmem_hooks.session.episodes import (
     CONTENT_CHARS,
+    MAX_PARTS,
     build_episodes,
+    keep_ends,
     message_text,
+    middle_parts,
     question_asked,
     resolved_times,
     time_words,
 )
 from llmem_hooks.sidecar.loop import Sidecar
+from llmem_hooks.store import browse
 
 TUE = 1_795_478_400_000  # 2026-11-24T00:00:00Z, a Tuesday
 
@@ -233,23 +237,70 @@ def test_an_answer_starts_with_the_question_it_answers(store: MemoryStore, tmp_p
 def test_a_long_exchange_keeps_its_start_and_its_end(store: MemoryStore, tmp_path: Path) -> None:
     """An exchange over `CONTENT_CHARS` (a long reply, or an agent's turn of many tool
     calls) was cut after 4,000 characters: what the reply concluded and the agent's
-    closing summary could not be found. Its start and its end are kept now."""
+    closing summary could not be found. Its start and its end are its episode now, and
+    what lies between is stored as parts of the same size (nothing said is lost)."""
     db = OpenCodeDB(tmp_path / "oc" / "opencode.db")
     coord = coordinator(store, db, tmp_path / "ctx")
     sid = db.session("Migration")
     u1 = db.user(sid, "Walk me through migrating the billing tables.")
     steps = "\n".join(f"Step {i}: copy the rows of table part {i} in batches." for i in range(400))
+    steps = steps.replace("Step 200: copy", "Step 200: pause the cron on db-7, then copy")
     db.assistant(sid, u1, text(steps + "\nIn the end we keep the ledger on pgbouncer port 6544."))
+    u2 = db.user(sid, "Thanks. And the invoices table?")
+    db.assistant(sid, u2, text("The invoices table moves last, after the ledger."))
     coord.on_idle(sid, force=True)
-    (episode,) = episodes_of(store)
+    *parts, episode, nxt = episodes_of(store)
     content = episode["content"]
+    assert "part" not in episode["metadata"]
     assert len(content) <= CONTENT_CHARS
     assert content.startswith("User: Walk me through migrating the billing tables.")
     assert content.endswith("In the end we keep the ledger on pgbouncer port 6544.")
     assert "\n…\n" in content
     hits = Retriever(store).find("which port for the ledger pgbouncer?")
     assert hits and hits[0].id == episode["id"]
+    # The middle: every step the episode leaves out is in a part, once, in order.
+    assert [p["metadata"]["part"] for p in parts] == list(range(1, len(parts) + 1))
+    said = set(steps.splitlines())
+    shown = [
+        line.removeprefix("Assistant: ")
+        for m in (*parts, episode)
+        for line in m["content"].splitlines()
+    ]
+    assert said <= set(shown) and len([x for x in shown if x in said]) == len(said)
+    for p in parts:
+        assert len(p["content"]) <= CONTENT_CHARS
+        assert p["content"].startswith("User: Walk me through migrating the billing tables. …")
+        assert p["source_message_ids"] == episode["source_message_ids"]
+        assert "fts_after" not in p["metadata"]
+    hits = Retriever(store).find("when did we pause the cron on db-7?")
+    assert hits and "pause the cron on db-7" in hits[0].memory["content"]
+    # A memory learned from this exchange links to its own episode, not to a part.
+    learned = {"session_id": episode["session_id"], "source": "heuristic"}
+    learned["source_message_ids"] = episode["source_message_ids"][-1:]
+    assert (browse.episode_of(store.db, learned) or {}).get("id") == episode["id"]
+    # The exchange after follows the exchange's own episode, not a part of it.
+    assert nxt["content"].startswith("User: Thanks. And the invoices table?")
+    assert episode["metadata"]["fts_after"].startswith("User: Thanks.")
+    assert nxt["metadata"]["fts_context"].startswith("User: Walk me through")
     db.close()
+
+
+def test_middle_parts_cover_what_keep_ends_leaves_out() -> None:
+    """Every line of a long text is in its kept ends or in one of its parts, once; a line
+    longer than a part is cut at words; a short text has no parts; at most `MAX_PARTS`."""
+    lines = [f"line {i} " + "word " * (i % 40) for i in range(600)]
+    lines[300] = "one long line " + "x" * 50 + " " + "y " * 4000
+    text = "\n".join(lines)
+    kept = keep_ends(text)
+    parts = middle_parts(text, "User: why?")
+    assert 1 < len(parts) <= MAX_PARTS
+    assert all(len(p) <= CONTENT_CHARS and p.startswith("User: why? …\n…\n") for p in parts)
+    body = "\n".join(p.removeprefix("User: why? …\n…\n").removesuffix("\n…") for p in parts)
+    words = " ".join(kept.replace("…", " ").split()) + " " + " ".join(body.split())
+    assert words.count("line 299 ") == 1 and words.count("one long line") == 1
+    assert middle_parts("short text") == [] and middle_parts("x" * CONTENT_CHARS) == []
+    huge = "\n".join(f"step {i}: " + "z " * 100 for i in range(5000))
+    assert len(middle_parts(huge)) == MAX_PARTS
 
 
 @pytest.mark.parametrize(
