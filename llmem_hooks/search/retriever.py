@@ -723,15 +723,20 @@ def _distinct(hits: list[SearchHit], want: int) -> list[SearchHit]:
     recur across sessions (a heuristic summary, "Session summary: 2 user turns, 2
     assistant replies.", in each) and a question about sessions drew three of them into a
     top five (DevMemBench): a copy tells a reader nothing new and takes the place of a
-    result that might. Only as many texts are read as it takes (40 long episodes: 0.6 ms)."""
+    result that might. So is each exchange: a long one's parts and its own episode share
+    its messages (`session.episodes.middle_parts`). Only as many texts are read as it
+    takes (40 long episodes: 0.6 ms)."""
     seen: set[str] = set()
     out: list[SearchHit] = []
     for hit in hits:
         if len(out) >= want:
             break
         key = distinct_key(str(hit.memory.get("content", "")))
-        if key not in seen:
-            seen.add(key)
+        ids = hit.memory.get("source_message_ids") or []
+        episode = ids and hit.memory.get("source") == "episode"
+        exchange = f"\0{hit.memory.get('session_id')}\0{ids[0]}" if episode else key
+        if key not in seen and exchange not in seen:
+            seen.update((key, exchange))
             out.append(hit)
     return out
 

@@ -274,6 +274,10 @@ def test_a_long_exchange_keeps_its_start_and_its_end(store: MemoryStore, tmp_pat
         assert "fts_after" not in p["metadata"]
     hits = Retriever(store).find("when did we pause the cron on db-7?")
     assert hits and "pause the cron on db-7" in hits[0].memory["content"]
+    # One result an exchange: its parts all say the user's message, as its episode does.
+    hits = Retriever(store).find("migrating the billing tables", limit=10)
+    mine = [h for h in hits if h.memory["source_message_ids"] == episode["source_message_ids"]]
+    assert len(mine) == 1 and len(parts) > 1
     # A memory learned from this exchange links to its own episode, not to a part.
     learned = {"session_id": episode["session_id"], "source": "heuristic"}
     learned["source_message_ids"] = episode["source_message_ids"][-1:]
