@@ -718,23 +718,24 @@ def distinct_key(content: str) -> str:
     return " ".join(content.lower().split())
 
 
+def exchange_key(mem: Mapping[str, Any]) -> str:
+    """An episode's exchange (its session and first message), "" for other memories."""
+    ids = mem.get("source_message_ids") or []
+    return f"\0{mem.get('session_id')}\0{ids[0]}" if ids and mem.get("source") == "episode" else ""
+
+
 def _distinct(hits: list[SearchHit], want: int) -> list[SearchHit]:
-    """The first ``want`` hits, each text once, where it ranks best. Memories of one text
-    recur across sessions (a heuristic summary, "Session summary: 2 user turns, 2
-    assistant replies.", in each) and a question about sessions drew three of them into a
-    top five (DevMemBench): a copy tells a reader nothing new and takes the place of a
-    result that might. So is each exchange: a long one's parts and its own episode share
-    its messages (`session.episodes.middle_parts`). Only as many texts are read as it
-    takes (40 long episodes: 0.6 ms)."""
+    """The first ``want`` hits, each text and each exchange (a long one's parts and its
+    episode, `session.episodes.middle_parts`) once, where it ranks best. A heuristic
+    session summary recurs in every short session, and three drew into a top five
+    (DevMemBench): a copy tells nothing new and takes a place. 40 long episodes: 0.6 ms."""
     seen: set[str] = set()
     out: list[SearchHit] = []
     for hit in hits:
         if len(out) >= want:
             break
         key = distinct_key(str(hit.memory.get("content", "")))
-        ids = hit.memory.get("source_message_ids") or []
-        episode = ids and hit.memory.get("source") == "episode"
-        exchange = f"\0{hit.memory.get('session_id')}\0{ids[0]}" if episode else key
+        exchange = exchange_key(hit.memory) or key
         if key not in seen and exchange not in seen:
             seen.update((key, exchange))
             out.append(hit)

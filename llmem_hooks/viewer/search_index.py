@@ -43,6 +43,7 @@ from ..search.retriever import (
     WHEN_BOOST,
     Retriever,
     distinct_key,
+    exchange_key,
     has_time,
     memory_authors,
     rerank_signals,
@@ -143,9 +144,20 @@ def build(
         copies[key] = copies.get(key, 0) + 1
         first_of.setdefault(key, n)
 
+    # ... and the rows of one exchange (a long one's parts and its episode) share a number
+    exchange_of = {mid: exchange_key(by_id[mid]) for mid in index.docs}
+    first_row: dict[str, int] = {}
+    rows: dict[str, int] = {}
+    for n, ex in enumerate(exchange_of.values()):
+        first_row.setdefault(ex, n)
+        rows[ex] = rows.get(ex, 0) + 1
+
     def same_text(mid: str) -> dict[str, int]:
-        key = text_of[mid]
-        return {"u": first_of[key]} if copies[key] > 1 else {}
+        key, ex = text_of[mid], exchange_of[mid]
+        return {
+            **({"u": first_of[key]} if copies[key] > 1 else {}),
+            **({"x": first_row[ex]} if ex and rows[ex] > 1 else {}),
+        }
 
     docs = []
     for mid, (length, tf) in index.docs.items():  # in the index's order: ties rank as there

@@ -89,7 +89,8 @@ def test_the_index_cannot_end_its_script_element(tmp_path: Path) -> None:
         st.add("fact", "</script><script>alert(1)</script> <!-- \u2028 & </SCRIPT >")
         data = ViewerData(st, home=tmp_path)
         overview = data.overview(details=True)
-        index = data.search_index([m["id"] for m in overview["memories"]])
+        listed = [*overview["memories"], *overview["conversations"]]
+        index = data.search_index([m["id"] for m in listed])
         page = render_page(overview, live=False, search_index=index)
     blocks = re.findall(
         r'<script id="llmem-search" type="application/json">(.*?)</script>', page, re.S
@@ -171,9 +172,25 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             )
             for n in range(3)
         }
+        # One exchange is shown once: a long one's parts and its episode share its
+        # messages (`session.episodes.middle_parts`, `retriever._distinct`).
+        exchange = {
+            st.add(
+                "conversation",
+                ("User: How do we rotate the vault tokens? …\n…\n" if part else "")
+                + f"Step {part}: rotate the vault token pool {part} and reload the agents",
+                source="episode",
+                session_id="v1",
+                source_message_ids=["vm1", "vm2"],
+                metadata={"episode": True, **({"part": part} if part else {})},
+                dedupe=False,
+            )
+            for part in (1, 2, 0)
+        }
         data = ViewerData(st, Config.coerce({"viewer": {"list_limit": 1000}}), home=tmp_path)
         overview = data.overview(details=True)
-        index = data.search_index([m["id"] for m in overview["memories"]])
+        listed = [*overview["memories"], *overview["conversations"]]
+        index = data.search_index([m["id"] for m in listed])
         questions, answers = [], []
         for (service, env), mid in sorted(ids.items()):
             for form in (
@@ -195,6 +212,7 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         for form, mid in extra:
             questions.append(form)
             answers.append(mid)
+        questions.append("how do we rotate the vault token pool?")
         questions.append("Which cache did Marta put in front of the storefront, and its hit rate?")
         questions.append("how many user turns did the session have?")
         questions.append("constructor __proto__ toString")  # no object's own names
@@ -204,7 +222,7 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         "runner.js": RUNNER,
         "index.json": json.dumps(index),
         "questions.json": json.dumps(questions),
-        "memories.json": json.dumps(overview["memories"]),
+        "memories.json": json.dumps(listed),
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -227,6 +245,8 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
     assert report[-3] == live[-3]
     assert cache in live[-4][:5] and live[-4][0] != cache  # Marta's session leads
     assert report[-4] == live[-4]
+    assert len(set(live[-5]) & exchange) == 1 and live[-5][0] in exchange
+    assert report[-5] == live[-5]
     for q, answer, got, want in zip(questions, answers, report, live, strict=False):
         assert got[:1] == [answer], q
         assert got[:10] == want[:10], q  # the same ten, in the same order

@@ -453,12 +453,14 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
         (says ? cfg.answer_kind_boost : 0) + authorBoost(d, who);
       return {d, id: docs[d].id, score: Math.round(score * 10000) / 10000, rank: i};
     }).sort((a, b) => b.score - a.score || a.rank - b.rank);
-    // retriever.py _distinct: each text once, where it ranks best
+    // retriever.py _distinct: each text once, and each exchange once, where it ranks best
     const shown = new Set();
     const once = namedFirst(query, strayDemoted(groups, scored)).filter((h) => {
       const key = docs[h.d].u === undefined ? h.d : docs[h.d].u;
-      if (shown.has(key)) return false;
+      const ex = docs[h.d].x === undefined ? key : 'x' + docs[h.d].x;
+      if (shown.has(key) || shown.has(ex)) return false;
       shown.add(key);
+      shown.add(ex);
       return true;
     });
     return once.slice(0, limit).map(({id, score}) => ({id, score}));
