@@ -267,12 +267,14 @@ def build_episodes(
         prev = content
     # Each exchange's parts just before it: stored in this order, the exchange's own
     # episode is the session's latest (the next batch's context and follow-up read it).
+    # A part is indexed by the exchange's context and its own identifiers' words.
     out: list[Episode] = []
     for i, ep in enumerate(episodes):
-        out.extend(
-            Episode(text, ep.message_ids, ep.time_ms, ep.context, substance=ep.substance, part=k)
-            for k, text in enumerate(middles.get(i, ()), start=1)
-        )
+        for k, text in enumerate(middles.get(i, ()), start=1):
+            context = f"{ep.context} {identifier_parts(text)}".strip()
+            out.append(
+                Episode(text, ep.message_ids, ep.time_ms, context, substance=ep.substance, part=k)
+            )
         out.append(ep)
     return out
 

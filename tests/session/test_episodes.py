@@ -245,6 +245,7 @@ def test_a_long_exchange_keeps_its_start_and_its_end(store: MemoryStore, tmp_pat
     u1 = db.user(sid, "Walk me through migrating the billing tables.")
     steps = "\n".join(f"Step {i}: copy the rows of table part {i} in batches." for i in range(400))
     steps = steps.replace("Step 200: copy", "Step 200: pause the cron on db-7, then copy")
+    steps = steps.replace("Step 230: copy", "Step 230: start the BackfillLagWatcher, then copy")
     db.assistant(sid, u1, text(steps + "\nIn the end we keep the ledger on pgbouncer port 6544."))
     u2 = db.user(sid, "Thanks. And the invoices table?")
     db.assistant(sid, u2, text("The invoices table moves last, after the ledger."))
@@ -274,6 +275,8 @@ def test_a_long_exchange_keeps_its_start_and_its_end(store: MemoryStore, tmp_pat
         assert "fts_after" not in p["metadata"]
     hits = Retriever(store).find("when did we pause the cron on db-7?")
     assert hits and "pause the cron on db-7" in hits[0].memory["content"]
+    hits = Retriever(store).find("the lag watcher")  # a part's identifier, in words
+    assert hits and "BackfillLagWatcher" in hits[0].memory["content"] and not hits[0].corrections
     # One result an exchange: its parts all say the user's message, as its episode does.
     hits = Retriever(store).find("migrating the billing tables", limit=10)
     mine = [h for h in hits if h.memory["source_message_ids"] == episode["source_message_ids"]]
