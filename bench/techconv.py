@@ -22,7 +22,14 @@ that text takes. The floor (`keyword_floor.KeywordFloor`): one row per exchange,
 plain FTS5, bm25 over an OR of the question's non-stop words; scored the same way.
 
     .venv/bin/python bench/techconv.py [--split dev|heldout|all] [--json] [--show-misses]
-        [--keep DIR | --db DIR] [--only t1,t3]
+        [--keep DIR | --db DIR] [--only t1,t3] [--long-replies around|before]
+
+``--long-replies`` makes every assistant reply long, as an agent's turn is: lines of tool
+calls ("Ran `pytest -q tests/test_gamma_12.py`, output checked, nothing new.", seeded),
+5,000 characters before the reply's body and 5,000 after it (``around``: the body falls in
+the middle of a 10,000-character exchange), or 7,000 after its first paragraph only
+(``before``). No conversation of the set has an exchange over 6,000 characters, the most
+an episode holds whole (`session.episodes.keep_ends`, `middle_parts`).
 
 Skips cleanly (exit 0, a message) when the fixtures are absent.
 """
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import sys
@@ -79,6 +87,34 @@ def store_in_process(store: Any, convs: Sequence[dict[str, Any]]) -> int:
             ]
             n += convsets.store_episodes(store, conv["id"], session["id"], turns)
     return n
+
+
+_TOOL_LINES = ("pytest -q tests/test_{}.py", "ruff check src/{}.py", "git diff src/{}.py")
+_NAMES = ("alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta")
+
+
+def long_replies(convs: Sequence[dict[str, Any]], shape: str) -> None:
+    """Every assistant reply of ``convs`` made long by seeded tool-call lines."""
+    rng = random.Random(7)
+
+    def lines(size: int) -> str:
+        out: list[str] = []
+        while sum(len(x) + 1 for x in out) < size:
+            what = rng.choice(_TOOL_LINES).format(f"{rng.choice(_NAMES)}_{rng.randrange(99)}")
+            out.append(f"Ran `{what}`, output checked, nothing new.")
+        return "\n".join(out)
+
+    for conv in convs:
+        for session in conv["sessions"]:
+            for turn in session["turns"]:
+                if turn["role"] != "assistant":
+                    continue
+                first, *rest = turn["text"].split("\n\n")
+                if shape == "around":
+                    body = [first, lines(5000), *rest, lines(5000), "Done: the steps are in."]
+                else:
+                    body = [first, lines(7000), *rest]
+                turn["text"] = "\n\n".join(body)
 
 
 def fold(text: str) -> str:
@@ -236,12 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = convsets.parser(__doc__)
     ap.add_argument("--keep", help="keep the stored home here (for --db)")
     ap.add_argument("--db", help="a home kept by --keep: ask in process, no sidecar")
+    ap.add_argument("--long-replies", choices=("around", "before"), help="see the docstring")
     args = ap.parse_args(argv)
     convs = convsets.chosen(FIXTURES, args)
     if not convs:
         print(f"techconv: no conversations in {FIXTURES}; skipped")
         return 0
     extra: dict[str, Any] = {}
+    if args.long_replies:
+        long_replies(convs, args.long_replies)
+        extra["long_replies"] = args.long_replies
     if args.db:
         home = Path(args.db)
         msg_turn = json.loads((home / "msg_turn.json").read_text())
