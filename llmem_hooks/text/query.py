@@ -121,17 +121,40 @@ def names_in(text: str) -> list[str]:
 
 def written_as_names(names: Sequence[str], texts: Iterable[str]) -> list[str]:
     """Those of ``names`` (`names_in`, lower case) that ``texts`` write in lower case less
-    often than capitalised. A question capitalises a tool as it does a person ("how long
-    does Redis keep failed jobs?"), while the talk about it writes ``redis://`` and
-    ``alembic upgrade``; a person's or a place's name stays capitalised (an address or a
-    handle, ``ap@halvorsen.no``, does not count). A name the texts do not hold stays."""
+    often than capitalised, and that start none of their identifiers. A question
+    capitalises a tool as it does a person ("how long does Redis keep failed jobs?"), while
+    the talk about it writes ``redis://`` and ``alembic upgrade``, or names its code after
+    it (``RedisClient``, ``Graviton3``, ``Dockerfile``: "Docker" may be capitalised in every
+    sentence); a person's or a place's name stays capitalised and names no code (an address
+    or a handle, ``ap@halvorsen.no``, does not count). A name the texts do not hold stays."""
     body = "\n".join(texts)
     kept = []
     for name in names:
         lower = _said(body, name, "@")
-        if not lower or lower < _said(body, name.capitalize()):
+        title = name.capitalize()
+        if (not lower or lower < _said(body, title)) and not _starts_code(body, title):
             kept.append(name)
     return kept
+
+
+def _starts_code(body: str, word: str) -> bool:
+    """Whether ``word`` starts an identifier of ``body``: a capital or a digit right after
+    it (``RedisClient``, ``Graviton3``) or ``file`` (``Dockerfile``), not after a letter,
+    digit, ``_`` or ``@``, nor an address's (``Fenna2000@``). `str.find` first, as `_said`."""
+    i, end = body.find(word), len(word)
+    while i >= 0:
+        before = body[i - 1] if i else " "
+        if not (before.isalnum() or before in "_@"):
+            rest = body[i + end : i + end + 5]
+            code = rest[:1].isupper() or rest[:1].isnumeric()
+            code |= rest[:4] == "file" and not (rest[4:5].isalnum() or rest[4:5] == "_")
+            j = i + end
+            while code and j < len(body) and (body[j].isalnum() or body[j] in "_.-"):
+                j += 1
+            if code and body[j : j + 1] != "@":
+                return True
+        i = body.find(word, i + 1)
+    return False
 
 
 def _said(body: str, word: str, not_after: str = "") -> int:

@@ -154,6 +154,11 @@ def test_names_that_imitate_search_syntax_are_words(tmp_path: Path) -> None:
         # a person's name stays capitalised; her address does not count
         (["sunniva"], ["Sunniva moved. Sunniva's boxes.", "mail sunniva@example.org"], ["sunniva"]),
         (["sunniva", "redis"], ["nothing about either"], ["sunniva", "redis"]),
+        # ... or names its code after it, even when every sentence capitalises it
+        (["docker"], ["No Docker socket. Docker daemon.", "the Dockerfile builds"], []),
+        (["redis", "graviton"], ["Redis is up: RedisClient()", "the Graviton3 canary"], []),
+        (["docker"], ["Docker socket; a Dockerfiles folder, MyDockerfile"], ["docker"]),
+        (["fenna"], ["Fenna's choir.\nFenna\nSang. Fenna2000@example.org"], ["fenna"]),
     ],
 )
 def test_a_name_the_texts_write_in_lower_case_is_a_tool(

@@ -250,3 +250,52 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
     for q, answer, got, want in zip(questions, answers, report, live, strict=False):
         assert got[:1] == [answer], q
         assert got[:10] == want[:10], q  # the same ten, in the same order
+
+
+def _run_report(tmp_path: Path, index: dict, questions: list[str], listed: list[dict]) -> list:
+    files = {
+        "runner.js": RUNNER,
+        "index.json": json.dumps(index),
+        "questions.json": json.dumps(questions),
+        "memories.json": json.dumps(listed),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    proc = subprocess.run(
+        [
+            "node",
+            str(tmp_path / "runner.js"),
+            str(JS),
+            *(str(tmp_path / n) for n in list(files)[1:]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_report_search_orders_no_sessions_by_a_tools_name(tmp_path: Path) -> None:
+    """A name the talk gives its code (`TraefikConfig`) is a tool's, however capitalised:
+    it orders no sessions (`text.query.written_as_names`), in the page as live."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    with MemoryStore(tmp_path / "m.db") as st:
+
+        def said(text: str, session: str) -> str:
+            return st.add("fact", text, project="edge", session_id=session)
+
+        said("Traefik routes the edge; Traefik logs are fine", "e1")
+        said("TraefikConfig loaded, Traefik restarted", "e1")
+        renew = said("The TLS certificates renew every 60 days on the router", "e2")
+        for n in range(3):
+            said(f"edge note {n} filed", f"e{n + 3}")
+        data = ViewerData(st, Config.coerce({"viewer": {"list_limit": 1000}}), home=tmp_path)
+        overview = data.overview(details=True)
+        listed = [*overview["memories"], *overview["conversations"]]
+        index = data.search_index([m["id"] for m in listed])
+        questions = ["How often do Traefik's TLS certificates renew?"]
+        live = [[h["id"] for h in data.search(q)["hits"]] for q in questions]
+    report = _run_report(tmp_path, index, questions, listed)
+    assert live[0][0] == renew and report == live

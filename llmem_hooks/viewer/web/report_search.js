@@ -369,7 +369,19 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   }
   // text/query.py written_as_names: a name the candidates write in lower case as often as
   // capitalised is a tool's (`redis://`), not someone's; an address's or a handle's does
-  // not count.
+  // not count. So is one that starts an identifier (`RedisClient`, `Graviton3`,
+  // `Dockerfile`: _starts_code).
+  function startsCode(body, w) {
+    for (let i = body.indexOf(w); i >= 0; i = body.indexOf(w, i + 1)) {
+      if (i && /[\p{L}\p{N}_@]/u.test(body[i - 1])) continue;
+      const rest = body.slice(i + w.length, i + w.length + 5);
+      if (!/^[\p{Lu}\p{N}]/u.test(rest) && !/^file(?![\p{L}\p{N}_])/u.test(rest)) continue;
+      let j = i + w.length;
+      while (j < body.length && /[\p{L}\p{N}_.-]/u.test(body[j])) j++;
+      if (body[j] !== '@') return true;  // an address's (Fenna2000@) names no code
+    }
+    return false;
+  }
   function writtenAsNames(names, scored) {
     if (!texts) return names;
     const body = scored.map((h) => texts.get(docs[h.d].id) || '').join('\n');
@@ -377,7 +389,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     return names.filter((n) => {
       const lower = count(new RegExp(`(?<![\\p{L}\\p{N}_@])${escape(n)}(?![\\p{L}\\p{N}_])`, 'gu'));
       const title = count(new RegExp(`(?<![\\p{L}\\p{N}_])${escape(upper(n))}(?![\\p{L}\\p{N}_])`, 'gu'));
-      return lower < title || !lower;
+      return (lower < title || !lower) && !startsCode(body, upper(n));
     });
   }
   // retriever.py _named_first: the hits of the projects that say a name the question says
