@@ -100,6 +100,30 @@ def test_the_index_cannot_end_its_script_element(tmp_path: Path) -> None:
     assert json.loads(blocks[0])["docs"][0]["t"]  # still JSON, with the memory's terms
 
 
+def _run_report(tmp_path: Path, index: dict, questions: list[str], listed: list[dict]) -> list:
+    files = {
+        "runner.js": RUNNER,
+        "index.json": json.dumps(index),
+        "questions.json": json.dumps(questions),
+        "memories.json": json.dumps(listed),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    proc = subprocess.run(
+        [
+            "node",
+            str(tmp_path / "runner.js"),
+            str(JS),
+            *(str(tmp_path / n) for n in list(files)[1:]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
     rng = random.Random(5)
@@ -218,27 +242,7 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         questions.append("constructor __proto__ toString")  # no object's own names
         questions.append("what did we decide about the coffee machine?")
         live = [[h["id"] for h in data.search(q)["hits"]] for q in questions]
-    files = {
-        "runner.js": RUNNER,
-        "index.json": json.dumps(index),
-        "questions.json": json.dumps(questions),
-        "memories.json": json.dumps(listed),
-    }
-    for name, text in files.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    proc = subprocess.run(
-        [
-            "node",
-            str(tmp_path / "runner.js"),
-            str(JS),
-            *(str(tmp_path / n) for n in list(files)[1:]),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    report = _run_report(tmp_path, index, questions, listed)
     assert report[-1] == [] and live[-1] == []  # nothing about coffee machines
     assert report[-2] == live[-2] == []
     assert len(copies) == 3 and len(set(live[-3]) & copies) == 1  # one of the three copies
@@ -252,35 +256,10 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         assert got[:10] == want[:10], q  # the same ten, in the same order
 
 
-def _run_report(tmp_path: Path, index: dict, questions: list[str], listed: list[dict]) -> list:
-    files = {
-        "runner.js": RUNNER,
-        "index.json": json.dumps(index),
-        "questions.json": json.dumps(questions),
-        "memories.json": json.dumps(listed),
-    }
-    for name, text in files.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    proc = subprocess.run(
-        [
-            "node",
-            str(tmp_path / "runner.js"),
-            str(JS),
-            *(str(tmp_path / n) for n in list(files)[1:]),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_report_search_orders_no_sessions_by_a_tools_name(tmp_path: Path) -> None:
     """A name the talk gives its code (`TraefikConfig`) is a tool's, however capitalised:
     it orders no sessions (`text.query.written_as_names`), in the page as live."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed")
     with MemoryStore(tmp_path / "m.db") as st:
 
         def said(text: str, session: str) -> str:
