@@ -144,14 +144,14 @@ def _starts_code(body: str, word: str) -> bool:
     i, end = body.find(word), len(word)
     while i >= 0:
         before = body[i - 1] if i else " "
-        if not (before.isalnum() or before in "_@"):
-            rest = body[i + end : i + end + 5]
-            code = rest[:1].isupper() or rest[:1].isnumeric()
-            code |= rest[:4] == "file" and not (rest[4:5].isalnum() or rest[4:5] == "_")
+        rest = body[i + end : i + end + 5]
+        after = rest[:1].isupper() or rest[:1].isnumeric()
+        after |= rest[:4] == "file" and not (rest[4:5].isalnum() or rest[4:5] == "_")
+        if after and not (before.isalnum() or before in "_@"):
             j = i + end
-            while code and j < len(body) and (body[j].isalnum() or body[j] in "_.-"):
+            while j < len(body) and (body[j].isalnum() or body[j] in "_.-"):
                 j += 1
-            if code and body[j : j + 1] != "@":
+            if body[j : j + 1] != "@":
                 return True
         i = body.find(word, i + 1)
     return False
