@@ -55,12 +55,11 @@ def keep(conn: Any, last_seq: int) -> bool:
     drop(conn)
     pad = _pad(round(_average_tokens(conn, last_seq)))
     # at least one: none would read as "gone" and be written again at every insert
-    rows = max(1, min(FLOOR_ROWS * _largest_share(conn), FLOOR_SHARE * last_seq))
+    n = int(max(1, min(FLOOR_ROWS * _largest_share(conn), FLOOR_SHARE * last_seq)))
     # In ascending rowid order (-n .. -1): FTS5 starts a new segment whenever a rowid is not
     # above the one before, so -1, -2, ... wrote one segment a row, for the merges to join
     # again (the recall bench's store: 11 -> 16 segments, now 12; a rewrite of 200 rows
     # 8-10 ms, now 7).
-    n = int(rows)
     conn.executemany(
         "INSERT INTO memories_fts(rowid, content, summary, tag_text, fts_scope, fts_context,"
         " fts_after) VALUES (?, '', '', '', ?, '', '')",
