@@ -136,28 +136,12 @@ def build(
                 out[key] = places.setdefault((field, str(mem[field])), len(places))
         return out
 
-    # a text said more than once: its copies share the first one's number (`_distinct`)
-    text_of = {mid: distinct_key(str(by_id[mid].get("content", ""))) for mid in index.docs}
-    first_of: dict[str, int] = {}
-    copies: dict[str, int] = {}
-    for n, key in enumerate(text_of.values()):
-        copies[key] = copies.get(key, 0) + 1
-        first_of.setdefault(key, n)
-
-    # ... and the rows of one exchange (a long one's parts and its episode) share a number
-    exchange_of = {mid: exchange_key(by_id[mid]) for mid in index.docs}
-    first_row: dict[str, int] = {}
-    rows: dict[str, int] = {}
-    for n, ex in enumerate(exchange_of.values()):
-        first_row.setdefault(ex, n)
-        rows[ex] = rows.get(ex, 0) + 1
-
-    def same_text(mid: str) -> dict[str, int]:
-        key, ex = text_of[mid], exchange_of[mid]
-        return {
-            **({"u": first_of[key]} if copies[key] > 1 else {}),
-            **({"x": first_row[ex]} if ex and rows[ex] > 1 else {}),
-        }
+    # a text said more than once: its copies share the first one's number, and so do the
+    # rows of one exchange (a long one's parts and its episode) (`_distinct`)
+    same_text = _shared_numbers(
+        {mid: distinct_key(str(by_id[mid].get("content", ""))) for mid in index.docs}, "u"
+    )
+    same_exchange = _shared_numbers({mid: exchange_key(by_id[mid]) for mid in index.docs}, "x")
 
     docs = []
     for mid, (length, tf) in index.docs.items():  # in the index's order: ties rank as there
@@ -179,7 +163,8 @@ def build(
                 **({"tn": 1} if says_number(content) else {}),
                 **_authors(mem, person),
                 **where(mem),
-                **same_text(mid),
+                **same_text.get(mid, {}),
+                **same_exchange.get(mid, {}),
             }
         )
     return {
@@ -220,6 +205,18 @@ def build(
             "named_session_penalty": NAMED_SESSION_PENALTY,
         },
     }
+
+
+def _shared_numbers(key_of: Mapping[str, str], field: str) -> dict[str, dict[str, int]]:
+    """``{id: {field: n}}`` for the ids whose key (in ``key_of``, in the index's order) is
+    held by more than one: ``n`` is the first such id's place. An empty key is no one's."""
+    first: dict[str, int] = {}
+    ids: dict[str, list[str]] = {}
+    for n, (mid, key) in enumerate(key_of.items()):
+        if key:
+            first.setdefault(key, n)
+            ids.setdefault(key, []).append(mid)
+    return {mid: {field: first[k]} for k, group in ids.items() if len(group) > 1 for mid in group}
 
 
 def _authors(mem: Mapping[str, Any], person: Callable[[str], int]) -> dict[str, Any]:
