@@ -50,6 +50,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..text.lines import pieces
 from ..text.words import words as text_words
 from .matching import word_patterns
 
@@ -131,25 +132,7 @@ def _units(content: str) -> list[_Unit]:
             continue
         parts = _SENTENCE.split(text) if len(text) > _LONG_LINE else [text]
         for part in parts:
-            out.extend(_Unit(piece, n) for piece in _pieces(part.strip()) if piece)
-    return out
-
-
-def _pieces(sentence: str) -> list[str]:
-    """``sentence`` cut at word boundaries into pieces of at most `_MAX_UNIT` characters
-    (a word longer than that is cut inside); a shorter one whole."""
-    if len(sentence) <= _MAX_UNIT:
-        return [sentence]
-    out: list[str] = []
-    rest = sentence
-    while len(rest) > _MAX_UNIT:
-        cut = rest.rfind(" ", _MAX_UNIT // 2, _MAX_UNIT + 1)
-        if cut < 0:
-            cut = _MAX_UNIT
-        out.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        out.append(rest)
+            out.extend(_Unit(piece, n) for piece in pieces(part.strip(), _MAX_UNIT) if piece)
     return out
 
 

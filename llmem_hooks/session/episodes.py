@@ -21,7 +21,7 @@ docs/episodes.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -31,7 +31,7 @@ from ..extraction.smalltalk import has_substance
 from ..extraction.transcript import transcript_lines
 from ..redact import redact_transcript
 from ..store.records import MAX_LIST_ITEMS
-from ..text.lines import cap
+from ..text.lines import cap, pieces
 from ..text.words import identifier_parts
 
 # An episode's own text, at most. Longer: its first 4,000 characters (the whole cut before
@@ -238,7 +238,7 @@ def build_episodes(
         content = keep_ends(whole)
         if not content:
             continue
-        lead = next((cap(p, PART_LEAD_CHARS) for p in parts if p.startswith("User: ")), "")
+        lead = next((p for p in parts if p.startswith("User: ")), "")
         middles[len(episodes)] = middle_parts(whole, lead)
         asked = question_asked(last_said[1]) if last_said[0] == "assistant" else ""
         time_ms = next((m.created_ms for m in group if m.created_ms), 0)
@@ -307,21 +307,23 @@ def _ends(text: str, limit: int) -> tuple[int, int]:
 def middle_parts(text: str, lead: str = "", limit: int = CONTENT_CHARS) -> list[str]:
     """What `keep_ends` leaves out of ``text``, cut at lines (a longer line at words) into
     parts of at most ``limit`` characters, each opening with ``lead`` (the user's message,
-    so a part read alone says what the exchange was about) and marked ``…`` where the
-    exchange goes on; at most `MAX_PARTS` of them, the first. [] when nothing is left out."""
+    at most `PART_LEAD_CHARS` of it, so a part read alone says what the exchange was about)
+    and marked ``…`` where the exchange goes on; at most `MAX_PARTS` of them, the first.
+    [] when nothing is left out."""
     if len(text) <= limit:
         return []
     head_end, tail_start = _ends(text, limit)
     middle = text[head_end:tail_start].strip()
     if not middle:
         return []
-    opening = f"{lead} …\n…\n" if lead else "…\n"
+    opening = f"{cap(lead, PART_LEAD_CHARS)} …\n…\n" if lead else "…\n"
     room = limit - len(opening) - len("\n…")
-    if room < limit // 4:  # a lead this long (never, from build_episodes) leaves no room
+    if room < limit // 4:  # a small limit: the parts go without the lead
         opening, room = "…\n", limit - len("…\n\n…")
     chunks: list[str] = []
     size = 0
-    for line in _pieces(middle, room):
+    lines = (piece for line in middle.splitlines() for piece in pieces(line, room))
+    for line in (x for x in lines if x.strip()):
         if chunks and size + 1 + len(line) <= room:
             chunks[-1] += "\n" + line
             size += 1 + len(line)
@@ -331,18 +333,6 @@ def middle_parts(text: str, lead: str = "", limit: int = CONTENT_CHARS) -> list[
             chunks.append(line)
             size = len(line)
     return [f"{opening}{chunk}\n…" for chunk in chunks]
-
-
-def _pieces(text: str, room: int) -> Iterator[str]:
-    """The lines of ``text``, a line longer than ``room`` cut at words (or inside one)."""
-    for line in text.splitlines():
-        while len(line) > room:
-            cut = line.rfind(" ", room // 2, room)
-            cut = cut if cut > 0 else room
-            yield line[:cut].rstrip()
-            line = line[cut:].lstrip()
-        if line.strip():
-            yield line
 
 
 def question_asked(said: str) -> str:

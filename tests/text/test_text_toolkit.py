@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from llmem_hooks.text.lines import cap, clip, clip_at_word, flatten
+from llmem_hooks.text.lines import cap, clip, clip_at_word, flatten, pieces
 from llmem_hooks.text.words import identifier_parts, words
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +40,18 @@ def test_cap_keeps_the_lines() -> None:
     assert cap("line one\nline two", 50) == "line one\nline two"
     assert cap("line one\nline two", 10) == "line one…"
     assert cap("abcdefghijkl", 8, "...") == "abcde..."
+
+
+def test_pieces_cut_a_long_line_between_words() -> None:
+    text = " ".join(f"word{i}" for i in range(200))
+    cut = list(pieces(text, 100))
+    assert all(len(p) <= 100 for p in cut) and " ".join(cut) == text
+    assert list(pieces("short", 100)) == ["short"] and list(pieces("", 10)) == []
+    assert list(pieces("x" * 25, 10)) == ["x" * 10, "x" * 10, "x" * 5]  # one long word
+    assert list(pieces("abc", 0)) == ["a", "b", "c"]  # never stuck
+    # linear: a 10 MB line is one pass, and a reader that stops early reads no further
+    huge = pieces("word " * 2_000_000, 300)
+    assert [len(next(huge)) <= 300 for _ in range(3)] == [True] * 3
 
 
 def test_no_function_is_called_one_line_any_more() -> None:
