@@ -24,12 +24,11 @@ import itertools
 import logging
 import math
 import re
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..config import RetrievalSettings
@@ -41,6 +40,8 @@ from ..text.answer_kinds import says_number, says_time
 from ..text.comparisons import event_clauses
 from ..text.query import ParsedQuery, parse_query, quote, words, written_as_names
 from .coherence import demote_stray_projects
+from .compounds import widen_compounds
+from .doc_counts import DocCounts
 from .matching import evidence_scorer, memory_text
 from .passages import fit
 
@@ -87,8 +88,6 @@ ALTERNATIVE_SHARE = 0.2
 # "updated" when every other row says "updated" (a typo of a common word, "dokcer", still
 # finds "docker" in a fifth of the rows).
 CORRECTION_SHARE = 0.4
-DF_CACHE_S = 300.0  # how long a count of `DocCounts` is reused
-DF_CACHE_MAX = 20_000
 SIGNAL_WEIGHTS = {"confidence": 0.4, "recency": 0.3, "access": 0.2, "type": 0.1}
 DEFAULT_TYPE_PRIORITY: dict[str, float] = {
     "decision": 1.2,
@@ -131,54 +130,6 @@ class SearchHit:
     @property
     def id(self) -> str:
         return self.memory["id"]
-
-
-class DocCounts:
-    """How many memories match an FTS5 expression (a word and its stems), counted only
-    up to the cap the caller decides with and cached for `DF_CACHE_S`: counting a common
-    word costs milliseconds every time, and the answer ("more than the cap") changes
-    slowly. Thread-safe; the query service shares one between its read connections."""
-
-    def __init__(self, ttl: float = DF_CACHE_S) -> None:
-        self.ttl = ttl
-        self._lock = threading.Lock()
-        # (match, project, project only) -> count, whether it was cut at a cap, when
-        self._counts: dict[tuple[str, str | None, bool], tuple[int, bool, float]] = {}
-        self._suggested: dict[tuple[str, float], tuple[list[str], float]] = {}
-
-    def count(
-        self, store: MemoryStore, match: str, cap: int, flt: MemoryFilter | None = None
-    ) -> int:
-        """The number of matches (within ``flt``'s project, if any; ``match`` "": the
-        project's rows), or ``cap + 1`` when there are more than ``cap``."""
-        key = (match, flt.project if flt else None, bool(flt and flt.project_only))
-        now = time.monotonic()
-        with self._lock:
-            hit = self._counts.get(key)
-        if hit is not None and now - hit[2] < self.ttl and (not hit[1] or hit[0] > cap):
-            return min(hit[0], cap + 1)
-        n = store.fts_count(match or None, flt, cap + 1)
-        with self._lock:
-            if len(self._counts) >= DF_CACHE_MAX:
-                self._counts.clear()
-            self._counts[key] = (n, n > cap, now)
-        return n
-
-    def suggestions(self, store: MemoryStore, term: str, threshold: float) -> list[str]:
-        """`MemoryStore.suggest_terms`, cached like the counts (scoring the vocabulary's
-        candidates in Python costs milliseconds a word)."""
-        key = (term, threshold)
-        now = time.monotonic()
-        with self._lock:
-            hit = self._suggested.get(key)
-        if hit is not None and now - hit[1] < self.ttl:
-            return hit[0]
-        found = store.suggest_terms(term, threshold)
-        with self._lock:
-            if len(self._suggested) >= DF_CACHE_MAX:
-                self._suggested.clear()
-            self._suggested[key] = (found, now)
-        return found
 
 
 def attach_passages(hits: Sequence[SearchHit], query: str, budget: int) -> None:
@@ -413,7 +364,8 @@ class Retriever:
         if not parsed.explicit and self._drop_common_alternatives(parsed):
             parsed.strict_match = parsed.all_of(parsed.terms)
         if not parsed.explicit:
-            self._split_unknown_compounds(parsed)
+            count = partial(self.counts.count, self.store)
+            widen_compounds(parsed, count, self.store.size_hint())
         corrected: dict[str, list[str]] = {}
         if use_fuzzy is not False and not parsed.explicit:
             # A word no memory contains is most likely a typo ("dokcer"): widen it to its
@@ -599,20 +551,6 @@ class Retriever:
             if hits:
                 tops.append(hits[0])
         return tops
-
-    def _split_unknown_compounds(self, parsed: ParsedQuery) -> None:
-        """A hyphenated word no memory holds as written ("testing-related", "per-tenant")
-        stands for its parts (of 3+ letters): searched as a phrase it would find nothing
-        and the question would lose its most telling word. One that is stored as written
-        ("ecommerce-api", "zero-downtime") stays a phrase."""
-        for term in parsed.terms:
-            if "-" not in term or parsed.alternatives.get(term):
-                continue
-            if self.counts.count(self.store, quote(term), 0) > 0:
-                continue
-            parts = [p for p in dict.fromkeys(term.split("-")) if len(p) > 2]
-            if parts:
-                parsed.alternatives[term] = parts
 
     def _ranked(self, parsed: ParsedQuery, flt: MemoryFilter, pool: int) -> list[SearchHit]:
         """A plain question's hits: the memories holding every word (an AND is as short as

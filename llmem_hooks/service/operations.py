@@ -61,9 +61,10 @@ from ..paths import get_context_dir
 from ..project import project_key, project_name
 from ..redact import find_secrets
 from ..registry import get_registered_types
+from ..search.doc_counts import DocCounts
 from ..search.matching import terms_held
 from ..search.relevance import Relevance, idf_weights, weighed_relevance
-from ..search.retriever import DocCounts, Retriever, SearchHit
+from ..search.retriever import Retriever, SearchHit
 from ..session.context import session_context
 from ..store import MemoryFilter, MemoryStore
 from ..store import citation_review as review

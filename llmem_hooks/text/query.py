@@ -196,6 +196,9 @@ class ParsedQuery:
     asks_when: bool = False
     asks_quantity: bool = False  # "how many", "what size", "which port": a number answers
     names: list[str] = field(default_factory=list)  # `names_in`; none for search syntax
+    # a hyphenated word's parts, which count as it when one memory holds them all
+    # (`search.compounds`), in `any_of` only
+    apart: dict[str, list[str]] = field(default_factory=dict)
 
     def group(self, term: str, extra: Sequence[str] = ()) -> str:
         """``term`` as FTS5, widened to its synonyms (and ``extra`` spellings) if any."""
@@ -210,7 +213,14 @@ class ParsedQuery:
 
     def any_of(self, terms: Sequence[str], extra: Mapping[str, Sequence[str]] | None = None) -> str:
         extra = extra or {}
-        return " OR ".join(self.group(t, extra.get(t, ())) for t in terms)
+        return " OR ".join(self._widened(t, extra.get(t, ())) for t in terms)
+
+    def _widened(self, term: str, extra: Sequence[str]) -> str:
+        """`group`, or'ed with all of ``term``'s `apart` parts."""
+        parts = self.apart.get(term)
+        if not parts:
+            return self.group(term, extra)
+        return f"({self.group(term, extra)} OR ({' AND '.join(quote(p) for p in parts)}))"
 
     def at_least(self, m: int) -> str:
         """Memories containing at least ``m`` of the content words ("minimum should match").

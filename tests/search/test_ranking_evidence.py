@@ -12,6 +12,7 @@ import pytest
 
 from llmem_hooks import MemoryStore, Retriever
 from llmem_hooks.config import RetrievalSettings
+from llmem_hooks.search.compounds import widen_compounds
 from llmem_hooks.search.matching import evidence_scorer
 from llmem_hooks.text.fuzzy import looks_like_typo
 from llmem_hooks.text.query import parse_query
@@ -311,3 +312,37 @@ def test_each_event_of_a_comparison_ends_in_the_top_five() -> None:
     top = [h.id for h in _events_near_top(results, [a, b])[:EVENT_RANK]]
     assert a.id in top and b.id in top
     assert top[0] == "m0"
+
+
+def test_a_hyphenated_word_said_apart_is_found_by_its_parts(tmp_path: Path) -> None:
+    """ "feature-flag" is said so once; the exchange that answers says
+    `FEATURE_PRICE_BOOST` and "the flag name", and held no other word of the question: as
+    a phrase only, nothing found it."""
+    question = "Which version of the feature-flag library we ended up dropping were we running?"
+    with MemoryStore(tmp_path / "m.db") as store:
+        store.add("fact", "Feature flags: the API reads two Unleash flags (unleash-client 5.5).")
+        answer = store.add(
+            "conversation",
+            "User: Unleash goes, write features.ts.\nAssistant: features.ts reads"
+            " FEATURE_PRICE_BOOST from the environment; the flag name salts the hash.",
+        )
+        for i in range(12):
+            store.add("fact", f"Worker {i} was running version {i}.2 of the queue library.")
+        hits = Retriever(store).find(question, limit=10, track_access=False)
+        assert answer in [h.id for h in hits]
+
+
+def test_a_compound_of_common_words_or_a_name_stays_a_phrase() -> None:
+    """ "build-time" apart is "build" and "time" anywhere in a quarter of the store: no
+    evidence of the word; "ecommerce-api" is held apart no more often than together."""
+    rows = {'"build-time"': 1, '"build" AND "time"': 14, '"ecommerce-api"': 30}
+    rows['"ecommerce" AND "api"'] = 31
+    parsed = parse_query("what build-time setting does the ecommerce-api need?")
+    widen_compounds(parsed, lambda match, cap: min(rows[match], cap + 1), 57)
+    assert parsed.apart == {}
+    rows['"build" AND "time"'] = 4  # a rare co-occurrence is the word said apart
+    widen_compounds(parsed, lambda match, cap: min(rows[match], cap + 1), 57)
+    assert parsed.apart == {"build-time": ["build", "time"]}
+    assert '("build" AND "time")' in parsed.any_of(parsed.terms)
+    assert '"build-time" AND' in parsed.all_of(parsed.terms)  # every word: still the phrase
+    assert '"time"' not in parsed.all_of(parsed.terms)

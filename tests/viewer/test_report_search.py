@@ -136,6 +136,12 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
             "fact", "The webhook handler of the billing worker retries 5 times on port 8090"
         )
         limits = st.add("decision", "The auth proxy applies rate limiting per client key")
+        # A hyphenated word held as written whose parts are said apart (`search.compounds`).
+        st.add("fact", "Feature flags are read through the unleash client")
+        st.add("fact", "The old date library was replaced by the standard one")
+        flags = st.add(
+            "fact", "features.ts replaced it: FEATURE_PRICE_BOOST from env, the flag name salted"
+        )
         # A "when" / "how many" question lifts a text that says a time / a number
         # (`text.answer_kinds`), in the page as in the live search.
         moved = st.add("event", "The auth proxy moved to the new cluster on 3 March")
@@ -227,6 +233,7 @@ def test_report_search_ranks_as_the_live_search_does(tmp_path: Path) -> None:
         extra = (
             ("which port is the web on", web),
             ("rate-limiting in the proxy", limits),
+            ("what replaced the feature-flag library?", flags),
             ("how many retries does the webhook handler do?", hook),
             ("when did the auth proxy move to the new cluster?", moved),
             ("How many servers did Nadia ship to the cage?", racks),

@@ -176,9 +176,14 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   function candidates(groups) {
     const out = new Set();
     for (const g of groups) for (const a of g.alts) for (const [d] of post[a[0]]) if (!out.has(d) && holds(d, a)) out.add(d);
+    for (const g of groups) if (g.apart) for (const d of holdingAll(g.apart)) out.add(d);
     return out;
   }
-  const phrasesOf = (groups) => groups.flatMap((g) => g.alts.flat());
+  // the rows holding every token of ``ts`` (a compound's parts said apart)
+  const holdingAll = (ts) => post[ts[0]].map(([d]) => d).filter((d) => ts.every((t) => tf(d, t) > 0));
+  // the tokens BM25 weighs; ``apart``: with a compound's parts once more (text/query.py
+  // any_of: FTS5 counts the phrase and each part of the AND)
+  const phrasesOf = (groups, apart) => groups.flatMap((g) => apart && g.apart ? [...g.alts.flat(), ...g.apart] : g.alts.flat());
   // Best BM25 first; equal scores in the index's row order, as FTS5 returns them.
   const ranked = (ds, phrases) => [...ds].sort((a, b) => a - b).map((d) => [d, bm25(d, phrases)])
     .sort((a, b) => b[1] - a[1]).map((x) => x[0]);
@@ -199,7 +204,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
       if (!rest.length) break;
       for (const v of [name, upper(name), name.toUpperCase()]) {
         const ds = [...candidates(rest)].filter((d) => !seen.has(d) && docs[d].e !== undefined && people[docs[d].e] === v);
-        for (const d of ranked(ds, phrasesOf(rest)).slice(0, POOL / 2)) { out.push(d); seen.add(d); }
+        for (const d of ranked(ds, phrasesOf(rest, true)).slice(0, POOL / 2)) { out.push(d); seen.add(d); }
       }
     }
     return hits.concat(out);
@@ -286,7 +291,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     if (!rare.length) rare = groups.filter((g) => groupDf(g) > 0).sort((a, b) => groupDf(a) - groupDf(b)).slice(0, 1);
     if (rare.length && rows.length < want) {  // then any rarer word, unless the pool is full
-      const seen = new Set(rows), phrases = phrasesOf(rare);
+      const seen = new Set(rows), phrases = phrasesOf(rare, true);
       const more = ranked([...candidates(rare)].filter((d) => !seen.has(d)), phrases).slice(0, want);
       for (const d of more) { rows.push(d); bmOf.set(d, bm25(d, phrases)); }
     }
@@ -442,12 +447,22 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
       const alts = parts.map((p) => stemmed(fold(p))).filter((t) => t >= 0).map((t) => [t]);
       if (alts.length) { g.alts = alts; g.said = [g.word, ...parts]; g.own = true; }
     }
+    // search/compounds.py: a compound held as written whose parts are held apart, in one
+    // memory, at least apart_ratio times as often (and rarely) counts as said by them too
+    const most = Math.floor(cfg.apart_share * N);
+    for (const g of groups) {
+      if (!g.word.includes('-') || g.alts.length !== 1 || g.alts[0].length < 2) continue;
+      const parts = [...new Set(g.word.split('-'))].filter((p) => p.length > 2).map((p) => stemmed(fold(p)));
+      if (parts.length < 2 || parts.some((t) => t < 0)) continue;
+      const whole = candidates([g]).size, apart = holdingAll(parts).length;
+      if (whole > 0 && cfg.apart_ratio * whole <= apart && apart <= most) g.apart = parts;
+    }
     for (const g of groups) if (!g.own) for (const [w, t] of corrections(fold(g.word))) if (looksLikeTypo(fold(g.word), w)) { g.alts.push([t]); g.said.push(w); }
     let hits = keywordHits(groups);
     if (hits.length < 1) {  // nothing: the close spellings of the known words too, any of them
       for (const g of groups) for (const [, t] of corrections(fold(g.word))) if (!g.alts.some((a) => a[0] === t)) g.alts.push([t]);
       const pool = [...candidates(groups)];
-      const all = phrasesOf(groups);
+      const all = phrasesOf(groups, true);
       hits = pool.map((d) => [d, bm25(d, all)]).sort((a, b) => b[1] - a[1]).map((x) => x[0]).slice(0, POOL);
     }
     const who = authorsNamed(words);
