@@ -11,9 +11,9 @@ store holds the word:
 * held as written, but its parts held apart, in one memory, at least `APART_RATIO` times
   as often: the parts together in one memory count as the word, in the search for
   memories holding *any* of the question's words. Only while that co-occurrence is rare
-  (`APART_SHARE` of the memories at most): "build-time" split into "build" and "time" is
-  a quarter of a technical store and says nothing. A name written one way
-  ("ecommerce-api") is held apart no more often than together and stays a phrase.
+  (in `APART_SHARE` of the memories at most, and `APART_MAX`): "build-time" split into
+  "build" and "time" is a quarter of a technical store and says nothing. A name written
+  one way ("ecommerce-api") is held apart no more often than together: a phrase.
 
 Measured (issue 23, stop 42, in process): the technical conversations' dev half, each
 alone @5 0.824 -> 0.831, eight in one store 0.758 -> 0.763; held out, eight in one store
@@ -28,6 +28,9 @@ from ..text.query import ParsedQuery, quote
 
 APART_RATIO = 2.0
 APART_SHARE = 0.2
+# ... and at most this many: counting an AND of two common words in a store of 100k
+# memories up to a fifth of them took 2-3 ms a word (a prompt pays it too); up to this, 0.3
+APART_MAX = 500
 _MIN_PART = 3  # shorter parts ("e2e"'s "e", "re-run"'s "re") are no words of their own
 
 
@@ -36,14 +39,14 @@ def widen_compounds(parsed: ParsedQuery, count: Callable[[str, int], int], size:
     the module docstring) for its hyphenated words. ``count(match, cap)``: how many
     memories match an FTS5 expression, or more than ``cap``; ``size``: about how many
     memories there are."""
-    cap = int(APART_SHARE * size)
+    cap = min(int(APART_SHARE * size), APART_MAX)
     for term in parsed.terms:
         if "-" not in term or parsed.alternatives.get(term):
             continue
         parts = [p for p in dict.fromkeys(term.split("-")) if len(p) >= _MIN_PART]
         if not parts:
             continue
-        whole = count(quote(term), cap)
+        whole = count(quote(term), int(cap / APART_RATIO))
         if whole == 0:
             parsed.alternatives[term] = parts
         elif len(parts) > 1 and APART_RATIO * whole <= cap:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..search.coherence import STRAY_PENALTY, STRAY_SHARE
-from ..search.compounds import APART_RATIO, APART_SHARE
+from ..search.compounds import APART_MAX, APART_RATIO, APART_SHARE
 from ..search.matching import WINDOW_CHARS
 from ..search.retriever import (
     ALTERNATIVE_SHARE,
@@ -195,6 +195,7 @@ def build(
             "alternative_share": ALTERNATIVE_SHARE,
             "apart_ratio": APART_RATIO,
             "apart_share": APART_SHARE,
+            "apart_max": APART_MAX,
             "correction_share": CORRECTION_SHARE,
             "author_boost": AUTHOR_BOOST,
             "when_boost": WHEN_BOOST,

@@ -449,7 +449,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     // search/compounds.py: a compound held as written whose parts are held apart, in one
     // memory, at least apart_ratio times as often (and rarely) counts as said by them too
-    const most = Math.floor(cfg.apart_share * N);
+    const most = Math.min(Math.floor(cfg.apart_share * N), cfg.apart_max);
     for (const g of groups) {
       if (!g.word.includes('-') || g.alts.length !== 1 || g.alts[0].length < 2) continue;
       const parts = [...new Set(g.word.split('-'))].filter((p) => p.length > 2).map((p) => stemmed(fold(p)));
