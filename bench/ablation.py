@@ -42,6 +42,7 @@ from keyword_floor import KeywordFloor, exchanges  # noqa: E402
 
 from llmem_hooks import MemoryStore  # noqa: E402
 from llmem_hooks.config import RetrievalSettings  # noqa: E402
+from llmem_hooks.search import compounds as CO  # noqa: E402
 from llmem_hooks.search import retriever as R  # noqa: E402
 from llmem_hooks.search.retriever import Retriever, attach_passages  # noqa: E402
 from llmem_hooks.store import MemoryFilter  # noqa: E402
@@ -110,6 +111,7 @@ VARIANTS: dict[str, Variant] = {
     "stray projects kept (coherence off)": Variant(
         patches={(R, "demote_stray_projects"): lambda hits, parsed, rarity: hits}
     ),
+    "a hyphenated word's parts said apart off": Variant(patches={(CO, "APART_MAX"): 0}),
     "each text once off": Variant(patches={(R, "_distinct"): lambda hits, want: hits[:want]}),
     "context weight 0.3 (was 0.45)": Variant(
         patches={(M, "BM25_RANK"): "bm25(memories_fts, 1.0, 0.5, 0.75, 0.0, 0.3, 0.1)"}
