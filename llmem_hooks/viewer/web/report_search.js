@@ -439,7 +439,7 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     const words = contentWords(query);
     if (!words.length) return [];
     const groups = words.map(group);
-    // retriever.py's _split_unknown_compounds: a hyphenated word no memory holds as written
+    // search/compounds.py: a hyphenated word no memory holds as written
     // stands for its parts of 3+ letters.
     for (const g of groups) {
       if (!g.word.includes('-') || g.alts.length > 1 || candidates([g]).size) continue;
