@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..search.coherence import STRAY_PENALTY, STRAY_SHARE
+from ..search.coherence import SESSION_PENALTY, STRAY_PENALTY, STRAY_SHARE
 from ..search.compounds import APART_MAX, APART_RATIO, APART_SHARE
 from ..search.matching import WINDOW_CHARS
 from ..search.retriever import (
@@ -206,6 +206,7 @@ def build(
             "time_words": sorted(TIME_WORDS),
             "stray_share": STRAY_SHARE,
             "stray_penalty": STRAY_PENALTY,
+            "session_penalty": SESSION_PENALTY,
             "named_session_penalty": NAMED_SESSION_PENALTY,
         },
     }

@@ -55,3 +55,33 @@ def test_one_project_or_search_syntax_is_left_as_ranked(tmp_path: Path) -> None:
         assert within[0].id == ids["dom"]
         syntax = r.find("document OR storage", limit=5, search_mode="fts", track_access=False)
         assert syntax[0].id == ids["dom"]
+
+
+def test_in_one_project_a_session_holding_little_of_it_goes_below(tmp_path: Path) -> None:
+    """One repository's sessions are threads on many topics: the same rule over sessions,
+    at half the penalty."""
+    with MemoryStore(tmp_path / "m.db") as st:
+        key = st.add(
+            "fact",
+            "Each generated invoice PDF ends up in the bucket under invoices/{customer}/",
+            project="repo",
+            session_id="s-billing",
+        )
+        minio = st.add(
+            "fact",
+            "Object storage is MinIO locally and S3 in production",
+            project="repo",
+            session_id="s-billing",
+        )
+        dom = st.add(
+            "fact",
+            "The editor keeps each document in the document object model, document by document",
+            project="repo",
+            session_id="s-editor",
+        )
+        for n in range(6):
+            st.add("fact", f"The render job retries {n} times", project="repo", session_id=f"f{n}")
+        question = "Where does each generated invoice document end up in object storage?"
+        r = Retriever(st)
+        order = [h.id for h in r.find(question, limit=5, search_mode="fts", track_access=False)]
+        assert order[:3] == [key, minio, dom]  # the editor's session was second

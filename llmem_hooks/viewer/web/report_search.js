@@ -346,14 +346,18 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
   // stage counts it) that the best project's hold loses up to stray_penalty of score.
   function strayDemoted(groups, scored) {
     if (groups.length < 2 || scored.length < 2 || !texts) return scored;
-    if (new Set(scored.map((h) => docs[h.d].p).filter((v) => v !== undefined)).size < 2) return scored;
     const w = rarity(groups);
     const res = groups.map(heldRe);
+    // then the sessions likewise, by session_penalty (coherence.py SESSION_PENALTY)
+    return strayDemotedBy('z', cfg.session_penalty, w, res, strayDemotedBy('p', cfg.stray_penalty, w, res, scored));
+  }
+  function strayDemotedBy(key, penalty, w, res, scored) {
+    if (new Set(scored.map((h) => docs[h.d][key]).filter((v) => v !== undefined)).size < 2) return scored;
     const cover = new Map();
     for (const h of scored) {
-      const p = docs[h.d].p;
+      const p = docs[h.d][key];
       if (p === undefined) continue;
-      const c = cover.get(p) || groups.map(() => false);
+      const c = cover.get(p) || res.map(() => false);
       const text = texts.get(docs[h.d].id) || '';
       res.forEach((re, i) => { c[i] = c[i] || re.test(text); });
       cover.set(p, c);
@@ -363,10 +367,10 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     if (!(best > 0)) return scored;
     let changed = false;
     for (const h of scored) {
-      const p = docs[h.d].p;
+      const p = docs[h.d][key];
       const share = (p === undefined ? best : weight.get(p)) / best;
       if (share < cfg.stray_share) {
-        h.score = Math.round((h.score - cfg.stray_penalty * (cfg.stray_share - share) / cfg.stray_share) * 10000) / 10000;
+        h.score = Math.round((h.score - penalty * (cfg.stray_share - share) / cfg.stray_share) * 10000) / 10000;
         changed = true;
       }
     }
