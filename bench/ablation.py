@@ -42,6 +42,7 @@ from keyword_floor import KeywordFloor, exchanges  # noqa: E402
 
 from llmem_hooks import MemoryStore  # noqa: E402
 from llmem_hooks.config import RetrievalSettings  # noqa: E402
+from llmem_hooks.search import coherence as CH  # noqa: E402
 from llmem_hooks.search import compounds as CO  # noqa: E402
 from llmem_hooks.search import retriever as R  # noqa: E402
 from llmem_hooks.search.retriever import Retriever, attach_passages  # noqa: E402
@@ -108,6 +109,7 @@ VARIANTS: dict[str, Variant] = {
     "a digit for quantity questions off": Variant(patches={(Q, "_QUANTITY"): re.compile("(?!)")}),
     "answer kinds off (time / number)": Variant(patches={(R, "ANSWER_KIND_BOOST"): 0.0}),
     "names rule off": Variant(patches={(Q, "names_in"): lambda text: []}),
+    "stray sessions kept (the session grain off)": Variant(patches={(CH, "SESSION_PENALTY"): 0.0}),
     "stray projects kept (coherence off)": Variant(
         patches={(R, "demote_stray_projects"): lambda hits, parsed, rarity: hits}
     ),
