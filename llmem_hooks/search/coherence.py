@@ -21,8 +21,9 @@ The same rule then runs over sessions, at half the penalty (`SESSION_PENALTY`): 
 repository's sessions are threads on many topics, and a session that shares a word or two
 with the question by chance goes below the sessions that hold it (issue 23, stop 42: ten
 technical conversations in one project @5 dev 0.740 -> 0.752, held out 0.754 -> 0.776;
-in a home of ten projects held out 0.764 -> 0.773, @10 0.844 -> 0.853; the chats within
-one question at @5 and @10).
+in a home of ten projects held out 0.764 -> 0.773, @10 0.844 -> 0.853; the long chats'
+held-out half in one home @5 0.692 -> 0.680, @10 0.778 -> 0.775: a catch-up chat's
+session holds many topics, so its coverage says less).
 """
 
 from __future__ import annotations
