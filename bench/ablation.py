@@ -110,8 +110,8 @@ VARIANTS: dict[str, Variant] = {
     "answer kinds off (time / number)": Variant(patches={(R, "ANSWER_KIND_BOOST"): 0.0}),
     "names rule off": Variant(patches={(Q, "names_in"): lambda text: []}),
     "stray sessions kept (the session grain off)": Variant(patches={(CH, "SESSION_PENALTY"): 0.0}),
-    "stray projects kept (coherence off)": Variant(
-        patches={(R, "demote_stray_projects"): lambda hits, parsed, rarity: hits}
+    "stray projects and sessions kept (coherence off)": Variant(
+        patches={(R, "demote_strays"): lambda hits, parsed, rarity: hits}
     ),
     "a hyphenated word's parts said apart off": Variant(patches={(CO, "APART_MAX"): 0}),
     "each text once off": Variant(patches={(R, "_distinct"): lambda hits, want: hits[:want]}),

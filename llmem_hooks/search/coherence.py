@@ -42,7 +42,7 @@ STRAY_PENALTY = 0.3
 SESSION_PENALTY = 0.15
 
 
-def demote_stray_projects(
+def demote_strays(
     hits: list[SearchHit], parsed: ParsedQuery, rarity: Callable[[], Sequence[float]]
 ) -> list[SearchHit]:
     """``hits`` (best first) with those of projects covering less than `STRAY_SHARE` of

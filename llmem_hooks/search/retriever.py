@@ -39,7 +39,7 @@ from ..text import fuzzy
 from ..text.answer_kinds import says_number, says_time
 from ..text.comparisons import event_clauses
 from ..text.query import ParsedQuery, parse_query, quote, words, written_as_names
-from .coherence import demote_stray_projects
+from .coherence import demote_strays
 from .compounds import widen_compounds
 from .doc_counts import DocCounts
 from .matching import evidence_scorer, memory_text
@@ -301,7 +301,7 @@ class Retriever:
         boost = question_booster(parsed, authors)
         fused = self._fuse(fts_hits, sem_hits, alpha, boost)
         if not parsed.explicit and len(parsed.terms) > 1:
-            fused = demote_stray_projects(fused, parsed, lambda: self._rarity(parsed))
+            fused = demote_strays(fused, parsed, lambda: self._rarity(parsed))
         if parsed.names:
             with self._bounded():
                 fused = self._named_first(parsed, flt, fused)

@@ -341,9 +341,10 @@ function makeReportSearch(X, texts) {  // texts: id -> content, summary and tags
     }
     return found;
   }
-  // search/coherence.py demote_stray_projects: a project whose hits together hold less
+  // search/coherence.py demote_strays: a project whose hits together hold less
   // than stray_share of the question's weight (each word by its rarity, as the ranked
-  // stage counts it) that the best project's hold loses up to stray_penalty of score.
+  // stage counts it) that the best project's hold loses up to stray_penalty of score;
+  // then a session likewise, up to session_penalty.
   function strayDemoted(groups, scored) {
     if (groups.length < 2 || scored.length < 2 || !texts) return scored;
     const w = rarity(groups);
