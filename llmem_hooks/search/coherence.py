@@ -53,23 +53,18 @@ def demote_strays(
     hit of no project (session) is never demoted."""
     if len(parsed.terms) < 2 or len(hits) < 2:
         return hits
+    grains = [
+        (key, penalty)
+        for key, penalty in (("project", STRAY_PENALTY), ("session_id", SESSION_PENALTY))
+        if len({_group(h, key) for h in hits} - {""}) >= 2
+    ]
+    if not grains:
+        return hits
     held = terms_held(parsed)
-    found: dict[str, list[bool]] = {}
-    weights: list[Sequence[float]] = []  # asked once, by the first grain that needs it
-
-    def weight() -> Sequence[float]:
-        if not weights:
-            weights.append(rarity())
-        return weights[0]
-
-    for key, penalty in (("project", STRAY_PENALTY), ("session_id", SESSION_PENALTY)):
-        groups = {_group(h, key) for h in hits} - {""}
-        if len(groups) < 2:
-            continue
-        for h in hits:
-            if h.id not in found:
-                found[h.id] = list(held(h.memory))
-        if _demote(hits, key, penalty, found, weight()):
+    found = {h.id: list(held(h.memory)) for h in hits}
+    weights = rarity()
+    for key, penalty in grains:
+        if _demote(hits, key, penalty, found, weights):
             hits = sorted(hits, key=lambda h: h.score, reverse=True)
     return hits
 
